@@ -1,0 +1,47 @@
+/* strata-tune: the identity a tuning table is made for.
+ *
+ * A table header holds four tokens: <arch> <runtime> <compiler> <space>.
+ * A table engages only in a process whose identity has the same four. */
+#ifndef STRATA_IDENTITY_H
+#define STRATA_IDENTITY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ST_TOKEN_MAX 64
+
+typedef struct {
+    char arch[ST_TOKEN_MAX];     /* "gfx1100", "sm_90" or "cpu" */
+    char runtime[ST_TOKEN_MAX];  /* loaded runtime's version; CPU: library version */
+    char compiler[ST_TOKEN_MAX]; /* hash of compiler identity + kernel flags */
+    int space;                   /* STRATA_SELECTION_SPACE of the build */
+    /* Informational only (reports, provenance comments). */
+    char device_name[128];
+    char driver[ST_TOKEN_MAX];
+} st_identity;
+
+/* The CPU backend's identity: "cpu", the library version, the host compiler
+ * hash, the selection space. */
+void st_identity_cpu(st_identity *id);
+
+/* Whether the four header tokens of A and B are equal. */
+bool st_identity_matches(const st_identity *a, const st_identity *b);
+
+/* Writes "<arch> <runtime> <compiler> <space>" (no newline) into BUF.
+ * Returns the length it needed (as snprintf). */
+int st_identity_header(const st_identity *id, char *buf, size_t n);
+
+/* Library version string ("0.1.0"). */
+const char *st_version(void);
+
+/* Which GPU backend this build has: "none", "hip" or "cuda". */
+const char *st_gpu_backend_name(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

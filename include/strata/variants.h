@@ -1,0 +1,64 @@
+/* strata-tune: the one list of compiled-in kernel variants, the dispatch
+ * knobs, and the constants of the exactness contract.
+ *
+ * This header is the ONLY place the rows variants are named. The table
+ * parser (which values are valid), the GPU launchers (the switch that
+ * instantiates the kernels), the CPU backend and the tuner (what to sweep)
+ * all expand these lists. Variants are appended, never renumbered or
+ * removed; any change that alters what a table row means bumps
+ * STRATA_SELECTION_SPACE.
+ */
+#ifndef STRATA_VARIANTS_H
+#define STRATA_VARIANTS_H
+
+/* Kernel-selection-space token, written in every table header and compared
+ * on load. History: 1 = the 2026-11 prototype (DESIGN.md section 8), never
+ * shipped; 2 = S=32 canonical streams, row-planar device layout, the lists
+ * below. */
+#define STRATA_SELECTION_SPACE 2
+
+/* Exactness contract (DESIGN.md section 2). A row's K values are split into
+ * units of ST_CANON_UNIT values (one q8_1 activation block). Unit u belongs
+ * to canonical stream u % ST_CANON_STREAMS; each stream accumulates its units
+ * in increasing u with explicit fma; the streams are combined by a fixed
+ * butterfly (pairs i, i^16 first, then i^8, ..., i^1). Any geometry with
+ * T <= ST_CANON_STREAMS threads per row gives the same bits. Both constants
+ * are part of the selection space. */
+#define ST_CANON_UNIT 32
+#define ST_CANON_STREAMS 32
+
+/* iq_mmvq table variants: a plain one-warp-per-row kernel with R rows (warps)
+ * per block. X(R). */
+#define STRATA_MMVQ_ROWS_VARIANTS(X) X(1) X(2) X(4) X(8) X(16)
+
+/* expert_grouped table variants: plain one-warp-per-row gate-up kernel with
+ * GU rows per block, and down kernel with DN rows per block. X(GU, DN). */
+#define STRATA_EXPERT_ROWS_VARIANTS(X) \
+    X(1, 1) X(2, 2) X(4, 2) X(4, 4) X(8, 4) X(8, 8)
+
+/* Dispatch knobs: environment variables that reroute the default decode
+ * dispatch to an alternative path (which keeps the exactness contract). A
+ * table measured the default dispatch, so the loader refuses while any knob
+ * is active. X(ID, ENV, WHEN, WHAT):
+ *   WHEN NULL   -> active when set to anything but "" or "0";
+ *   WHEN "v"    -> active when set to exactly "v".                       */
+#define STRATA_DISPATCH_KNOBS(X)                                                   \
+    X(OLD_IQ_MMVQ, "STRATA_OLD_IQ_MMVQ", NULL,                                     \
+      "iq_mmvq takes the legacy path: separate q8_1 launch, one row per warp, "    \
+      "activations read from global memory")                                      \
+    X(NO_SUB16_GU, "STRATA_NO_SUB16_GU", NULL,                                     \
+      "expert gate-up never uses fewer than 16 lanes per row")                     \
+    X(IQ_STAGE_GRID_OFF, "STRATA_IQ_STAGE_GRID", "0",                              \
+      "expert kernels read the IQ grids from global memory instead of LDS")        \
+    X(IQ_STAGE_GRID_MMVQ, "STRATA_IQ_STAGE_GRID_MMVQ", "1",                        \
+      "iq_mmvq stages the IQ grids in LDS")                                        \
+    X(EXPERT_V2, "STRATA_EXPERT_V2", NULL,                                         \
+      "per-token expert kernels: no grouping, weights read once per token")        \
+    X(EXPERT_V2K, "STRATA_EXPERT_V2K", NULL,                                       \
+      "k-split expert kernels: stream partials to memory, separate combine")       \
+    X(TSUM, "STRATA_TSUM", NULL,                                                   \
+      "down projection writes per-slot outputs; a separate launch sums top-k")     \
+    X(GROUPED_V1, "STRATA_GROUPED_V1", NULL,                                       \
+      "first-generation grouping: a separate launch builds the expert lists")
+
+#endif

@@ -1,0 +1,191 @@
+/* The exactness contract's float arithmetic, shared by the CPU reference
+ * (C11, built with -ffp-contract=off) and the GPU kernels (HIP/CUDA, built
+ * with contraction off and written with explicit _rn intrinsics). Every
+ * float operation that reaches an output goes through these functions, so
+ * all backends perform the same IEEE operations in the same order.
+ * DESIGN.md section 2; the constants are in include/strata/variants.h. */
+#ifndef ST_CANON_H
+#define ST_CANON_H
+
+#include <stdint.h>
+#include <string.h>
+#if !defined(__CUDACC__) && !defined(__HIPCC__) && !defined(__HIP__)
+#include <math.h>
+#endif
+
+#if defined(__CUDACC__) || defined(__HIPCC__) || defined(__HIP__)
+#define ST_HD static __host__ __device__ inline
+#else
+#define ST_HD static inline
+#endif
+
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#define ST_DEVICE_PASS 1
+#else
+#define ST_DEVICE_PASS 0
+#endif
+
+ST_HD uint32_t st_f2u(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+ST_HD float st_u2f(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* ---- the four contract operations ------------------------------------ */
+ST_HD float st_fmul(float a, float b)
+{
+#if ST_DEVICE_PASS
+    return __fmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+
+ST_HD float st_fadd(float a, float b)
+{
+#if ST_DEVICE_PASS
+    return __fadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+
+ST_HD float st_fma(float a, float b, float c)
+{
+#if ST_DEVICE_PASS
+    return __fmaf_rn(a, b, c);
+#else
+    return fmaf(a, b, c);
+#endif
+}
+
+ST_HD float st_fdiv(float a, float b)
+{
+#if ST_DEVICE_PASS
+    return __fdiv_rn(a, b);
+#else
+    return a / b;
+#endif
+}
+
+/* ---- binary16 --------------------------------------------------------- */
+ST_HD float st_half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu;
+    uint32_t mant = h & 0x3ffu;
+    if (exp == 0) {
+        if (mant == 0) return st_u2f(sign);
+        uint32_t e = 113;
+        while (!(mant & 0x400u)) {
+            mant <<= 1;
+            e--;
+        }
+        return st_u2f(sign | (e << 23) | ((mant & 0x3ffu) << 13));
+    }
+    if (exp == 31) return st_u2f(sign | 0x7f800000u | (mant << 13));
+    return st_u2f(sign | ((exp + 112u) << 23) | (mant << 13));
+}
+
+/* Round to nearest even, as __float2half_rn. */
+ST_HD uint16_t st_float_to_half(float f)
+{
+    uint32_t x = st_f2u(f);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) /* inf, nan (quiet, payload kept where it fits) */
+        return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? (0x200u | ((ax >> 13) & 0x3ffu)) : 0u));
+    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520 -> inf */
+    if (ax >= 0x38800000u) {                                  /* normal half */
+        ax += 0xc8000fffu + ((ax >> 13) & 1u);
+        return (uint16_t)(sign | (ax >> 13));
+    }
+    uint32_t e = ax >> 23;
+    if (e < 102) return (uint16_t)sign; /* below 2^-25: rounds to zero */
+    uint32_t m = (ax & 0x7fffffu) | 0x800000u;
+    uint32_t shift = 126 - e; /* 14..24 */
+    uint32_t q = m >> shift;
+    uint32_t rem = m & ((1u << shift) - 1u);
+    uint32_t half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (q & 1u))) q++;
+    return (uint16_t)(sign | q);
+}
+
+/* ---- exp and silu from +, *, fma only ----------------------------------
+ * Not a library transcendental: the same sequence of IEEE operations on
+ * every backend. Accuracy about 2 ulp on the range that matters. */
+ST_HD float st_exp2i(int n) /* 2^n for n in [-126, 127] */
+{
+    return st_u2f((uint32_t)(n + 127) << 23);
+}
+
+ST_HD float st_expf(float x)
+{
+    if (!(x == x)) return x;                 /* nan */
+    if (x > 88.72283f) return st_u2f(0x7f800000u);
+    if (x < -103.97208f) return 0.0f;
+    const float magic = 12582912.0f;        /* 1.5 * 2^23: rounds to integer */
+    float kf = st_fadd(st_fmul(x, 1.44269504f), magic);
+    kf = st_fadd(kf, -magic);
+    float r = st_fma(kf, -0.693145752f, x); /* ln2 high part, exact product */
+    r = st_fma(kf, -1.42860677e-6f, r);     /* ln2 low part */
+    float p = 1.38888889e-3f;               /* Taylor to degree 6 */
+    p = st_fma(p, r, 8.33333333e-3f);
+    p = st_fma(p, r, 4.16666667e-2f);
+    p = st_fma(p, r, 1.66666667e-1f);
+    p = st_fma(p, r, 0.5f);
+    p = st_fma(p, r, 1.0f);
+    p = st_fma(p, r, 1.0f);
+    int n = (int)kf;
+    int n1 = n / 2;
+    return st_fmul(st_fmul(p, st_exp2i(n1)), st_exp2i(n - n1));
+}
+
+/* silu(g) * u, the gate-up combine of expert_grouped. */
+ST_HD float st_silu_mul(float g, float u)
+{
+    float s = st_fdiv(g, st_fadd(1.0f, st_expf(-g)));
+    return st_fmul(s, u);
+}
+
+/* ---- per-unit scale factors (one unit = 32 weights) -------------------
+ * A unit's contribution to a stream is acc = fma(A, (float)isum, acc) with
+ * A = st_fmul(W, da): W below, da the q8_1 block's f16 d as f32, isum the
+ * exact integer dot of the unit's integer weights with the q8_1 values.
+ * Q4_K adds a second term acc = fma(-st_fmul(M, da), (float)qsum, acc)
+ * with qsum the sum of the q8_1 values. */
+ST_HD float st_w_q8_0(float d) { return d; }
+ST_HD float st_w_iq4_nl(float d) { return d; }
+/* IQ4_XS: sub-block scale ls in 0..63. */
+ST_HD float st_w_iq4_xs(float d, int ls) { return st_fmul(d, (float)(ls - 32)); }
+/* IQ3_S: 4-bit sub-block scale s. */
+ST_HD float st_w_iq3_s(float d, int s) { return st_fmul(d, (float)(1 + 2 * s)); }
+/* IQ3_XXS: 4-bit scale ls (top bits of the scales-and-signs word). */
+ST_HD float st_w_iq3_xxs(float d, int ls)
+{
+    return st_fmul(st_fmul(d, (float)(2 * ls + 1)), 0.25f);
+}
+/* IQ2_S: both 4-bit scales are folded into isum as (2s+1) integer factors. */
+ST_HD float st_w_iq2_s(float d) { return st_fmul(d, 0.125f); }
+/* Q4_K: 6-bit scale and min. */
+ST_HD float st_w_q4_k(float d, int sc) { return st_fmul(d, (float)sc); }
+ST_HD float st_m_q4_k(float dmin, int m) { return st_fmul(dmin, (float)m); }
+
+/* The fixed butterfly over the 32 stream partials: pairs i, i^16 first, down
+ * to i, i^1. V is overwritten; returns the row's value. */
+ST_HD float st_canon_combine32(float *v)
+{
+    for (int h = 16; h >= 1; h >>= 1)
+        for (int i = 0; i < h; i++) v[i] = st_fadd(v[i], v[i + h]);
+    return v[0];
+}
+
+#endif

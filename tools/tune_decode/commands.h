@@ -1,0 +1,23 @@
+/* tune_decode: one function per subcommand. Each returns the process exit
+ * status (0 success, 1 failure, 2 usage error). ARGV[0] is the subcommand. */
+#ifndef TUNE_DECODE_COMMANDS_H
+#define TUNE_DECODE_COMMANDS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+typedef struct {
+    bool quiet;
+    bool json;
+} td_global;
+
+int cmd_table(int argc, char **argv, const td_global *g);     /* table check|show PATH */
+int cmd_variants(int argc, char **argv, const td_global *g);  /* variants */
+int cmd_identity(int argc, char **argv, const td_global *g);  /* identity */
+int cmd_vectors(int argc, char **argv, const td_global *g);   /* vectors FILE... */
+int cmd_shapes(int argc, char **argv, const td_global *g);    /* shapes MODEL.gguf */
+
+/* Prints "tune_decode: " + message to stderr and returns 2 (usage) . */
+int td_usage_error(const char *fmt, ...);
+
+#endif

@@ -1,0 +1,84 @@
+/* tune_decode: tune, check and inspect strata-tune decode kernels.
+ * A thin front end: argument parsing here, the work in libstrata_tune. */
+#include "commands.h"
+#include "strata/identity.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char USAGE[] =
+    "usage: tune_decode [-q] [--json] COMMAND [ARGS]\n"
+    "\n"
+    "Commands:\n"
+    "  table check PATH      say whether this machine would engage the table (PATH: file or\n"
+    "                        tables directory), and why not\n"
+    "  table show PATH       print a table's identity and shapes (no checks against this machine)\n"
+    "  variants              print the compiled-in rows variants and the dispatch knobs\n"
+    "  identity              print the header tokens this process writes and accepts\n"
+    "  vectors FILE...       check reference-vector (.stqv) files against the decoders and the\n"
+    "                        CPU reference; one pass/fail line per type and section\n"
+    "  shapes MODEL.gguf     list the decode shapes and types a GGUF model needs\n"
+    "\n"
+    "Options:\n"
+    "  -q, --quiet           no progress output\n"
+    "  --json                machine-readable output where the command has it\n"
+    "  -h, --help            this text (also: tune_decode COMMAND --help)\n"
+    "  --version             print the version\n"
+    "\n"
+    "Environment: STRATA_DECODE_TUNING (table file or directory), the dispatch knobs\n"
+    "(tune_decode variants lists them).\n";
+
+int td_usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("tune_decode: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs("\n(tune_decode --help shows the commands)\n", stderr);
+    return 2;
+}
+
+typedef struct {
+    const char *name;
+    int (*fn)(int, char **, const td_global *);
+} td_command;
+
+static const td_command COMMANDS[] = {
+    {"table", cmd_table},       {"variants", cmd_variants}, {"identity", cmd_identity},
+    {"vectors", cmd_vectors},   {"shapes", cmd_shapes},
+};
+
+int main(int argc, char **argv)
+{
+    td_global g = {false, false};
+    /* Global flags may appear anywhere; remove them so commands see only
+     * their own arguments. */
+    int n = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet"))
+            g.quiet = true;
+        else if (!strcmp(argv[i], "--json"))
+            g.json = true;
+        else
+            argv[++n] = argv[i];
+    }
+    argc = n + 1;
+    if (argc < 2) {
+        fputs(USAGE, stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        fputs(USAGE, stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("tune_decode %s (strata-tune, GPU backend: %s)\n", st_version(), st_gpu_backend_name());
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
+        if (!strcmp(argv[1], COMMANDS[i].name)) return COMMANDS[i].fn(argc - 1, argv + 1, &g);
+    if (argv[1][0] == '-') return td_usage_error("unknown option '%s'", argv[1]);
+    return td_usage_error("unknown command '%s'", argv[1]);
+}
