@@ -1,5 +1,7 @@
 #include "strata/knobs.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,15 +9,27 @@ typedef struct {
     const char *env;
     const char *when;
     const char *what;
-    const char *label;
 } knob_info;
 
 static const knob_info g_knobs[ST_KNOB_COUNT] = {
-#define ST_KNOB_INFO_(id, env, when, what) \
-    {env, when, what, (when) ? env "=" when : env},
+#define ST_KNOB_INFO_(id, env, when, what) {env, when, what},
     STRATA_DISPATCH_KNOBS(ST_KNOB_INFO_)
 #undef ST_KNOB_INFO_
 };
+
+/* "ENV" or "ENV=VALUE", built once. */
+static char g_labels[ST_KNOB_COUNT][96];
+static pthread_once_t g_labels_once = PTHREAD_ONCE_INIT;
+
+static void build_labels(void)
+{
+    for (int k = 0; k < ST_KNOB_COUNT; k++) {
+        if (g_knobs[k].when)
+            snprintf(g_labels[k], sizeof g_labels[k], "%s=%s", g_knobs[k].env, g_knobs[k].when);
+        else
+            snprintf(g_labels[k], sizeof g_labels[k], "%s", g_knobs[k].env);
+    }
+}
 
 static const knob_info *info(st_knob k)
 {
@@ -24,7 +38,12 @@ static const knob_info *info(st_knob k)
 
 const char *st_knob_env(st_knob k) { return info(k) ? info(k)->env : "?"; }
 const char *st_knob_what(st_knob k) { return info(k) ? info(k)->what : "?"; }
-const char *st_knob_label(st_knob k) { return info(k) ? info(k)->label : "?"; }
+const char *st_knob_label(st_knob k)
+{
+    if (!info(k)) return "?";
+    pthread_once(&g_labels_once, build_labels);
+    return g_labels[k];
+}
 
 const char *st_knob_when(st_knob k)
 {

@@ -1,0 +1,75 @@
+/* Shared by the kernel translation units and the host side. */
+#ifndef ST_KERNELS_COMMON_H
+#define ST_KERNELS_COMMON_H
+
+#include "dot.h"
+
+struct st_launch {
+    st_rt_stream stream;
+    st_grids grids;
+};
+
+/* Activations of NT vectors in the planar q8_1 layout. */
+struct st_xplanes {
+    int8_t *qs;     /* [nt][nu][32] */
+    float *d;       /* [nt][nu] */
+    uint16_t *d16;  /* [nt][nu] f16 bits of d */
+    uint16_t *s16;  /* [nt][nu] f16 bits of the block sum */
+    int nu;
+};
+
+/* f32 [n][k] -> q8_1, planar (BLOCKS=false) or 36-byte ggml blocks. */
+st_rt_error st_launch_quantize(const st_launch &L, const float *x, int64_t k, int n, const st_xplanes &xp,
+                               uint8_t *blocks);
+
+/* iq_mmvq for one type: rows = 0 default chain, else a rows variant. */
+template <int TYPE>
+st_rt_error st_launch_mmvq(const st_launch &L, const st_mat_dev &m, const st_xplanes &x, const uint8_t *xblocks,
+                           int nt, float *y, int rows, bool stage_grid, bool legacy);
+
+/* The expert kernels' shared arguments. */
+struct st_expert_args {
+    st_mat_dev gate, up, down;
+    int n_expert, n_embd, n_ff, nt, topk;
+    const int32_t *ids;
+    const float *wts;
+    st_xplanes xq;   /* tokens, n_embd */
+    float *h;        /* [np][n_ff] */
+    st_xplanes hq;   /* pairs, n_ff */
+    float *y;        /* [np][n_embd] (TSUM, V2 down) */
+    float *partial;  /* [np][n_ff][2][32] (V2K) */
+    int32_t *groups; /* GROUPED_V1 table: [0] = count, [1..256] experts, then per group pair lists */
+    float *out;      /* [nt][n_embd] */
+};
+
+struct st_expert_plan {
+    int gu_t, gu_rows;   /* lanes per row and rows per block of gate-up */
+    int dn_t, dn_rows;   /* of down */
+    bool stage_grid, v2, v2k, tsum, grouped_v1;
+};
+
+template <int TYPE>
+st_rt_error st_launch_gate_up(const st_launch &L, const st_expert_args &a, const st_expert_plan &p);
+template <int TYPE>
+st_rt_error st_launch_down(const st_launch &L, const st_expert_args &a, const st_expert_plan &p);
+st_rt_error st_launch_group_v1(const st_launch &L, const st_expert_args &a);
+st_rt_error st_launch_topk_sum(const st_launch &L, const st_expert_args &a);
+st_rt_error st_launch_combine_v2k(const st_launch &L, const st_expert_args &a);
+
+/* Pick the lanes per row of a row with NU units: the default chain's
+ * sub-warp rule. */
+static inline int st_lanes_for_units(int nu, int min_lanes)
+{
+    int t = nu <= 16 ? 8 : nu <= 48 ? 16 : 32;
+    return t < min_lanes ? min_lanes : t;
+}
+
+static inline int st_nt_bucket(int n) { return n <= 1 ? 1 : n <= 2 ? 2 : n <= 4 ? 4 : 8; }
+
+#define ST_RT_TRY(expr)                                  \
+    do {                                                 \
+        st_rt_error e_ = (expr);                         \
+        if (e_ != ST_RT_SUCCESS) return e_;              \
+    } while (0)
+
+#endif

@@ -1,0 +1,143 @@
+/* The canonical row dot on the device: a group of T lanes (T divides 32)
+ * computes one row against up to NT activation vectors. Lane l owns streams
+ * l, l+T, ...; each stream takes its units in increasing order; the streams
+ * are combined by the fixed butterfly (in-thread levels 16..T, then
+ * shuffles T/2..1). Same bits as st_canon_combine32 on the CPU. */
+#ifndef ST_DOT_H
+#define ST_DOT_H
+
+#include "units.h"
+
+/* One q8_1 activation vector. Planar (the default layout): qs int8[nu][32]
+ * and the block scales d as f32 (the f16 value, converted exactly). Blocks
+ * (the legacy path): ggml's 36-byte block_q8_1 at qs, d unused. */
+struct st_xvec {
+    const int8_t *qs;
+    const float *d;
+};
+
+template <bool BLOCKS>
+ST_DEV void st_load_x(const st_xvec &x, int u, int4 &a, int4 &b, float &da)
+{
+    if (BLOCKS) {
+        const uint8_t *p = (const uint8_t *)x.qs + (int64_t)u * 36;
+        const int *q = (const int *)(p + 4);
+        a = make_int4(q[0], q[1], q[2], q[3]);
+        b = make_int4(q[4], q[5], q[6], q[7]);
+        da = st_h2f(*(const uint16_t *)p);
+    } else {
+        const int4 *xp = (const int4 *)(x.qs + (int64_t)u * 32);
+        a = xp[0];
+        b = xp[1];
+        da = x.d[u];
+    }
+}
+
+/* One unit's contribution to one stream: the contract's float operations
+ * (st_canon.h) around an exact integer dot. */
+template <int TYPE, bool XBLOCKS>
+ST_DEV float st_unit_acc(const st_dunit &un, const st_xvec &x, int u, float acc)
+{
+    int4 a, b;
+    float da;
+    st_load_x<XBLOCKS>(x, u, a, b, da);
+    int s0 = st_dot4_i8((int)un.w[0], a.x, 0);
+    s0 = st_dot4_i8((int)un.w[1], a.y, s0);
+    s0 = st_dot4_i8((int)un.w[2], a.z, s0);
+    s0 = st_dot4_i8((int)un.w[3], a.w, s0);
+    int s1 = st_dot4_i8((int)un.w[4], b.x, 0);
+    s1 = st_dot4_i8((int)un.w[5], b.y, s1);
+    s1 = st_dot4_i8((int)un.w[6], b.z, s1);
+    s1 = st_dot4_i8((int)un.w[7], b.w, s1);
+    const int isum = (TYPE == T_IQ2_S) ? un.f0 * s0 + un.f1 * s1 : s0 + s1;
+    float v = st_fma(st_fmul(un.W, da), (float)isum, acc);
+    if (TYPE == T_Q4_K) {
+        int q = st_dot4_i8(0x01010101, a.x, 0);
+        q = st_dot4_i8(0x01010101, a.y, q);
+        q = st_dot4_i8(0x01010101, a.z, q);
+        q = st_dot4_i8(0x01010101, a.w, q);
+        q = st_dot4_i8(0x01010101, b.x, q);
+        q = st_dot4_i8(0x01010101, b.y, q);
+        q = st_dot4_i8(0x01010101, b.z, q);
+        q = st_dot4_i8(0x01010101, b.w, q);
+        v = st_fma(-st_fmul(un.M, da), (float)q, v);
+    }
+    return v;
+}
+
+/* The single canonical stream S of a row (units S, S+32, ...), before the
+ * butterfly: the k-split path writes these partials to memory. */
+template <int TYPE, int NT>
+ST_DEV void st_stream_dot(const st_mat_dev &m, int64_t row, const st_xvec *xv, int n, const st_grids &g, int s,
+                          float *acc)
+{
+#pragma unroll
+    for (int i = 0; i < NT; i++) acc[i] = 0.0f;
+    for (int u = s; u < m.nu; u += 32) {
+        st_dunit un;
+        st_unit_dec<TYPE>::get(m, row, u, g, un);
+#pragma unroll
+        for (int i = 0; i < NT; i++)
+            if (i < n) acc[i] = st_unit_acc<TYPE, false>(un, xv[i], u, acc[i]);
+    }
+}
+
+template <int TYPE, int T, int NT, bool XBLOCKS = false>
+ST_DEV void st_row_dot(const st_mat_dev &m, int64_t row, const st_xvec *xv, int n, const st_grids &g,
+                       int lane, float *out)
+{
+    constexpr int J = 32 / T;
+    float acc[NT][J];
+#pragma unroll
+    for (int i = 0; i < NT; i++)
+#pragma unroll
+        for (int j = 0; j < J; j++) acc[i][j] = 0.0f;
+
+    for (int u0 = 0; u0 < m.nu; u0 += 32) {
+#pragma unroll
+        for (int j = 0; j < J; j++) {
+            const int u = u0 + lane + T * j;
+            if (u < m.nu) {
+                st_dunit un;
+                st_unit_dec<TYPE>::get(m, row, u, g, un);
+#pragma unroll
+                for (int i = 0; i < NT; i++)
+                    if (i < n) acc[i][j] = st_unit_acc<TYPE, XBLOCKS>(un, xv[i], u, acc[i][j]);
+            }
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < NT; i++) {
+#pragma unroll
+        for (int h = 16; h >= T; h >>= 1)
+#pragma unroll
+            for (int j = 0; j < h / T; j++) acc[i][j] = st_fadd(acc[i][j], acc[i][j + h / T]);
+#pragma unroll
+        for (int h = T / 2; h >= 1; h >>= 1) acc[i][0] = st_fadd(acc[i][0], st_shfl_xor(acc[i][0], h, T));
+        out[i] = acc[i][0];
+    }
+}
+
+/* Stage the IQ grids in LDS (STAGE) or use them from global memory. The
+ * shared arrays are sized for the type that needs them. */
+template <int TYPE> struct st_grid_bytes {
+    static constexpr int n = TYPE == T_IQ3_S ? 2048 : TYPE == T_IQ3_XXS ? 1024 : TYPE == T_IQ2_S ? 8192 : 0;
+};
+
+template <int TYPE, bool STAGE>
+ST_DEV st_grids st_setup_grids(const st_grids &gg, uint32_t *smem)
+{
+    st_grids g = gg;
+    if (STAGE && st_grid_bytes<TYPE>::n > 0) {
+        const int words = st_grid_bytes<TYPE>::n / 4;
+        const uint32_t *src = TYPE == T_IQ3_S ? gg.iq3s : TYPE == T_IQ3_XXS ? gg.iq3xxs : (const uint32_t *)gg.iq2s;
+        for (int i = threadIdx.x; i < words; i += blockDim.x) smem[i] = src[i];
+        __syncthreads();
+        if (TYPE == T_IQ3_S) g.iq3s = smem;
+        if (TYPE == T_IQ3_XXS) g.iq3xxs = smem;
+        if (TYPE == T_IQ2_S) g.iq2s = (const uint2 *)smem;
+    }
+    return g;
+}
+
+#endif

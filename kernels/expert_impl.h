@@ -1,0 +1,379 @@
+/* expert_grouped kernels (instantiated per weight type by expert_<type>.hip).
+ *
+ * Default chain, 4 launches: q8_1(x) -> gate-up (grid: row blocks x used
+ * experts; each block serves every token that chose its expert, so expert
+ * weights are read once per step) -> q8_1(h) -> down with the top-k sum
+ * fused (grid: row blocks; each row loops over the used experts and sums
+ * the k slots of each token in k order). Knob paths (variants.h):
+ * GROUPED_V1 (expert list built by a separate launch, first-seen order),
+ * EXPERT_V2 (per-token: one block per (token, slot), no grouping),
+ * EXPERT_V2K (gate-up writes the 32 canonical stream partials; a separate
+ * launch does the butterfly and silu), TSUM (down writes per-slot outputs; a
+ * separate launch sums top-k), NO_SUB16_GU, IQ_STAGE_GRID=0. */
+#include "common.h"
+#include "strata/variants.h"
+
+enum { GROUP_SORTED = 0, GROUP_V1 = 1, GROUP_NONE = 2 };
+
+/* Used experts of this step into s_list (increasing id; GROUP_V1: the global
+ * list in first-seen order). Every thread calls it. */
+template <int MODE>
+ST_DEV int st_expert_list(const st_expert_args &a, int *s_flags, int *s_list, int *s_ids)
+{
+    __shared__ int s_count;
+    const int np = a.nt * a.topk;
+    for (int p = threadIdx.x; p < np; p += blockDim.x) s_ids[p] = a.ids[p];
+    if (MODE == GROUP_V1) {
+        for (int i = threadIdx.x; i <= 64; i += blockDim.x) {
+            if (i == 0) s_count = a.groups[0];
+            else s_list[i - 1] = a.groups[i];
+        }
+        __syncthreads();
+        return s_count;
+    }
+    for (int e = threadIdx.x; e < 256; e += blockDim.x) s_flags[e] = 0;
+    __syncthreads();
+    for (int p = threadIdx.x; p < np; p += blockDim.x)
+        if ((unsigned)s_ids[p] < (unsigned)a.n_expert) s_flags[s_ids[p]] = 1;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        const int lane = threadIdx.x;
+        int c = 0;
+        for (int chunk = 0; chunk < 8; chunk++) {
+            const bool f = s_flags[chunk * 32 + lane] != 0;
+            const uint32_t mask = st_ballot(f);
+            if (f) s_list[c + st_popc(mask & ((1u << lane) - 1u))] = chunk * 32 + lane;
+            c += st_popc(mask);
+        }
+        if (lane == 0) s_count = c;
+    }
+    __syncthreads();
+    return s_count;
+}
+
+/* Calls FN(pairs, n) for the pairs (t*topk+k) routed to expert E, in chunks
+ * of at most NT, in increasing pair order. Uniform across the block. */
+template <int NT, typename F>
+ST_DEV void st_for_pairs(const int *s_ids, int np, int e, F fn)
+{
+    int pl[NT];
+    int cnt = 0;
+    for (int p = 0; p < np; p++) {
+        if (s_ids[p] != e) continue;
+#pragma unroll
+        for (int k = 0; k < NT; k++)
+            if (k == cnt) pl[k] = p;
+        if (++cnt == NT) {
+            fn(pl, cnt);
+            cnt = 0;
+        }
+    }
+    if (cnt) fn(pl, cnt);
+}
+
+ST_DEV st_xvec st_xvec_of(const st_xplanes &x, int idx)
+{
+    st_xvec v;
+    v.qs = x.qs + (int64_t)idx * x.nu * 32;
+    v.d = x.d + (int64_t)idx * x.nu;
+    return v;
+}
+
+/* ---- gate-up ------------------------------------------------------------ */
+template <int TYPE, int T, int NT, bool STAGE, int THREADS, int MODE>
+__global__ void __launch_bounds__(THREADS) st_gate_up_kernel(st_expert_args a, st_grids gg)
+{
+    __shared__ uint32_t s_grid[st_grid_bytes<TYPE>::n / 4 + 1];
+    __shared__ int s_flags[256], s_list[64], s_ids[64];
+    const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
+    const int np = a.nt * a.topk;
+    constexpr int RPB = THREADS / T;
+    const int r = blockIdx.x * RPB + threadIdx.x / T, lane = threadIdx.x % T;
+    const int rr = r < a.n_ff ? r : a.n_ff - 1;
+    if (MODE == GROUP_NONE) {
+        /* one (token, slot) per block: weights re-read for every pair */
+        const int p = blockIdx.y;
+        const int e = a.ids[p];
+        if ((unsigned)e >= (unsigned)a.n_expert) return;
+        st_xvec xv[1] = {st_xvec_of(a.xq, p / a.topk)};
+        float gv[1], uv[1];
+        st_row_dot<TYPE, T, 1>(a.gate, (int64_t)e * a.n_ff + rr, xv, 1, g, lane, gv);
+        st_row_dot<TYPE, T, 1>(a.up, (int64_t)e * a.n_ff + rr, xv, 1, g, lane, uv);
+        if (lane == 0 && r < a.n_ff) a.h[(int64_t)p * a.n_ff + r] = st_silu_mul(gv[0], uv[0]);
+        return;
+    }
+    const int count = st_expert_list<MODE>(a, s_flags, s_list, s_ids);
+    if ((int)blockIdx.y >= count) return;
+    const int e = s_list[blockIdx.y];
+    st_for_pairs<NT>(s_ids, np, e, [&](const int *pl, int n) {
+        st_xvec xv[NT];
+#pragma unroll
+        for (int i = 0; i < NT; i++) xv[i] = st_xvec_of(a.xq, (i < n ? pl[i] : pl[0]) / a.topk);
+        float gv[NT], uv[NT];
+        st_row_dot<TYPE, T, NT>(a.gate, (int64_t)e * a.n_ff + rr, xv, n, g, lane, gv);
+        st_row_dot<TYPE, T, NT>(a.up, (int64_t)e * a.n_ff + rr, xv, n, g, lane, uv);
+        if (lane == 0 && r < a.n_ff) {
+#pragma unroll
+            for (int i = 0; i < NT; i++)
+                if (i < n) a.h[(int64_t)pl[i] * a.n_ff + r] = st_silu_mul(gv[i], uv[i]);
+        }
+    });
+}
+
+/* k-split gate-up: block z = 0/1 takes canonical streams 16z..16z+15, one
+ * per lane, and writes the partials; st_combine_v2k_kernel finishes. */
+template <int TYPE, int NT, bool STAGE>
+__global__ void __launch_bounds__(128) st_gate_up_v2k_kernel(st_expert_args a, st_grids gg)
+{
+    __shared__ uint32_t s_grid[st_grid_bytes<TYPE>::n / 4 + 1];
+    __shared__ int s_flags[256], s_list[64], s_ids[64];
+    const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
+    const int np = a.nt * a.topk;
+    const int r = blockIdx.x * 8 + threadIdx.x / 16, s = 16 * blockIdx.z + threadIdx.x % 16;
+    const int count = st_expert_list<GROUP_SORTED>(a, s_flags, s_list, s_ids);
+    if ((int)blockIdx.y >= count || r >= a.n_ff) return; /* no shuffles below */
+    const int e = s_list[blockIdx.y];
+    st_for_pairs<NT>(s_ids, np, e, [&](const int *pl, int n) {
+        st_xvec xv[NT];
+#pragma unroll
+        for (int i = 0; i < NT; i++) xv[i] = st_xvec_of(a.xq, (i < n ? pl[i] : pl[0]) / a.topk);
+        float gv[NT], uv[NT];
+        st_stream_dot<TYPE, NT>(a.gate, (int64_t)e * a.n_ff + r, xv, n, g, s, gv);
+        st_stream_dot<TYPE, NT>(a.up, (int64_t)e * a.n_ff + r, xv, n, g, s, uv);
+#pragma unroll
+        for (int i = 0; i < NT; i++)
+            if (i < n) {
+                float *pp = a.partial + (((int64_t)pl[i] * a.n_ff + r) * 2) * 32;
+                pp[s] = gv[i];
+                pp[32 + s] = uv[i];
+            }
+    });
+}
+
+/* ---- down ------------------------------------------------------------- */
+/* Rows organisation with the top-k sum fused: out[t][i] in one pass. */
+template <int TYPE, int T, int NT, bool STAGE, int THREADS, int MODE>
+__global__ void __launch_bounds__(THREADS) st_down_fused_kernel(st_expert_args a, st_grids gg)
+{
+    constexpr int RPB = THREADS / T;
+    __shared__ uint32_t s_grid[st_grid_bytes<TYPE>::n / 4 + 1];
+    __shared__ int s_flags[256], s_list[64], s_ids[64];
+    __shared__ float s_y[RPB][64];
+    const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
+    const int np = a.nt * a.topk;
+    const int rib = threadIdx.x / T, lane = threadIdx.x % T;
+    const int i = blockIdx.x * RPB + rib;
+    const int ii = i < a.n_embd ? i : a.n_embd - 1;
+    for (int k = lane; k < 64; k += T) s_y[rib][k] = 0.0f; /* pairs with invalid ids add 0 */
+    const int count = st_expert_list<MODE>(a, s_flags, s_list, s_ids);
+    for (int gi = 0; gi < count; gi++) {
+        const int e = s_list[gi];
+        st_for_pairs<NT>(s_ids, np, e, [&](const int *pl, int n) {
+            st_xvec xv[NT];
+#pragma unroll
+            for (int q = 0; q < NT; q++) xv[q] = st_xvec_of(a.hq, q < n ? pl[q] : pl[0]);
+            float yv[NT];
+            st_row_dot<TYPE, T, NT>(a.down, (int64_t)e * a.n_embd + ii, xv, n, g, lane, yv);
+            if (lane == 0) {
+#pragma unroll
+                for (int q = 0; q < NT; q++)
+                    if (q < n) s_y[rib][pl[q]] = yv[q];
+            }
+        });
+    }
+    __syncthreads();
+    if (i < a.n_embd)
+        for (int t = lane; t < a.nt; t += T) {
+            float acc = 0.0f;
+            for (int k = 0; k < a.topk; k++) acc = st_fma(a.wts[t * a.topk + k], s_y[rib][t * a.topk + k], acc);
+            a.out[(int64_t)t * a.n_embd + i] = acc;
+        }
+}
+
+/* TSUM: grid (row blocks, used experts); per-slot outputs to a.y. */
+template <int TYPE, int NT, bool STAGE>
+__global__ void __launch_bounds__(128) st_down_slots_kernel(st_expert_args a, st_grids gg)
+{
+    __shared__ uint32_t s_grid[st_grid_bytes<TYPE>::n / 4 + 1];
+    __shared__ int s_flags[256], s_list[64], s_ids[64];
+    const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
+    const int np = a.nt * a.topk;
+    const int i = blockIdx.x * 4 + threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int ii = i < a.n_embd ? i : a.n_embd - 1;
+    const int count = st_expert_list<GROUP_SORTED>(a, s_flags, s_list, s_ids);
+    if ((int)blockIdx.y >= count) return;
+    const int e = s_list[blockIdx.y];
+    st_for_pairs<NT>(s_ids, np, e, [&](const int *pl, int n) {
+        st_xvec xv[NT];
+#pragma unroll
+        for (int q = 0; q < NT; q++) xv[q] = st_xvec_of(a.hq, q < n ? pl[q] : pl[0]);
+        float yv[NT];
+        st_row_dot<TYPE, 32, NT>(a.down, (int64_t)e * a.n_embd + ii, xv, n, g, lane, yv);
+        if (lane == 0 && i < a.n_embd) {
+#pragma unroll
+            for (int q = 0; q < NT; q++)
+                if (q < n) a.y[(int64_t)pl[q] * a.n_embd + i] = yv[q];
+        }
+    });
+}
+
+/* EXPERT_V2: one block row-range per token, slots in k order, fused sum. */
+template <int TYPE, bool STAGE>
+__global__ void __launch_bounds__(128) st_down_v2_kernel(st_expert_args a, st_grids gg)
+{
+    __shared__ uint32_t s_grid[st_grid_bytes<TYPE>::n / 4 + 1];
+    const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
+    const int i = blockIdx.x * 4 + threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int ii = i < a.n_embd ? i : a.n_embd - 1;
+    const int t = blockIdx.y;
+    float acc = 0.0f;
+    for (int k = 0; k < a.topk; k++) {
+        const int p = t * a.topk + k;
+        const int e = a.ids[p];
+        float yv[1] = {0.0f};
+        if ((unsigned)e < (unsigned)a.n_expert) {
+            st_xvec xv[1] = {st_xvec_of(a.hq, p)};
+            st_row_dot<TYPE, 32, 1>(a.down, (int64_t)e * a.n_embd + ii, xv, 1, g, lane, yv);
+        }
+        acc = st_fma(a.wts[p], yv[0], acc);
+    }
+    if (lane == 0 && i < a.n_embd) a.out[(int64_t)t * a.n_embd + i] = acc;
+}
+
+/* ---- launchers ---------------------------------------------------------- */
+template <int TYPE> struct st_has_grid {
+    static constexpr bool v = st_grid_bytes<TYPE>::n > 0;
+};
+
+#define ST_STAGE_DISPATCH(STAGEVAR, CALL_TRUE, CALL_FALSE) \
+    do {                                                   \
+        if (st_has_grid<TYPE>::v && (STAGEVAR)) {          \
+            CALL_TRUE;                                     \
+        } else {                                           \
+            CALL_FALSE;                                    \
+        }                                                  \
+    } while (0)
+
+template <int TYPE, int NT>
+static st_rt_error st_gate_up_nt(const st_launch &L, const st_expert_args &a, const st_expert_plan &p)
+{
+    const int np = a.nt * a.topk;
+    const int groups = np < a.n_expert ? np : a.n_expert;
+    constexpr bool SG = st_has_grid<TYPE>::v;
+    if (p.v2k) {
+        dim3 grid((a.n_ff + 7) / 8, groups, 2);
+        ST_STAGE_DISPATCH(p.stage_grid, (st_gate_up_v2k_kernel<TYPE, NT, SG><<<grid, 128, 0, L.stream>>>(a, L.grids)),
+                          (st_gate_up_v2k_kernel<TYPE, NT, false><<<grid, 128, 0, L.stream>>>(a, L.grids)));
+        return st_rt_get_last_error();
+    }
+    if (p.v2) {
+        dim3 grid((a.n_ff + 3) / 4, np);
+        ST_STAGE_DISPATCH(p.stage_grid,
+                          (st_gate_up_kernel<TYPE, 32, 1, SG, 128, GROUP_NONE><<<grid, 128, 0, L.stream>>>(a, L.grids)),
+                          (st_gate_up_kernel<TYPE, 32, 1, false, 128, GROUP_NONE><<<grid, 128, 0, L.stream>>>(a, L.grids)));
+        return st_rt_get_last_error();
+    }
+    if (p.gu_rows) { /* table variant: one warp per row, GU rows per block */
+        switch (p.gu_rows * 256 + p.dn_rows) {
+#define ST_GU_CASE(GU, DN)                                                                                       \
+    case (GU) * 256 + (DN): {                                                                                    \
+        dim3 grid((a.n_ff + GU - 1) / GU, groups);                                                               \
+        st_gate_up_kernel<TYPE, 32, NT, SG, 32 * GU, GROUP_SORTED><<<grid, 32 * GU, 0, L.stream>>>(a, L.grids); \
+        return st_rt_get_last_error();                                                                           \
+    }
+            STRATA_EXPERT_ROWS_VARIANTS(ST_GU_CASE)
+#undef ST_GU_CASE
+        default: return ST_RT_INVALID_VALUE;
+        }
+    }
+    const int rpb = 128 / p.gu_t;
+    dim3 grid((a.n_ff + rpb - 1) / rpb, groups);
+    if (p.grouped_v1) {
+        st_gate_up_kernel<TYPE, 32, NT, SG, 128, GROUP_V1><<<dim3((a.n_ff + 3) / 4, groups), 128, 0, L.stream>>>(a, L.grids);
+        return st_rt_get_last_error();
+    }
+#define ST_GU_DEFAULT(TT)                                                                                          \
+    ST_STAGE_DISPATCH(p.stage_grid,                                                                                \
+                      (st_gate_up_kernel<TYPE, TT, NT, SG, 128, GROUP_SORTED><<<grid, 128, 0, L.stream>>>(a, L.grids)), \
+                      (st_gate_up_kernel<TYPE, TT, NT, false, 128, GROUP_SORTED><<<grid, 128, 0, L.stream>>>(a, L.grids)))
+    if (p.gu_t == 8)
+        ST_GU_DEFAULT(8);
+    else if (p.gu_t == 16)
+        ST_GU_DEFAULT(16);
+    else
+        ST_GU_DEFAULT(32);
+#undef ST_GU_DEFAULT
+    return st_rt_get_last_error();
+}
+
+template <int TYPE, int NT>
+static st_rt_error st_down_nt(const st_launch &L, const st_expert_args &a, const st_expert_plan &p)
+{
+    const int np = a.nt * a.topk;
+    const int groups = np < a.n_expert ? np : a.n_expert;
+    constexpr bool SG = st_has_grid<TYPE>::v;
+    if (p.v2) {
+        dim3 grid((a.n_embd + 3) / 4, a.nt);
+        ST_STAGE_DISPATCH(p.stage_grid, (st_down_v2_kernel<TYPE, SG><<<grid, 128, 0, L.stream>>>(a, L.grids)),
+                          (st_down_v2_kernel<TYPE, false><<<grid, 128, 0, L.stream>>>(a, L.grids)));
+        return st_rt_get_last_error();
+    }
+    if (p.tsum) {
+        dim3 grid((a.n_embd + 3) / 4, groups);
+        ST_STAGE_DISPATCH(p.stage_grid, (st_down_slots_kernel<TYPE, NT, SG><<<grid, 128, 0, L.stream>>>(a, L.grids)),
+                          (st_down_slots_kernel<TYPE, NT, false><<<grid, 128, 0, L.stream>>>(a, L.grids)));
+        return st_rt_get_last_error();
+    }
+    if (p.dn_rows) {
+        switch (p.gu_rows * 256 + p.dn_rows) {
+#define ST_DN_CASE(GU, DN)                                                                                             \
+    case (GU) * 256 + (DN):                                                                                            \
+        st_down_fused_kernel<TYPE, 32, NT, SG, 32 * DN, GROUP_SORTED><<<(a.n_embd + DN - 1) / DN, 32 * DN, 0, L.stream>>>( \
+            a, L.grids);                                                                                               \
+        return st_rt_get_last_error();
+            STRATA_EXPERT_ROWS_VARIANTS(ST_DN_CASE)
+#undef ST_DN_CASE
+        default: return ST_RT_INVALID_VALUE;
+        }
+    }
+    if (p.grouped_v1) {
+        st_down_fused_kernel<TYPE, 32, NT, SG, 128, GROUP_V1><<<(a.n_embd + 3) / 4, 128, 0, L.stream>>>(a, L.grids);
+        return st_rt_get_last_error();
+    }
+    const int rpb = 128 / p.dn_t;
+    const unsigned grid = (unsigned)((a.n_embd + rpb - 1) / rpb);
+#define ST_DN_DEFAULT(TT)                                                                                          \
+    ST_STAGE_DISPATCH(p.stage_grid,                                                                                \
+                      (st_down_fused_kernel<TYPE, TT, NT, SG, 128, GROUP_SORTED><<<grid, 128, 0, L.stream>>>(a, L.grids)), \
+                      (st_down_fused_kernel<TYPE, TT, NT, false, 128, GROUP_SORTED><<<grid, 128, 0, L.stream>>>(a, L.grids)))
+    if (p.dn_t == 8)
+        ST_DN_DEFAULT(8);
+    else if (p.dn_t == 16)
+        ST_DN_DEFAULT(16);
+    else
+        ST_DN_DEFAULT(32);
+#undef ST_DN_DEFAULT
+    return st_rt_get_last_error();
+}
+
+template <int TYPE>
+st_rt_error st_launch_gate_up(const st_launch &L, const st_expert_args &a, const st_expert_plan &p)
+{
+    switch (st_nt_bucket(a.nt)) {
+    case 1: return st_gate_up_nt<TYPE, 1>(L, a, p);
+    case 2: return st_gate_up_nt<TYPE, 2>(L, a, p);
+    case 4: return st_gate_up_nt<TYPE, 4>(L, a, p);
+    default: return st_gate_up_nt<TYPE, 8>(L, a, p);
+    }
+}
+
+template <int TYPE>
+st_rt_error st_launch_down(const st_launch &L, const st_expert_args &a, const st_expert_plan &p)
+{
+    switch (st_nt_bucket(a.nt)) {
+    case 1: return st_down_nt<TYPE, 1>(L, a, p);
+    case 2: return st_down_nt<TYPE, 2>(L, a, p);
+    case 4: return st_down_nt<TYPE, 4>(L, a, p);
+    default: return st_down_nt<TYPE, 8>(L, a, p);
+    }
+}

@@ -1,0 +1,71 @@
+/* Type-independent expert launches: the first-generation grouping, the
+ * separate top-k sum, and the k-split combine. */
+#include "common.h"
+
+/* GROUPED_V1: used experts in first-seen order over (t, k). One block. */
+__global__ void st_group_v1_kernel(st_expert_args a)
+{
+    if (threadIdx.x != 0) return;
+    const int np = a.nt * a.topk;
+    int n = 0;
+    for (int p = 0; p < np; p++) {
+        const int e = a.ids[p];
+        if ((unsigned)e >= (unsigned)a.n_expert) continue;
+        bool seen = false;
+        for (int q = 0; q < n; q++) seen |= a.groups[1 + q] == e;
+        if (!seen) a.groups[1 + n++] = e;
+    }
+    a.groups[0] = n;
+}
+
+st_rt_error st_launch_group_v1(const st_launch &L, const st_expert_args &a)
+{
+    st_group_v1_kernel<<<1, 32, 0, L.stream>>>(a);
+    return st_rt_get_last_error();
+}
+
+/* TSUM: out[t][i] = sum_k w[t][k] * y[t*topk+k][i], k in order. */
+__global__ void st_topk_sum_kernel(st_expert_args a)
+{
+    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (int64_t)a.nt * a.n_embd) return;
+    const int t = (int)(idx / a.n_embd), i = (int)(idx % a.n_embd);
+    float acc = 0.0f;
+    for (int k = 0; k < a.topk; k++) {
+        const int p = t * a.topk + k;
+        const float y = (unsigned)a.ids[p] < (unsigned)a.n_expert ? a.y[(int64_t)p * a.n_embd + i] : 0.0f;
+        acc = st_fma(a.wts[p], y, acc);
+    }
+    a.out[idx] = acc;
+}
+
+st_rt_error st_launch_topk_sum(const st_launch &L, const st_expert_args &a)
+{
+    const int64_t n = (int64_t)a.nt * a.n_embd;
+    st_topk_sum_kernel<<<(unsigned)((n + 255) / 256), 256, 0, L.stream>>>(a);
+    return st_rt_get_last_error();
+}
+
+/* EXPERT_V2K: butterfly over the 32 stored stream partials, then silu. */
+__global__ void st_combine_v2k_kernel(st_expert_args a)
+{
+    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int np = a.nt * a.topk;
+    if (idx >= (int64_t)np * a.n_ff) return;
+    const int p = (int)(idx / a.n_ff);
+    if ((unsigned)a.ids[p] >= (unsigned)a.n_expert) return;
+    const float *pp = a.partial + idx * 64;
+    float vg[32], vu[32];
+    for (int s = 0; s < 32; s++) {
+        vg[s] = pp[s];
+        vu[s] = pp[32 + s];
+    }
+    a.h[idx] = st_silu_mul(st_canon_combine32(vg), st_canon_combine32(vu));
+}
+
+st_rt_error st_launch_combine_v2k(const st_launch &L, const st_expert_args &a)
+{
+    const int64_t n = (int64_t)a.nt * a.topk * a.n_ff;
+    st_combine_v2k_kernel<<<(unsigned)((n + 127) / 128), 128, 0, L.stream>>>(a);
+    return st_rt_get_last_error();
+}

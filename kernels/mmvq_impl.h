@@ -1,0 +1,121 @@
+/* iq_mmvq kernels, instantiated once per weight type by mmvq_<type>.hip:
+ *  - the default chain: T lanes per row from the row length (sub-warp for
+ *    short rows), 4 warps per block, IQ grids from global memory or staged
+ *    in LDS (STRATA_IQ_STAGE_GRID_MMVQ=1);
+ *  - the table variants: one warp per row, R rows per block, R expanded from
+ *    STRATA_MMVQ_ROWS_VARIANTS;
+ *  - the legacy path (STRATA_OLD_IQ_MMVQ): ggml block_q8_1 activations read
+ *    with 4-byte loads, one warp per block. */
+#include "common.h"
+#include "strata/variants.h"
+
+template <int TYPE, int T, int NT, bool STAGE, bool XBLOCKS>
+ST_DEV void st_mmvq_body(const st_mat_dev &m, const st_xvec *xv, int nt, float *__restrict__ y,
+                         int rows_per_block, const st_grids &g)
+{
+    const int64_t row = (int64_t)blockIdx.x * rows_per_block + threadIdx.x / T;
+    const int lane = threadIdx.x % T;
+    float out[NT];
+    /* Rows past the end still run the dot (on the last row) so every lane
+     * takes part in the shuffles; they do not store. */
+    st_row_dot<TYPE, T, NT, XBLOCKS>(m, row < m.rows ? row : m.rows - 1, xv, nt, g, lane, out);
+    if (lane == 0 && row < m.rows) {
+#pragma unroll
+        for (int i = 0; i < NT; i++)
+            if (i < nt) y[(int64_t)i * m.rows + row] = out[i];
+    }
+}
+
+template <int NT>
+ST_DEV void st_xvecs(const int8_t *qs, const float *d, int nu, int nt, bool blocks, st_xvec *xv)
+{
+#pragma unroll
+    for (int i = 0; i < NT; i++) {
+        const int ii = i < nt ? i : 0;
+        xv[i].qs = blocks ? qs + (int64_t)ii * nu * 36 : qs + (int64_t)ii * nu * 32;
+        xv[i].d = d ? d + (int64_t)ii * nu : nullptr;
+    }
+}
+
+template <int TYPE, int T, int NT, bool STAGE>
+__global__ void __launch_bounds__(128) st_mmvq_default_kernel(st_mat_dev m, const int8_t *__restrict__ qs,
+                                                              const float *__restrict__ d, int nt,
+                                                              float *__restrict__ y, st_grids gg)
+{
+    __shared__ uint32_t s_grid[st_grid_bytes<TYPE>::n / 4 + 1];
+    const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
+    st_xvec xv[NT];
+    st_xvecs<NT>(qs, d, m.nu, nt, false, xv);
+    st_mmvq_body<TYPE, T, NT, STAGE, false>(m, xv, nt, y, 4 * 32 / T, g);
+}
+
+template <int TYPE, int NT, int R>
+__global__ void __launch_bounds__(32 * R) st_mmvq_rows_kernel(st_mat_dev m, const int8_t *__restrict__ qs,
+                                                             const float *__restrict__ d, int nt,
+                                                             float *__restrict__ y, st_grids g)
+{
+    st_xvec xv[NT];
+    st_xvecs<NT>(qs, d, m.nu, nt, false, xv);
+    st_mmvq_body<TYPE, 32, NT, false, false>(m, xv, nt, y, R, g);
+}
+
+template <int TYPE, int NT>
+__global__ void __launch_bounds__(32) st_mmvq_legacy_kernel(st_mat_dev m, const uint8_t *__restrict__ blocks,
+                                                           int nt, float *__restrict__ y, st_grids g)
+{
+    st_xvec xv[NT];
+    st_xvecs<NT>((const int8_t *)blocks, nullptr, m.nu, nt, true, xv);
+    st_mmvq_body<TYPE, 32, NT, false, true>(m, xv, nt, y, 1, g);
+}
+
+template <int TYPE, int NT>
+static st_rt_error st_mmvq_nt(const st_launch &L, const st_mat_dev &m, const st_xplanes &x,
+                              const uint8_t *xblocks, int nt, float *y, int rows, bool stage, bool legacy)
+{
+    if (legacy) {
+        st_mmvq_legacy_kernel<TYPE, NT><<<(unsigned)m.rows, 32, 0, L.stream>>>(m, xblocks, nt, y, L.grids);
+        return st_rt_get_last_error();
+    }
+    if (rows == 0) {
+        const int t = st_lanes_for_units(m.nu, 8);
+        const int rpb = 4 * 32 / t;
+        const unsigned grid = (unsigned)((m.rows + rpb - 1) / rpb);
+#define ST_DEFAULT_LAUNCH(TT)                                                                         \
+    if (stage)                                                                                         \
+        st_mmvq_default_kernel<TYPE, TT, NT, true><<<grid, 128, 0, L.stream>>>(m, x.qs, x.d, nt, y, L.grids); \
+    else                                                                                               \
+        st_mmvq_default_kernel<TYPE, TT, NT, false><<<grid, 128, 0, L.stream>>>(m, x.qs, x.d, nt, y, L.grids);
+        if (t == 8) {
+            ST_DEFAULT_LAUNCH(8)
+        } else if (t == 16) {
+            ST_DEFAULT_LAUNCH(16)
+        } else {
+            ST_DEFAULT_LAUNCH(32)
+        }
+#undef ST_DEFAULT_LAUNCH
+        return st_rt_get_last_error();
+    }
+    switch (rows) {
+#define ST_ROWS_CASE(R)                                                                                       \
+    case R:                                                                                                   \
+        st_mmvq_rows_kernel<TYPE, NT, R><<<(unsigned)((m.rows + R - 1) / R), 32 * R, 0, L.stream>>>(m, x.qs, x.d, nt, y, \
+                                                                                              L.grids);      \
+        break;
+        STRATA_MMVQ_ROWS_VARIANTS(ST_ROWS_CASE)
+#undef ST_ROWS_CASE
+    default: return ST_RT_INVALID_VALUE;
+    }
+    return st_rt_get_last_error();
+}
+
+template <int TYPE>
+st_rt_error st_launch_mmvq(const st_launch &L, const st_mat_dev &m, const st_xplanes &x, const uint8_t *xblocks,
+                           int nt, float *y, int rows, bool stage, bool legacy)
+{
+    switch (st_nt_bucket(nt)) {
+    case 1: return st_mmvq_nt<TYPE, 1>(L, m, x, xblocks, nt, y, rows, stage, legacy);
+    case 2: return st_mmvq_nt<TYPE, 2>(L, m, x, xblocks, nt, y, rows, stage, legacy);
+    case 4: return st_mmvq_nt<TYPE, 4>(L, m, x, xblocks, nt, y, rows, stage, legacy);
+    default: return st_mmvq_nt<TYPE, 8>(L, m, x, xblocks, nt, y, rows, stage, legacy);
+    }
+}

@@ -1,0 +1,54 @@
+/* On-device q8_1 quantization of activations (one warp per 32-block): the
+ * same bytes as st_quantize_q8_1 on the CPU. */
+#include "common.h"
+
+template <bool BLOCKS>
+__global__ void __launch_bounds__(256) st_quantize_kernel(const float *__restrict__ x, int64_t k, int n,
+                                                          st_xplanes xp, uint8_t *__restrict__ blocks)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t nbk = k / 32;
+    const int64_t gw = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (gw >= nbk * n) return; /* whole warps leave together */
+    const int64_t t = gw / nbk, b = gw % nbk;
+    const float v = x[t * k + b * 32 + lane];
+    float amax = fabsf(v), sum = v;
+#pragma unroll
+    for (int o = 16; o >= 1; o >>= 1) {
+        amax = fmaxf(amax, st_shfl_xor(amax, o, 32));
+        sum = st_fadd(sum, st_shfl_xor(sum, o, 32));
+    }
+    const float d = st_fdiv(amax, 127.0f);
+    const int q = amax == 0.0f ? 0 : (int)roundf(st_fdiv(v, d));
+    const uint16_t d16 = st_float_to_half(d), s16 = st_float_to_half(sum);
+    if (BLOCKS) {
+        uint8_t *blk = blocks + gw * 36;
+        blk[4 + lane] = (uint8_t)(int8_t)q;
+        if (lane == 0) {
+            blk[0] = (uint8_t)(d16 & 0xff);
+            blk[1] = (uint8_t)(d16 >> 8);
+            blk[2] = (uint8_t)(s16 & 0xff);
+            blk[3] = (uint8_t)(s16 >> 8);
+        }
+    } else {
+        xp.qs[gw * 32 + lane] = (int8_t)q;
+        if (lane == 0) {
+            xp.d16[gw] = d16;
+            xp.s16[gw] = s16;
+            xp.d[gw] = st_h2f(d16);
+        }
+    }
+}
+
+st_rt_error st_launch_quantize(const st_launch &L, const float *x, int64_t k, int n, const st_xplanes &xp,
+                               uint8_t *blocks)
+{
+    const int64_t warps = (k / 32) * n;
+    const int per_block = 8;
+    const unsigned grid = (unsigned)((warps + per_block - 1) / per_block);
+    if (blocks)
+        st_quantize_kernel<true><<<grid, 32 * per_block, 0, L.stream>>>(x, k, n, xp, blocks);
+    else
+        st_quantize_kernel<false><<<grid, 32 * per_block, 0, L.stream>>>(x, k, n, xp, blocks);
+    return st_rt_get_last_error();
+}

@@ -1,0 +1,176 @@
+/* The one portability header: every vendor name (hip* / cuda*, shuffles,
+ * int8 dot, byte permutes, events, streams) appears here and nowhere else.
+ * Kernel sources are .hip files that compile as HIP (clang, gfx1100) or as
+ * CUDA (nvcc, sm_90). Warps are 32 lanes on both targets (RDNA3 runs HIP in
+ * wave32). */
+#ifndef ST_GPU_PORT_H
+#define ST_GPU_PORT_H
+
+#include <stdint.h>
+
+#if defined(__HIP__) || defined(__HIPCC__)
+#define ST_HIP 1
+#include <hip/hip_runtime.h>
+#include <hip/hip_fp16.h>
+#else
+#define ST_CUDA 1
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#endif
+
+#define ST_WARP 32
+
+#if ST_HIP
+typedef hipError_t st_rt_error;
+typedef hipStream_t st_rt_stream;
+typedef hipEvent_t st_rt_event;
+#define ST_RT_SUCCESS hipSuccess
+#define ST_RT_INVALID_VALUE hipErrorInvalidValue
+#define st_rt_error_string hipGetErrorString
+#define st_rt_get_last_error hipGetLastError
+#define st_rt_malloc hipMalloc
+#define st_rt_free hipFree
+#define st_rt_memcpy_htod(d, s, n, st) hipMemcpyAsync(d, s, n, hipMemcpyHostToDevice, st)
+#define st_rt_memcpy_dtoh(d, s, n, st) hipMemcpyAsync(d, s, n, hipMemcpyDeviceToHost, st)
+#define st_rt_memcpy_dtod(d, s, n, st) hipMemcpyAsync(d, s, n, hipMemcpyDeviceToDevice, st)
+#define st_rt_memset(d, v, n, st) hipMemsetAsync(d, v, n, st)
+#define st_rt_stream_create(s) hipStreamCreateWithFlags(s, hipStreamNonBlocking)
+#define st_rt_stream_destroy hipStreamDestroy
+#define st_rt_stream_sync hipStreamSynchronize
+#define st_rt_event_create hipEventCreate
+#define st_rt_event_destroy hipEventDestroy
+#define st_rt_event_record hipEventRecord
+#define st_rt_event_sync hipEventSynchronize
+#define st_rt_event_elapsed hipEventElapsedTime
+#define st_rt_set_device hipSetDevice
+#define st_rt_get_device_count hipGetDeviceCount
+#define st_rt_runtime_version hipRuntimeGetVersion
+#define st_rt_driver_version hipDriverGetVersion
+#define st_rt_func_set_smem(f, n) hipFuncSetAttribute((const void *)(f), hipFuncAttributeMaxDynamicSharedMemorySize, n)
+#else
+typedef cudaError_t st_rt_error;
+typedef cudaStream_t st_rt_stream;
+typedef cudaEvent_t st_rt_event;
+#define ST_RT_SUCCESS cudaSuccess
+#define ST_RT_INVALID_VALUE cudaErrorInvalidValue
+#define st_rt_error_string cudaGetErrorString
+#define st_rt_get_last_error cudaGetLastError
+#define st_rt_malloc cudaMalloc
+#define st_rt_free cudaFree
+#define st_rt_memcpy_htod(d, s, n, st) cudaMemcpyAsync(d, s, n, cudaMemcpyHostToDevice, st)
+#define st_rt_memcpy_dtoh(d, s, n, st) cudaMemcpyAsync(d, s, n, cudaMemcpyDeviceToHost, st)
+#define st_rt_memcpy_dtod(d, s, n, st) cudaMemcpyAsync(d, s, n, cudaMemcpyDeviceToDevice, st)
+#define st_rt_memset(d, v, n, st) cudaMemsetAsync(d, v, n, st)
+#define st_rt_stream_create(s) cudaStreamCreateWithFlags(s, cudaStreamNonBlocking)
+#define st_rt_stream_destroy cudaStreamDestroy
+#define st_rt_stream_sync cudaStreamSynchronize
+#define st_rt_event_create cudaEventCreate
+#define st_rt_event_destroy cudaEventDestroy
+#define st_rt_event_record cudaEventRecord
+#define st_rt_event_sync cudaEventSynchronize
+#define st_rt_event_elapsed cudaEventElapsedTime
+#define st_rt_set_device cudaSetDevice
+#define st_rt_get_device_count cudaGetDeviceCount
+#define st_rt_runtime_version cudaRuntimeGetVersion
+#define st_rt_driver_version cudaDriverGetVersion
+#define st_rt_func_set_smem(f, n) cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, n)
+#endif
+
+/* ---- device helpers ----------------------------------------------------- */
+#define ST_DEV static __device__ __forceinline__
+
+/* Butterfly exchange within groups of WIDTH lanes. */
+ST_DEV float st_shfl_xor(float v, int mask, int width)
+{
+#if ST_HIP
+    return __shfl_xor(v, mask, width);
+#else
+    return __shfl_xor_sync(0xffffffffu, v, mask, width);
+#endif
+}
+
+ST_DEV int st_shfl_xor_i(int v, int mask, int width)
+{
+#if ST_HIP
+    return __shfl_xor(v, mask, width);
+#else
+    return __shfl_xor_sync(0xffffffffu, v, mask, width);
+#endif
+}
+
+/* c + dot of four signed bytes of a with four signed bytes of b. */
+ST_DEV int st_dot4_i8(int a, int b, int c)
+{
+#if ST_HIP
+    return __builtin_amdgcn_sudot4(true, a, true, b, c, false);
+#else
+    return __dp4a(a, b, c);
+#endif
+}
+
+/* Table lookup of 8 four-bit indices (the 8 nibbles of Q) in a 16-entry
+ * int8 table held in four registers TAB[0..3] (entry i = byte i%4 of
+ * TAB[i/4]). LO gets the entries of the low nibbles of Q's bytes 0..3, HI
+ * those of the high nibbles. Uses byte permutes, no memory. */
+ST_DEV void st_lut16(uint32_t q, const uint32_t tab[4], uint32_t &lo, uint32_t &hi)
+{
+#if ST_HIP
+    const uint32_t qe = q & 0x0f0f0f0fu, qo = (q >> 4) & 0x0f0f0f0fu;
+    const uint32_t le = __builtin_amdgcn_perm(tab[1], tab[0], qe & 0x07070707u);
+    const uint32_t he = __builtin_amdgcn_perm(tab[3], tab[2], qe & 0x07070707u);
+    const uint32_t lo_ = __builtin_amdgcn_perm(tab[1], tab[0], qo & 0x07070707u);
+    const uint32_t ho = __builtin_amdgcn_perm(tab[3], tab[2], qo & 0x07070707u);
+    lo = __builtin_amdgcn_perm(he, le, 0x03020100u | ((qe & 0x08080808u) >> 1));
+    hi = __builtin_amdgcn_perm(ho, lo_, 0x03020100u | ((qo & 0x08080808u) >> 1));
+#else
+    /* prmt selectors are nibbles: the 8 nibbles of q are 8 selectors. */
+    const uint32_t sel = 0x32103210u | ((q & 0x88888888u) >> 1);
+    uint32_t t0, t1;
+    {
+        const uint32_t l = __byte_perm(tab[0], tab[1], q);
+        const uint32_t h = __byte_perm(tab[2], tab[3], q);
+        t0 = __byte_perm(l, h, sel);
+    }
+    {
+        const uint32_t l = __byte_perm(tab[0], tab[1], q >> 16);
+        const uint32_t h = __byte_perm(tab[2], tab[3], q >> 16);
+        t1 = __byte_perm(l, h, sel >> 16);
+    }
+    lo = __byte_perm(t0, t1, 0x6420);
+    hi = __byte_perm(t0, t1, 0x7531);
+#endif
+}
+
+/* Read-only global load through the non-coherent cache where it exists. */
+template <typename T> ST_DEV T st_ldg(const T *p)
+{
+#if ST_HIP
+    return *p;
+#else
+    return __ldg(p);
+#endif
+}
+
+#endif
+
+/* Exact f16 -> f32 of raw bits (hardware conversion; exact on both). */
+ST_DEV float st_h2f(uint16_t h)
+{
+#if ST_HIP
+    return __half2float(__ushort_as_half(h));
+#else
+    return __half2float(__ushort_as_half(h));
+#endif
+}
+
+ST_DEV int st_popc(uint32_t v) { return __popc(v); }
+
+/* Lanes of the warp whose predicate is true, as a 32-bit mask. */
+ST_DEV uint32_t st_ballot(bool p)
+{
+#if ST_HIP
+    return (uint32_t)__ballot(p);
+#else
+    return __ballot_sync(0xffffffffu, p);
+#endif
+}

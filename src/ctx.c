@@ -1,0 +1,288 @@
+/* Decode context: backend selection, memory, weights, and the table-aware
+ * entry points. */
+#include "strata/decode.h"
+#include "strata/reference.h"
+#include "gpu.h"
+#include "internal.h"
+#include "reference_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct st_ctx {
+    st_backend backend;
+    st_identity id;
+    st_dispatch_config cfg;
+    st_table *table;
+    st_gpu *gpu;
+    st_ctx_stats stats;
+};
+
+struct st_matrix {
+    st_ctx *ctx;
+    st_qtype type;
+    int64_t rows, cols;
+    void *host;          /* CPU backend: ggml bytes */
+    st_gpu_matrix gpu;   /* GPU backend: device layout */
+};
+
+st_status st_ctx_create(st_backend backend, int device, st_ctx **out)
+{
+    if (!out) return st_fail(ST_ERR_INVALID_ARG, "st_ctx_create: NULL output");
+    *out = NULL;
+    st_ctx *c = calloc(1, sizeof *c);
+    if (!c) return st_fail(ST_ERR_NOMEM, "st_ctx_create: out of memory");
+    st_dispatch_config_from_env(&c->cfg);
+    if (backend == ST_BACKEND_GPU || backend == ST_BACKEND_AUTO) {
+        st_status s = st_gpu_open(device, &c->gpu, &c->id);
+        if (s == ST_OK) {
+            c->backend = ST_BACKEND_GPU;
+            *out = c;
+            return ST_OK;
+        }
+        if (backend == ST_BACKEND_GPU) {
+            free(c);
+            return s;
+        }
+    }
+    c->backend = ST_BACKEND_CPU;
+    st_identity_cpu(&c->id);
+    st_clear_error();
+    *out = c;
+    return ST_OK;
+}
+
+void st_ctx_destroy(st_ctx *c)
+{
+    if (!c) return;
+    st_table_destroy(c->table);
+    if (c->gpu) st_gpu_close(c->gpu);
+    free(c);
+}
+
+st_backend st_ctx_backend(const st_ctx *c) { return c->backend; }
+const st_identity *st_ctx_identity(const st_ctx *c) { return &c->id; }
+const st_dispatch_config *st_ctx_dispatch(const st_ctx *c) { return &c->cfg; }
+
+void st_ctx_set_dispatch(st_ctx *c, const st_dispatch_config *cfg)
+{
+    c->cfg = *cfg;
+    if (st_dispatch_config_first_active(cfg) >= 0) st_ctx_drop_table(c);
+}
+
+st_status st_ctx_load_table(st_ctx *c, const char *path)
+{
+    if (!c || !path) return st_fail(ST_ERR_INVALID_ARG, "st_ctx_load_table: NULL argument");
+    st_table *t = NULL;
+    st_status s = st_table_load(path, &c->id, &c->cfg, &t);
+    st_ctx_drop_table(c);
+    c->table = t;
+    return s;
+}
+
+st_status st_ctx_load_table_env(st_ctx *c)
+{
+    const char *p = getenv("STRATA_DECODE_TUNING");
+    if (!p || !*p) return st_fail(ST_ERR_NOT_FOUND, "STRATA_DECODE_TUNING is not set");
+    return st_ctx_load_table(c, p);
+}
+
+void st_ctx_drop_table(st_ctx *c)
+{
+    st_table_destroy(c->table);
+    c->table = NULL;
+}
+
+const st_table *st_ctx_table(const st_ctx *c) { return c->table; }
+
+st_status st_ctx_alloc(st_ctx *c, size_t bytes, void **ptr)
+{
+    if (!c || !ptr) return st_fail(ST_ERR_INVALID_ARG, "st_ctx_alloc: NULL argument");
+    if (c->backend == ST_BACKEND_GPU) return st_gpu_alloc(c->gpu, bytes, ptr);
+    *ptr = malloc(bytes ? bytes : 1);
+    return *ptr ? ST_OK : st_fail(ST_ERR_NOMEM, "st_ctx_alloc: %zu bytes", bytes);
+}
+
+void st_ctx_free(st_ctx *c, void *ptr)
+{
+    if (!c || !ptr) return;
+    if (c->backend == ST_BACKEND_GPU)
+        st_gpu_free(c->gpu, ptr);
+    else
+        free(ptr);
+}
+
+st_status st_ctx_upload(st_ctx *c, void *dst, const void *src, size_t bytes)
+{
+    if (c->backend == ST_BACKEND_GPU) return st_gpu_upload(c->gpu, dst, src, bytes);
+    memmove(dst, src, bytes);
+    return ST_OK;
+}
+
+st_status st_ctx_download(st_ctx *c, void *dst, const void *src, size_t bytes)
+{
+    if (c->backend == ST_BACKEND_GPU) return st_gpu_download(c->gpu, dst, src, bytes);
+    memmove(dst, src, bytes);
+    return ST_OK;
+}
+
+st_status st_ctx_sync(st_ctx *c)
+{
+    return c->backend == ST_BACKEND_GPU ? st_gpu_sync(c->gpu) : ST_OK;
+}
+
+st_status st_matrix_create(st_ctx *c, st_qtype type, int64_t rows, int64_t cols,
+                           const void *ggml_bytes, st_matrix **out)
+{
+    if (!c || !out || !ggml_bytes) return st_fail(ST_ERR_INVALID_ARG, "st_matrix_create: NULL argument");
+    *out = NULL;
+    if (!st_qtype_valid(type)) return st_fail(ST_ERR_INVALID_ARG, "st_matrix_create: unknown type %d", (int)type);
+    size_t rb = st_qtype_row_bytes(type, cols);
+    if (rows <= 0 || cols <= 0 || rb == 0)
+        return st_fail(ST_ERR_INVALID_ARG, "st_matrix_create: %s matrix %lld x %lld: row length must be a positive multiple of %d",
+                       st_qtype_name(type), (long long)rows, (long long)cols, st_qtype_block_values(type));
+    if ((uint64_t)rows > SIZE_MAX / rb) return st_fail(ST_ERR_INVALID_ARG, "st_matrix_create: matrix too large");
+    st_matrix *m = calloc(1, sizeof *m);
+    if (!m) return st_fail(ST_ERR_NOMEM, "st_matrix_create: out of memory");
+    m->ctx = c;
+    m->type = type;
+    m->rows = rows;
+    m->cols = cols;
+    size_t bytes = (size_t)rows * rb;
+    if (c->backend == ST_BACKEND_GPU) {
+        st_status s = st_gpu_matrix_upload(c->gpu, type, rows, cols, ggml_bytes, &m->gpu);
+        if (s != ST_OK) {
+            free(m);
+            return s;
+        }
+    } else {
+        m->host = malloc(bytes);
+        if (!m->host) {
+            free(m);
+            return st_fail(ST_ERR_NOMEM, "st_matrix_create: %zu bytes", bytes);
+        }
+        memcpy(m->host, ggml_bytes, bytes);
+    }
+    *out = m;
+    return ST_OK;
+}
+
+void st_matrix_destroy(st_matrix *m)
+{
+    if (!m) return;
+    if (m->ctx->backend == ST_BACKEND_GPU)
+        st_gpu_matrix_free(m->ctx->gpu, &m->gpu);
+    free(m->host);
+    free(m);
+}
+
+st_qtype st_matrix_type(const st_matrix *m) { return m->type; }
+int64_t st_matrix_rows(const st_matrix *m) { return m->rows; }
+int64_t st_matrix_cols(const st_matrix *m) { return m->cols; }
+
+/* ---- iq_mmvq ---------------------------------------------------------- */
+static st_status cpu_mmvq(const st_matrix *w, const float *x, int nt, float *y, int rows)
+{
+    size_t xq_stride = (size_t)(w->cols / 32) * ST_Q8_1_BLOCK_BYTES;
+    uint8_t *xq = malloc(xq_stride * (size_t)nt);
+    if (!xq) return st_fail(ST_ERR_NOMEM, "iq_mmvq: out of memory");
+    st_status s = ST_OK;
+    for (int t = 0; t < nt && s == ST_OK; t++)
+        s = st_quantize_q8_1(x + (size_t)t * (size_t)w->cols, xq + (size_t)t * xq_stride, w->cols);
+    st_cpu_split split = {0, rows}; /* a variant's rows = rows per work item */
+    if (s == ST_OK) s = st_ref_mmvq(w->type, w->host, w->rows, w->cols, xq, nt, y, &split);
+    free(xq);
+    return s;
+}
+
+st_status st_iq_mmvq_variant(st_ctx *c, const st_matrix *w, const float *x, int nt, float *y, int rows)
+{
+    if (!c || !w || !x || !y) return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: NULL argument");
+    if (w->ctx != c) return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: matrix belongs to another context");
+    if (nt < 1 || nt > 8) return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: n_tokens %d is out of range 1..8", nt);
+    if (rows != 0 && !st_mmvq_rows_valid(rows))
+        return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: rows %d is not a compiled-in variant", rows);
+    if (rows)
+        c->stats.variant_launches++;
+    else
+        c->stats.default_launches++;
+    if (c->backend == ST_BACKEND_GPU) return st_gpu_mmvq(c->gpu, &w->gpu, x, nt, y, rows, &c->cfg);
+    return cpu_mmvq(w, x, nt, y, rows);
+}
+
+st_status st_iq_mmvq(st_ctx *c, const st_matrix *w, const float *x, int nt, float *y)
+{
+    int rows = 0;
+    if (c && w && c->table) {
+        st_mmvq_key key = {w->type, (int)w->rows, (int)w->cols};
+        if (st_table_lookup_mmvq(c->table, &key, &rows))
+            c->stats.table_hits++;
+        else
+            c->stats.table_misses++;
+    }
+    return st_iq_mmvq_variant(c, w, x, nt, y, rows);
+}
+
+/* ---- expert_grouped --------------------------------------------------- */
+static st_status check_experts(const st_ctx *c, const st_experts *ex)
+{
+    if (!ex || !ex->gate || !ex->up || !ex->down) return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: NULL weights");
+    if (ex->gate->ctx != c || ex->up->ctx != c || ex->down->ctx != c)
+        return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: weights belong to another context");
+    if (ex->n_expert < 1 || ex->n_expert > 256)
+        return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: n_expert %d is out of range 1..256", ex->n_expert);
+    const st_matrix *g = ex->gate, *u = ex->up, *d = ex->down;
+    if (g->type != u->type || g->rows != u->rows || g->cols != u->cols)
+        return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: gate and up differ in type or shape");
+    if (g->rows % ex->n_expert || d->rows % ex->n_expert)
+        return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: rows are not a multiple of n_expert %d", ex->n_expert);
+    if (d->rows / ex->n_expert != g->cols || d->cols != g->rows / ex->n_expert)
+        return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: down is %lld x %lld, expected %lld x %lld per expert",
+                       (long long)(d->rows / ex->n_expert), (long long)d->cols, (long long)g->cols,
+                       (long long)(g->rows / ex->n_expert));
+    return ST_OK;
+}
+
+st_status st_expert_grouped_variant(st_ctx *c, const st_experts *ex, const float *x,
+                                    const int32_t *ids, const float *wts, int nt, int topk,
+                                    float *out, int gu_rows, int down_rows)
+{
+    if (!c) return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: NULL context");
+    ST_TRY(check_experts(c, ex));
+    if (nt < 1 || nt > 8) return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: n_tokens %d is out of range 1..8", nt);
+    if (topk < 1 || topk > 8) return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: top-k %d is out of range 1..8", topk);
+    bool dflt = gu_rows == 0 && down_rows == 0;
+    if (!dflt && !st_expert_rows_valid(gu_rows, down_rows))
+        return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: rows %d/%d is not a compiled-in variant", gu_rows, down_rows);
+    if (dflt)
+        c->stats.default_launches++;
+    else
+        c->stats.variant_launches++;
+    int n_embd = (int)ex->gate->cols, n_ff = (int)(ex->gate->rows / ex->n_expert);
+    if (c->backend == ST_BACKEND_GPU) {
+        st_gpu_experts ge = {&ex->gate->gpu, &ex->up->gpu, &ex->down->gpu, ex->n_expert, n_embd, n_ff};
+        return st_gpu_expert_grouped(c->gpu, &ge, x, ids, wts, nt, topk, out, gu_rows, down_rows, &c->cfg);
+    }
+    st_expert_weights ew = {ex->gate->type, ex->down->type, n_embd, n_ff, ex->n_expert,
+                            ex->gate->host, ex->up->host, ex->down->host};
+    st_cpu_split gs = {0, gu_rows}, ds = {0, down_rows};
+    return st_ref_expert_grouped_split(&ew, x, ids, wts, nt, topk, out, &gs, &ds);
+}
+
+st_status st_expert_grouped(st_ctx *c, const st_experts *ex, const float *x, const int32_t *ids,
+                            const float *wts, int nt, int topk, float *out)
+{
+    int gu = 0, dn = 0;
+    if (c && c->table && ex && ex->gate && ex->down && ex->n_expert > 0) {
+        st_expert_key key = {ex->gate->type, ex->down->type, (int)ex->gate->cols,
+                             (int)(ex->gate->rows / ex->n_expert), nt};
+        if (st_table_lookup_expert(c->table, &key, &gu, &dn))
+            c->stats.table_hits++;
+        else
+            c->stats.table_misses++;
+    }
+    return st_expert_grouped_variant(c, ex, x, ids, wts, nt, topk, out, gu, dn);
+}
+
+void st_ctx_get_stats(const st_ctx *c, st_ctx_stats *s) { *s = c->stats; }
+void st_ctx_reset_stats(st_ctx *c) { memset(&c->stats, 0, sizeof c->stats); }

@@ -1,0 +1,58 @@
+/* The GPU backend's host side, as the C library sees it. Implemented in
+ * kernels/host.hip (HIP or CUDA builds) or src/backend/gpu_none.c (builds
+ * without a GPU backend). Pointers are device pointers. Internal. */
+#ifndef ST_GPU_H
+#define ST_GPU_H
+
+#include "strata/formats.h"
+#include "strata/identity.h"
+#include "strata/knobs.h"
+#include "strata/status.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct st_gpu st_gpu;
+
+/* A weight matrix in device layout (row-planar, see kernels/layout.h). */
+typedef struct {
+    st_qtype type;
+    int64_t rows, cols;
+    void *data;      /* device memory */
+    size_t bytes;
+} st_gpu_matrix;
+
+typedef struct {
+    const st_gpu_matrix *gate, *up, *down;
+    int n_expert, n_embd, n_ff;
+} st_gpu_experts;
+
+st_status st_gpu_open(int device, st_gpu **out, st_identity *id);
+void st_gpu_close(st_gpu *g);
+st_status st_gpu_alloc(st_gpu *g, size_t bytes, void **ptr);
+void st_gpu_free(st_gpu *g, void *ptr);
+st_status st_gpu_upload(st_gpu *g, void *dst, const void *src, size_t bytes);
+st_status st_gpu_download(st_gpu *g, void *dst, const void *src, size_t bytes);
+st_status st_gpu_sync(st_gpu *g);
+
+/* Repacks ggml rows into the device layout and uploads them. */
+st_status st_gpu_matrix_upload(st_gpu *g, st_qtype t, int64_t rows, int64_t cols,
+                               const void *ggml_bytes, st_gpu_matrix *out);
+void st_gpu_matrix_free(st_gpu *g, st_gpu_matrix *m);
+
+/* ROWS = 0: default chain (with the knobs of CFG), else the rows variant. */
+st_status st_gpu_mmvq(st_gpu *g, const st_gpu_matrix *w, const float *x, int nt, float *y,
+                      int rows, const st_dispatch_config *cfg);
+st_status st_gpu_expert_grouped(st_gpu *g, const st_gpu_experts *ex, const float *x,
+                                const int32_t *ids, const float *wts, int nt, int topk,
+                                float *out, int gu_rows, int down_rows,
+                                const st_dispatch_config *cfg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,247 @@
+/* The CPU reference: canonical-order dot products (DESIGN.md section 2).
+ * Each row is computed by one thread from start to end, so the split of rows
+ * over threads cannot change a bit. */
+#include "strata/reference.h"
+#include "strata/variants.h"
+#include "cpu_pool.h"
+#include "cpu_unit.h"
+#include "internal.h"
+#include "reference_internal.h"
+#include "st_canon.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_TOK 64 /* tokens sharing one row pass (expert pairs included) */
+
+/* Dots of one row of type T (K values at ROW) with N q8_1 vectors XQ[i],
+ * in canonical order; results in Y[i]. */
+static void row_dot(st_qtype t, const uint8_t *row, int64_t k, const uint8_t *const *xq, int n,
+                    float *y)
+{
+    float acc[MAX_TOK][ST_CANON_STREAMS];
+    memset(acc, 0, sizeof(float) * ST_CANON_STREAMS * (size_t)n);
+    const int64_t nu = k / ST_CANON_UNIT;
+    st_unit un;
+    for (int64_t u = 0; u < nu; u++) {
+        st_unit_decode(t, row, u, &un);
+        const int s = (int)(u % ST_CANON_STREAMS);
+        for (int i = 0; i < n; i++) {
+            const uint8_t *blk = xq[i] + u * ST_Q8_1_BLOCK_BYTES;
+            const float da = st_half_to_float((uint16_t)(blk[0] | (blk[1] << 8)));
+            const int8_t *q = (const int8_t *)(blk + 4);
+            int32_t isum = 0;
+            for (int j = 0; j < 32; j++) isum += (int32_t)un.w[j] * q[j];
+            float a = st_fma(st_fmul(un.W, da), (float)isum, acc[i][s]);
+            if (un.has_min) {
+                int32_t qsum = 0;
+                for (int j = 0; j < 32; j++) qsum += q[j];
+                a = st_fma(-st_fmul(un.M, da), (float)qsum, a);
+            }
+            acc[i][s] = a;
+        }
+    }
+    for (int i = 0; i < n; i++) y[i] = st_canon_combine32(acc[i]);
+}
+
+static int64_t auto_chunk(int64_t rows, int threads)
+{
+    int64_t c = rows / ((int64_t)threads * 8);
+    return c < 1 ? 1 : c;
+}
+
+static int split_threads(const st_cpu_split *s) { return s ? s->n_threads : 0; }
+
+static int64_t split_chunk(const st_cpu_split *s, int64_t rows)
+{
+    if (s && s->rows_per_chunk > 0) return s->rows_per_chunk;
+    int th = split_threads(s) > 0 ? split_threads(s) : st_cpu_count();
+    return auto_chunk(rows, th);
+}
+
+static st_status check_matrix(st_qtype t, const void *w, int64_t rows, int64_t k)
+{
+    if (!st_qtype_valid(t)) return st_fail(ST_ERR_INVALID_ARG, "unknown weight type %d", (int)t);
+    if (!w || rows <= 0 || k <= 0)
+        return st_fail(ST_ERR_INVALID_ARG, "empty %s matrix (%lld x %lld)", st_qtype_name(t),
+                       (long long)rows, (long long)k);
+    if (k % st_qtype_block_values(t) != 0)
+        return st_fail(ST_ERR_INVALID_ARG, "row length %lld is not a multiple of %d, the block of %s",
+                       (long long)k, st_qtype_block_values(t), st_qtype_name(t));
+    return ST_OK;
+}
+
+/* ---- iq_mmvq ---------------------------------------------------------- */
+typedef struct {
+    st_qtype t;
+    const uint8_t *w;
+    size_t row_bytes;
+    int64_t rows, k;
+    const uint8_t *xq[8];
+    int nt;
+    float *y;
+} mmvq_job;
+
+static void mmvq_range(void *ctx, int64_t b, int64_t e)
+{
+    mmvq_job *j = ctx;
+    float out[8];
+    for (int64_t r = b; r < e; r++) {
+        row_dot(j->t, j->w + (size_t)r * j->row_bytes, j->k, j->xq, j->nt, out);
+        for (int i = 0; i < j->nt; i++) j->y[(size_t)i * (size_t)j->rows + (size_t)r] = out[i];
+    }
+}
+
+st_status st_ref_mmvq(st_qtype t, const void *w, int64_t rows, int64_t k, const void *xq, int nt,
+                      float *y, const st_cpu_split *split)
+{
+    ST_TRY(check_matrix(t, w, rows, k));
+    if (!xq || !y) return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: NULL activations or output");
+    if (nt < 1 || nt > 8) return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: n_tokens %d is out of range 1..8", nt);
+    mmvq_job j = {t, w, st_qtype_row_bytes(t, k), rows, k, {0}, nt, y};
+    for (int i = 0; i < nt; i++)
+        j.xq[i] = (const uint8_t *)xq + (size_t)i * (size_t)(k / 32) * ST_Q8_1_BLOCK_BYTES;
+    st_parallel_for(rows, split_chunk(split, rows), split_threads(split), mmvq_range, &j);
+    return ST_OK;
+}
+
+/* ---- expert_grouped --------------------------------------------------- */
+typedef struct {
+    const st_expert_weights *ew;
+    int n_used;             /* unique experts, first-seen order */
+    int expert[64];         /* expert id of group g */
+    int first[65];          /* pairs of group g: pair_list[first[g] .. first[g+1]) */
+    int pair_list[64];      /* pair index p = t*topk + k */
+    const uint8_t *xq_pair[64];
+    float *h;               /* [pairs][n_ff] */
+    uint8_t *hq;            /* [pairs][n_ff/32 * 36] */
+    float *y;               /* [pairs][n_embd] */
+    size_t hq_stride;
+} expert_job;
+
+static void gate_up_range(void *ctx, int64_t b, int64_t e)
+{
+    expert_job *j = ctx;
+    const st_expert_weights *ew = j->ew;
+    const size_t rb = st_qtype_row_bytes(ew->gu_type, ew->n_embd);
+    const uint8_t *xs[64];
+    float g[64], u[64];
+    for (int64_t item = b; item < e; item++) {
+        int grp = (int)(item / ew->n_ff);
+        int r = (int)(item % ew->n_ff);
+        int n = j->first[grp + 1] - j->first[grp];
+        const int *pl = j->pair_list + j->first[grp];
+        for (int i = 0; i < n; i++) xs[i] = j->xq_pair[pl[i]];
+        size_t row = (size_t)j->expert[grp] * (size_t)ew->n_ff + (size_t)r;
+        row_dot(ew->gu_type, (const uint8_t *)ew->gate + row * rb, ew->n_embd, xs, n, g);
+        row_dot(ew->gu_type, (const uint8_t *)ew->up + row * rb, ew->n_embd, xs, n, u);
+        for (int i = 0; i < n; i++) j->h[(size_t)pl[i] * (size_t)ew->n_ff + (size_t)r] = st_silu_mul(g[i], u[i]);
+    }
+}
+
+static void down_range(void *ctx, int64_t b, int64_t e)
+{
+    expert_job *j = ctx;
+    const st_expert_weights *ew = j->ew;
+    const size_t rb = st_qtype_row_bytes(ew->down_type, ew->n_ff);
+    const uint8_t *hs[64];
+    float y[64];
+    for (int64_t item = b; item < e; item++) {
+        int grp = (int)(item / ew->n_embd);
+        int r = (int)(item % ew->n_embd);
+        int n = j->first[grp + 1] - j->first[grp];
+        const int *pl = j->pair_list + j->first[grp];
+        for (int i = 0; i < n; i++) hs[i] = j->hq + (size_t)pl[i] * j->hq_stride;
+        size_t row = (size_t)j->expert[grp] * (size_t)ew->n_embd + (size_t)r;
+        row_dot(ew->down_type, (const uint8_t *)ew->down + row * rb, ew->n_ff, hs, n, y);
+        for (int i = 0; i < n; i++) j->y[(size_t)pl[i] * (size_t)ew->n_embd + (size_t)r] = y[i];
+    }
+}
+
+static st_status check_experts(const st_expert_weights *ew, const float *x, const int32_t *ids,
+                               const float *wts, int nt, int topk, const float *out)
+{
+    if (!ew || !x || !ids || !wts || !out) return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: NULL argument");
+    if (nt < 1 || nt > 8) return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: n_tokens %d is out of range 1..8", nt);
+    if (topk < 1 || topk > 8) return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: top-k %d is out of range 1..8", topk);
+    if (ew->n_expert < 1 || ew->n_expert > 256)
+        return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: n_expert %d is out of range 1..256", ew->n_expert);
+    ST_TRY(check_matrix(ew->gu_type, ew->gate, (int64_t)ew->n_ff * ew->n_expert, ew->n_embd));
+    ST_TRY(check_matrix(ew->gu_type, ew->up, (int64_t)ew->n_ff * ew->n_expert, ew->n_embd));
+    ST_TRY(check_matrix(ew->down_type, ew->down, (int64_t)ew->n_embd * ew->n_expert, ew->n_ff));
+    for (int p = 0; p < nt * topk; p++)
+        if (ids[p] < 0 || ids[p] >= ew->n_expert)
+            return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: token %d slot %d routes to expert %d of %d",
+                           p / topk, p % topk, ids[p], ew->n_expert);
+    return ST_OK;
+}
+
+st_status st_ref_expert_grouped(const st_expert_weights *ew, const float *x, const int32_t *ids,
+                                const float *wts, int nt, int topk, float *out,
+                                const st_cpu_split *split)
+{
+    return st_ref_expert_grouped_split(ew, x, ids, wts, nt, topk, out, split, split);
+}
+
+st_status st_ref_expert_grouped_split(const st_expert_weights *ew, const float *x,
+                                      const int32_t *ids, const float *wts, int nt, int topk,
+                                      float *out, const st_cpu_split *split,
+                                      const st_cpu_split *down_split)
+{
+    ST_TRY(check_experts(ew, x, ids, wts, nt, topk, out));
+    const int np = nt * topk;
+    expert_job j;
+    memset(&j, 0, sizeof j);
+    j.ew = ew;
+    /* Group pairs by expert, experts in first-seen order, pairs in p order. */
+    for (int p = 0; p < np; p++) {
+        int g = 0;
+        while (g < j.n_used && j.expert[g] != ids[p]) g++;
+        if (g == j.n_used) j.expert[j.n_used++] = ids[p];
+    }
+    int n = 0;
+    for (int g = 0; g < j.n_used; g++) {
+        j.first[g] = n;
+        for (int p = 0; p < np; p++)
+            if (ids[p] == j.expert[g]) j.pair_list[n++] = p;
+    }
+    j.first[j.n_used] = n;
+
+    const size_t xq_stride = (size_t)(ew->n_embd / 32) * ST_Q8_1_BLOCK_BYTES;
+    j.hq_stride = (size_t)(ew->n_ff / 32) * ST_Q8_1_BLOCK_BYTES;
+    uint8_t *xq = malloc(xq_stride * (size_t)nt);
+    j.h = malloc(sizeof(float) * (size_t)np * (size_t)ew->n_ff);
+    j.hq = malloc(j.hq_stride * (size_t)np);
+    j.y = malloc(sizeof(float) * (size_t)np * (size_t)ew->n_embd);
+    st_status s = ST_OK;
+    if (!xq || !j.h || !j.hq || !j.y) {
+        s = st_fail(ST_ERR_NOMEM, "expert_grouped: out of memory for scratch");
+        goto done;
+    }
+    for (int t = 0; t < nt && s == ST_OK; t++)
+        s = st_quantize_q8_1(x + (size_t)t * (size_t)ew->n_embd, xq + (size_t)t * xq_stride, ew->n_embd);
+    if (s != ST_OK) goto done;
+    for (int p = 0; p < np; p++) j.xq_pair[p] = xq + (size_t)(p / topk) * xq_stride;
+
+    int64_t items = (int64_t)j.n_used * ew->n_ff;
+    st_parallel_for(items, split_chunk(split, items), split_threads(split), gate_up_range, &j);
+    for (int p = 0; p < np && s == ST_OK; p++)
+        s = st_quantize_q8_1(j.h + (size_t)p * (size_t)ew->n_ff, j.hq + (size_t)p * j.hq_stride, ew->n_ff);
+    if (s != ST_OK) goto done;
+    items = (int64_t)j.n_used * ew->n_embd;
+    st_parallel_for(items, split_chunk(down_split, items), split_threads(down_split), down_range, &j);
+
+    for (int t = 0; t < nt; t++)
+        for (int i = 0; i < ew->n_embd; i++) {
+            float acc = 0.0f;
+            for (int k = 0; k < topk; k++)
+                acc = st_fma(wts[t * topk + k], j.y[(size_t)(t * topk + k) * (size_t)ew->n_embd + (size_t)i], acc);
+            out[(size_t)t * (size_t)ew->n_embd + (size_t)i] = acc;
+        }
+done:
+    free(xq);
+    free(j.h);
+    free(j.hq);
+    free(j.y);
+    return s;
+}

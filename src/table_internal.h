@@ -1,0 +1,75 @@
+/* Internal interface between the table sources (table.c: the data
+ * structure; table_parse.c: the text parser; table_io.c: files and the
+ * loader) and the tests. Not installed. */
+#ifndef STRATA_TABLE_INTERNAL_H
+#define STRATA_TABLE_INTERNAL_H
+
+#include "strata/table.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The message prefix of every user-facing table line. */
+#define ST_TABLE_MSG_PREFIX "decode tuning: "
+
+/* Room for one message line (path included). */
+#define ST_TABLE_MSG_MAX 8192
+
+typedef enum { ST_ROW_MMVQ, ST_ROW_EXPERT } st_row_kind;
+
+/* One shape as the table stores it. LINE is the source line of a parsed row
+ * (1-based) and 0 for a row added through the API. */
+typedef struct {
+    st_row_kind kind;
+    st_mmvq_key mmvq;     /* kind == ST_ROW_MMVQ */
+    st_expert_key expert; /* kind == ST_ROW_EXPERT */
+    int rows;             /* mmvq variant */
+    int gu_rows, down_rows;
+    size_t line;
+} st_table_row;
+
+/* Adds ROW without validating its values (the parser has). When the key is
+ * already present returns ST_ERR_EXISTS and stores the first row's LINE in
+ * *FIRST_LINE (may be NULL). */
+st_status st_table_insert_row(st_table *t, const st_table_row *row, size_t *first_line);
+
+/* Replaces the header tokens (the parser fills them after it created the
+ * table). Copies arch, runtime, compiler and space only. */
+void st_table_set_identity(st_table *t, const st_identity *id);
+
+/* st_table_add_comment for N bytes of TEXT (need not be NUL-terminated).
+ * Newlines and carriage returns become spaces and trailing spaces and tabs
+ * are dropped, so a comment reads back exactly as it is written. */
+st_status st_table_add_comment_n(st_table *t, const char *text, size_t n);
+
+/* Comments in order. */
+size_t st_table_comment_count(const st_table *t);
+const char *st_table_comment_at(const st_table *t, size_t i);
+
+/* The compiled-in variants as message text, expanded from the X-macros of
+ * strata/variants.h: "1 2 4 8 16" and "1/1 2/2 4/2 4/4 8/4 8/8". Writes
+ * into BUF (always NUL-terminated when N > 0), returns BUF. */
+const char *st_mmvq_rows_list(char *buf, size_t n);
+const char *st_expert_rows_list(char *buf, size_t n);
+
+/* Space-separated names of the types of ST_QTYPES, for the unknown-type
+ * message ("q8_0 q4_K iq3_xxs ..."). */
+const char *st_table_type_names(void);
+
+/* Finds the header of table text BUF[0..LEN) without checking anything
+ * else: ST_OK and its four tokens in *HDR when the first non-comment line
+ * is a well-formed header; otherwise an error status. Silent (used to pick
+ * a table out of a directory). */
+st_status st_table_read_header(const char *buf, size_t len, st_identity *hdr);
+
+/* st_read_file that also reports the errno of a failure in *ERR (0 when the
+ * failure was not a system error). The buffer is NUL-terminated (not
+ * counted in *LEN). */
+st_status st_read_file_err(const char *path, char **buf, size_t *len, int *err);
+
+/* Test hook for st_table_write_atomic: when >= 0, the write of the
+ * temporary file fails (EIO) after this many bytes, exercising the cleanup
+ * path. -1 (the default) disables it. Not for production use. */
+extern long st_table_write_fail_after_bytes;
+
+#endif
