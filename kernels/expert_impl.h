@@ -23,14 +23,14 @@ ST_DEV int st_expert_list(const st_expert_args &a, int *s_flags, int *s_list, in
     __shared__ int s_count;
     const int np = a.nt * a.topk;
     for (int p = threadIdx.x; p < np; p += blockDim.x) s_ids[p] = a.ids[p];
-    if (MODE == GROUP_V1) {
+    if constexpr (MODE == GROUP_V1) {
         for (int i = threadIdx.x; i <= 64; i += blockDim.x) {
             if (i == 0) s_count = a.groups[0];
             else s_list[i - 1] = a.groups[i];
         }
         __syncthreads();
         return s_count;
-    }
+    } else {
     for (int e = threadIdx.x; e < 256; e += blockDim.x) s_flags[e] = 0;
     __syncthreads();
     for (int p = threadIdx.x; p < np; p += blockDim.x)
@@ -49,6 +49,7 @@ ST_DEV int st_expert_list(const st_expert_args &a, int *s_flags, int *s_list, in
     }
     __syncthreads();
     return s_count;
+    }
 }
 
 /* Calls FN(pairs, n) for the pairs (t*topk+k) routed to expert E, in chunks

@@ -6,7 +6,11 @@
 #ifndef ST_GPU_PORT_H
 #define ST_GPU_PORT_H
 
+#include <new>
+#include <type_traits>
+
 #include <stdint.h>
+#include <stdio.h>
 
 #if defined(__HIP__) || defined(__HIPCC__)
 #define ST_HIP 1
@@ -75,6 +79,26 @@ typedef cudaEvent_t st_rt_event;
 #define st_rt_driver_version cudaDriverGetVersion
 #define st_rt_func_set_smem(f, n) cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, n)
 #endif
+
+/* Architecture token ("gfx1100", "sm_90") and marketing name of DEVICE. */
+static inline st_rt_error st_rt_device_info(int device, char *arch, size_t na, char *name, size_t nn)
+{
+#if ST_HIP
+    hipDeviceProp_t prop;
+    st_rt_error e = hipGetDeviceProperties(&prop, device);
+    if (e != hipSuccess) return e;
+    snprintf(arch, na, "%s", prop.gcnArchName);
+    for (char *c = arch; *c; c++)
+        if (*c == ':') *c = '\0'; /* drop feature flags (":sramecc+:xnack-") */
+#else
+    cudaDeviceProp prop;
+    st_rt_error e = cudaGetDeviceProperties(&prop, device);
+    if (e != cudaSuccess) return e;
+    snprintf(arch, na, "sm_%d%d", prop.major, prop.minor);
+#endif
+    snprintf(name, nn, "%s", prop.name);
+    return e;
+}
 
 /* ---- device helpers ----------------------------------------------------- */
 #define ST_DEV static __device__ __forceinline__

@@ -57,7 +57,7 @@ void st_set_log(st_log_fn fn, void *user)
 
 void st_log(const char *fmt, ...)
 {
-    char line[1024];
+    char line[8192];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);

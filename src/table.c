@@ -17,7 +17,7 @@ struct st_table {
     st_table_row *rows; /* insertion order */
     size_t n_rows, cap_rows;
     size_t *mmvq_idx, *expert_idx; /* indices into rows, per kind, in order */
-    size_t n_mmvq, n_expert;
+    size_t n_mmvq, n_expert, cap_idx;
     /* Hash slots hold row index + 1; 0 is empty. Capacity is a power of two
      * kept at least twice the row count. */
     size_t *slots;
@@ -229,13 +229,16 @@ st_status st_table_insert_row(st_table *t, const st_table_row *row, size_t *firs
     }
     size_t n = t->n_rows + 1;
     ST_TRY(grow((void **)&t->rows, &t->cap_rows, n, sizeof *t->rows));
-    /* The per-kind index arrays share the row array's capacity. */
-    size_t *m = realloc(t->mmvq_idx, t->cap_rows * sizeof *m);
-    if (!m) return st_fail(ST_ERR_NOMEM, "table: out of memory");
-    t->mmvq_idx = m;
-    size_t *e = realloc(t->expert_idx, t->cap_rows * sizeof *e);
-    if (!e) return st_fail(ST_ERR_NOMEM, "table: out of memory");
-    t->expert_idx = e;
+    if (t->cap_idx < t->cap_rows) {
+        /* The per-kind index arrays follow the row array's capacity. */
+        size_t *m = realloc(t->mmvq_idx, t->cap_rows * sizeof *m);
+        if (!m) return st_fail(ST_ERR_NOMEM, "table: out of memory");
+        t->mmvq_idx = m;
+        size_t *e = realloc(t->expert_idx, t->cap_rows * sizeof *e);
+        if (!e) return st_fail(ST_ERR_NOMEM, "table: out of memory");
+        t->expert_idx = e;
+        t->cap_idx = t->cap_rows;
+    }
     if (n * 2 > t->n_slots) {
         ST_TRY(rehash(t, t->n_slots * 2));
         s = find_slot(t, row);

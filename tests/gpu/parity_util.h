@@ -1,0 +1,141 @@
+/* Shared by the GPU parity tests: contexts, random inputs, and runs of the
+ * decode entry points with a chosen path, returning host copies of the
+ * outputs so they can be byte-compared. */
+#ifndef ST_PARITY_UTIL_H
+#define ST_PARITY_UTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "randgen.h"
+#include "strata/strata.h"
+
+#define CHECK_OK(expr)                                                                   \
+    do {                                                                                 \
+        st_status s_ = (expr);                                                           \
+        if (s_ != ST_OK) fail_msg("%s: %s (%s)", #expr, st_status_str(s_), st_last_error()); \
+    } while (0)
+
+static st_ctx *make_ctx(st_backend b)
+{
+    st_ctx *c = NULL;
+    CHECK_OK(st_ctx_create(b, 0, &c));
+    st_dispatch_config cfg;
+    st_dispatch_config_default(&cfg);
+    st_ctx_set_dispatch(c, &cfg); /* tests choose knob paths explicitly */
+    return c;
+}
+
+/* A path through the decode dispatch: a rows variant, or the default chain
+ * with at most one knob. */
+typedef struct {
+    const char *name;
+    int rows, gu_rows, dn_rows;
+    int knob; /* -1 none */
+} path;
+
+static void set_knob(st_ctx *c, int knob)
+{
+    st_dispatch_config cfg;
+    st_dispatch_config_default(&cfg);
+    if (knob >= 0) cfg.active[knob] = true;
+    st_ctx_set_dispatch(c, &cfg);
+}
+
+static void *to_backend(st_ctx *c, const void *host, size_t n)
+{
+    void *p = NULL;
+    CHECK_OK(st_ctx_alloc(c, n, &p));
+    CHECK_OK(st_ctx_upload(c, p, host, n));
+    return p;
+}
+
+/* y (host, [nt][rows]) = mmvq on context C through path P. */
+static void run_mmvq(st_ctx *c, const st_matrix *w, const float *x_host, int nt, const path *p, float *y_host)
+{
+    const size_t xn = sizeof(float) * (size_t)nt * (size_t)st_matrix_cols(w);
+    const size_t yn = sizeof(float) * (size_t)nt * (size_t)st_matrix_rows(w);
+    float *x = to_backend(c, x_host, xn);
+    float *y = NULL;
+    CHECK_OK(st_ctx_alloc(c, yn, (void **)&y));
+    /* poison: every output must be written */
+    memset(y_host, 0xff, yn);
+    CHECK_OK(st_ctx_upload(c, y, y_host, yn));
+    set_knob(c, p ? p->knob : -1);
+    CHECK_OK(st_iq_mmvq_variant(c, w, x, nt, y, p ? p->rows : 0));
+    CHECK_OK(st_ctx_sync(c));
+    CHECK_OK(st_ctx_download(c, y_host, y, yn));
+    st_ctx_free(c, x);
+    st_ctx_free(c, y);
+}
+
+/* Reports the first differing float and returns the number of differing
+ * floats (0 when the bytes are identical). */
+static size_t diff_floats(const char *what, const float *a, const float *b, size_t n)
+{
+    if (memcmp(a, b, n * sizeof(float)) == 0) return 0;
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&a[i], &b[i], sizeof(float)) != 0) {
+            if (!bad) first = i;
+            bad++;
+        }
+    printf("MISMATCH %s: %zu of %zu floats differ; first at %zu: %.9g vs %.9g\n", what, bad, n, first,
+           (double)a[first], (double)b[first]);
+    return bad;
+}
+
+/* Every mmvq path vs the CPU reference on one shape, for each token count. */
+static const st_qtype ALL_TYPES[] = {ST_IQ3_S, ST_IQ4_NL, ST_IQ4_XS, ST_IQ3_XXS, ST_IQ2_S, ST_Q8_0, ST_Q4_K};
+
+static size_t g_compares, g_bad;
+
+static void sweep(st_ctx *cpu, st_ctx *gpu, st_qtype t, int rows, int cols, const int *nts, int n_nt)
+{
+    st_rng r;
+    st_rng_seed(&r, 1000u + (unsigned)t * 7919u + (unsigned)rows * 31u + (unsigned)cols);
+    const size_t wb = (size_t)rows * st_qtype_row_bytes(t, cols);
+    void *wh = malloc(wb);
+    st_random_blocks(&r, t, rows, cols, wh);
+    st_matrix *wc = NULL, *wg = NULL;
+    CHECK_OK(st_matrix_create(cpu, t, rows, cols, wh, &wc));
+    CHECK_OK(st_matrix_create(gpu, t, rows, cols, wh, &wg));
+    path paths[16];
+    int np = 0;
+    paths[np++] = (path){"default", 0, 0, 0, -1};
+#define ADD_ROWS(R) paths[np++] = (path){"rows " #R, R, 0, 0, -1};
+    STRATA_MMVQ_ROWS_VARIANTS(ADD_ROWS)
+#undef ADD_ROWS
+    paths[np++] = (path){"STRATA_OLD_IQ_MMVQ", 0, 0, 0, ST_KNOB_OLD_IQ_MMVQ};
+    paths[np++] = (path){"STRATA_IQ_STAGE_GRID_MMVQ=1", 0, 0, 0, ST_KNOB_IQ_STAGE_GRID_MMVQ};
+    for (int k = 0; k < n_nt; k++) {
+        const int nt = nts[k];
+        float *x = malloc(sizeof(float) * (size_t)nt * (size_t)cols);
+        st_random_floats(&r, x, (size_t)nt * (size_t)cols, 1.0f);
+        float *ref = malloc(sizeof(float) * (size_t)nt * (size_t)rows);
+        float *y = malloc(sizeof(float) * (size_t)nt * (size_t)rows);
+        run_mmvq(cpu, wc, x, nt, NULL, ref);
+        for (int p = 0; p < np; p++) {
+            run_mmvq(gpu, wg, x, nt, &paths[p], y);
+            char what[160];
+            snprintf(what, sizeof what, "%s %dx%d nt=%d %s vs CPU", st_qtype_name(t), rows, cols, nt, paths[p].name);
+            g_bad += diff_floats(what, y, ref, (size_t)nt * (size_t)rows) ? 1 : 0;
+            g_compares++;
+        }
+        free(x);
+        free(ref);
+        free(y);
+    }
+    st_matrix_destroy(wc);
+    st_matrix_destroy(wg);
+    free(wh);
+}
+
+#endif

@@ -1,0 +1,224 @@
+/* The CPU reference: identical bytes for any thread count and chunking; the
+ * expert FFN equals its composition from mmvq, q8_1 and silu; the device
+ * layout round-trips; and a deliberately wrong summation order is caught by
+ * a byte compare (the safety net can fail). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cpu_unit.h"
+#include "randgen.h"
+#include "reference_internal.h"
+#include "repack.h"
+#include "st_canon.h"
+#include "strata/strata.h"
+
+static const st_qtype TYPES[] = {ST_IQ3_S, ST_IQ4_NL, ST_IQ4_XS, ST_IQ3_XXS, ST_IQ2_S, ST_Q8_0, ST_Q4_K};
+#define NTYPES (sizeof TYPES / sizeof TYPES[0])
+
+static void *rand_matrix(st_rng *r, st_qtype t, int rows, int cols)
+{
+    void *w = malloc((size_t)rows * st_qtype_row_bytes(t, cols));
+    st_random_blocks(r, t, rows, cols, w);
+    return w;
+}
+
+static uint8_t *quantize_tokens(const float *x, int nt, int k)
+{
+    uint8_t *xq = malloc((size_t)nt * (size_t)(k / 32) * ST_Q8_1_BLOCK_BYTES);
+    for (int t = 0; t < nt; t++)
+        assert_int_equal(st_quantize_q8_1(x + (size_t)t * k, xq + (size_t)t * (k / 32) * ST_Q8_1_BLOCK_BYTES, k), ST_OK);
+    return xq;
+}
+
+static void mmvq_same_bytes_for_any_thread_split(void **state)
+{
+    (void)state;
+    st_rng r;
+    st_rng_seed(&r, 11);
+    const int threads[] = {1, 2, 3, 7}, chunks[] = {0, 1, 2, 5, 17, 1000};
+    for (size_t i = 0; i < NTYPES; i++) {
+        const int rows = 97, cols = 2560, nt = 5;
+        void *w = rand_matrix(&r, TYPES[i], rows, cols);
+        float *x = malloc(sizeof(float) * nt * cols);
+        st_random_floats(&r, x, (size_t)nt * cols, 1.0f);
+        uint8_t *xq = quantize_tokens(x, nt, cols);
+        float ref[5 * 97], y[5 * 97];
+        st_cpu_split one = {1, 1};
+        assert_int_equal(st_ref_mmvq(TYPES[i], w, rows, cols, xq, nt, ref, &one), ST_OK);
+        for (size_t a = 0; a < 4; a++)
+            for (size_t b = 0; b < 6; b++) {
+                st_cpu_split s = {threads[a], chunks[b]};
+                memset(y, 0xff, sizeof y);
+                assert_int_equal(st_ref_mmvq(TYPES[i], w, rows, cols, xq, nt, y, &s), ST_OK);
+                assert_memory_equal(y, ref, sizeof y);
+            }
+        free(w);
+        free(x);
+        free(xq);
+    }
+}
+
+typedef struct {
+    void *g, *u, *d;
+} ew_host;
+
+static void expert_same_bytes_for_any_thread_split(void **state)
+{
+    (void)state;
+    st_rng r;
+    st_rng_seed(&r, 12);
+    const int n_embd = 256, n_ff = 64, n_exp = 8, nt = 4, topk = 2;
+    st_expert_weights ew = {ST_IQ3_S, ST_IQ4_NL, n_embd, n_ff, n_exp, rand_matrix(&r, ST_IQ3_S, n_exp * n_ff, n_embd),
+                            rand_matrix(&r, ST_IQ3_S, n_exp * n_ff, n_embd), rand_matrix(&r, ST_IQ4_NL, n_exp * n_embd, n_ff)};
+    float x[4 * 256], wts[8], ref[4 * 256], out[4 * 256];
+    int32_t ids[8] = {3, 5, 5, 1, 3, 5, 7, 0};
+    st_random_floats(&r, x, sizeof x / sizeof x[0], 1.0f);
+    for (int i = 0; i < 8; i++) wts[i] = 0.1f * (float)(i + 1);
+    st_cpu_split one = {1, 1};
+    assert_int_equal(st_ref_expert_grouped(&ew, x, ids, wts, nt, topk, ref, &one), ST_OK);
+    const int threads[] = {1, 2, 5}, chunks[] = {0, 1, 3, 64};
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 4; b++)
+            for (int c = 0; c < 4; c++) {
+                st_cpu_split gs = {threads[a], chunks[b]}, ds = {threads[a], chunks[c]};
+                memset(out, 0xff, sizeof out);
+                assert_int_equal(st_ref_expert_grouped_split(&ew, x, ids, wts, nt, topk, out, &gs, &ds), ST_OK);
+                assert_memory_equal(out, ref, sizeof out);
+            }
+    free((void *)ew.gate);
+    free((void *)ew.up);
+    free((void *)ew.down);
+}
+
+/* out[t] = sum_k w * down_e . q8_1(silu(gate_e . q8_1(x)) * (up_e . q8_1(x))), built from st_ref_mmvq. */
+static void expert_equals_its_composition(void **state)
+{
+    (void)state;
+    st_rng r;
+    st_rng_seed(&r, 13);
+    const int n_embd = 512, n_ff = 96, n_exp = 6, nt = 3, topk = 3;
+    const size_t grb = st_qtype_row_bytes(ST_IQ4_XS, n_embd), drb = st_qtype_row_bytes(ST_Q8_0, n_ff);
+    st_expert_weights ew = {ST_IQ4_XS, ST_Q8_0, n_embd, n_ff, n_exp, rand_matrix(&r, ST_IQ4_XS, n_exp * n_ff, n_embd),
+                            rand_matrix(&r, ST_IQ4_XS, n_exp * n_ff, n_embd), rand_matrix(&r, ST_Q8_0, n_exp * n_embd, n_ff)};
+    float x[3 * 512], wts[9], out[3 * 512], want[3 * 512];
+    int32_t ids[9] = {0, 4, 2, 4, 5, 0, 1, 2, 3};
+    st_random_floats(&r, x, sizeof x / sizeof x[0], 2.0f);
+    for (int i = 0; i < 9; i++) wts[i] = st_rng_float(&r);
+    assert_int_equal(st_ref_expert_grouped(&ew, x, ids, wts, nt, topk, out, NULL), ST_OK);
+    for (int t = 0; t < nt; t++) {
+        uint8_t *xq = quantize_tokens(x + t * n_embd, 1, n_embd);
+        float acc[512] = {0};
+        for (int k = 0; k < topk; k++) {
+            int e = ids[t * topk + k];
+            float g[96], u[96], h[96], y[512];
+            assert_int_equal(st_ref_mmvq(ST_IQ4_XS, (const uint8_t *)ew.gate + (size_t)e * n_ff * grb, n_ff, n_embd, xq, 1, g, NULL), ST_OK);
+            assert_int_equal(st_ref_mmvq(ST_IQ4_XS, (const uint8_t *)ew.up + (size_t)e * n_ff * grb, n_ff, n_embd, xq, 1, u, NULL), ST_OK);
+            for (int i = 0; i < n_ff; i++) h[i] = st_silu_mul(g[i], u[i]);
+            uint8_t *hq = quantize_tokens(h, 1, n_ff);
+            assert_int_equal(st_ref_mmvq(ST_Q8_0, (const uint8_t *)ew.down + (size_t)e * n_embd * drb, n_embd, n_ff, hq, 1, y, NULL), ST_OK);
+            for (int i = 0; i < n_embd; i++) acc[i] = st_fma(wts[t * topk + k], y[i], acc[i]);
+            free(hq);
+        }
+        memcpy(want + t * n_embd, acc, sizeof acc);
+        free(xq);
+    }
+    assert_memory_equal(out, want, sizeof out);
+    free((void *)ew.gate);
+    free((void *)ew.up);
+    free((void *)ew.down);
+}
+
+/* A "variant" that sums the units of a row in plain order instead of the 32
+ * canonical streams: mathematically the same dot, different rounding. */
+static void wrong_order_mmvq(st_qtype t, const uint8_t *w, int rows, int cols, const uint8_t *xq, float *y)
+{
+    const size_t rb = st_qtype_row_bytes(t, cols);
+    for (int r = 0; r < rows; r++) {
+        float acc = 0.0f;
+        for (int u = 0; u < cols / 32; u++) {
+            st_unit un;
+            st_unit_decode(t, w + (size_t)r * rb, u, &un);
+            const uint8_t *blk = xq + (size_t)u * ST_Q8_1_BLOCK_BYTES;
+            const float da = st_half_to_float((uint16_t)(blk[0] | blk[1] << 8));
+            int32_t isum = 0, qsum = 0;
+            for (int j = 0; j < 32; j++) {
+                isum += un.w[j] * (int8_t)blk[4 + j];
+                qsum += (int8_t)blk[4 + j];
+            }
+            acc = st_fma(st_fmul(un.W, da), (float)isum, acc);
+            if (un.has_min) acc = st_fma(-st_fmul(un.M, da), (float)qsum, acc);
+        }
+        y[r] = acc;
+    }
+}
+
+static void byte_compare_catches_a_changed_summation_order(void **state)
+{
+    (void)state;
+    st_rng r;
+    st_rng_seed(&r, 14);
+    const int rows = 256, cols = 4096;
+    void *w = rand_matrix(&r, ST_IQ3_S, rows, cols);
+    float x[4096], ref[256], bad[256];
+    st_random_floats(&r, x, 4096, 1.0f);
+    uint8_t *xq = quantize_tokens(x, 1, cols);
+    assert_int_equal(st_ref_mmvq(ST_IQ3_S, w, rows, cols, xq, 1, ref, NULL), ST_OK);
+    wrong_order_mmvq(ST_IQ3_S, w, rows, cols, xq, bad);
+    int differ = 0;
+    double maxrel = 0;
+    for (int i = 0; i < rows; i++) {
+        differ += memcmp(&ref[i], &bad[i], 4) != 0;
+        double rel = ref[i] != 0 ? (bad[i] - ref[i]) / (double)ref[i] : 0;
+        if (rel < 0) rel = -rel;
+        if (rel > maxrel) maxrel = rel;
+    }
+    printf("wrong summation order: %d of %d rows differ in their bytes (max rel diff %.2g): caught\n", differ, rows, maxrel);
+    /* The values agree to float rounding, yet the bytes differ: the compare
+     * the tuner runs must see it. */
+    assert_true(differ > rows / 4);
+    assert_true(maxrel < 1e-3);
+    assert_true(memcmp(ref, bad, sizeof ref) != 0);
+    free(w);
+    free(xq);
+}
+
+static void repack_round_trips_every_type(void **state)
+{
+    (void)state;
+    st_rng r;
+    st_rng_seed(&r, 15);
+    for (size_t i = 0; i < NTYPES; i++) {
+        const int rows = 13, cols = st_qtype_block_values(TYPES[i]) == 256 ? 768 : 96;
+        const size_t n = (size_t)rows * st_qtype_row_bytes(TYPES[i], cols);
+        void *w = rand_matrix(&r, TYPES[i], rows, cols);
+        const size_t pn = st_repack_size(TYPES[i], rows, cols);
+        assert_true(pn >= n && pn <= n + 5 * 15);
+        void *packed = malloc(pn), *back = malloc(n);
+        assert_int_equal(st_repack(TYPES[i], rows, cols, w, packed), ST_OK);
+        assert_int_equal(st_unpack(TYPES[i], rows, cols, packed, back), ST_OK);
+        assert_memory_equal(back, w, n);
+        free(w);
+        free(packed);
+        free(back);
+    }
+    assert_int_equal(st_repack_size(ST_IQ3_S, 4, 100), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(mmvq_same_bytes_for_any_thread_split),
+        cmocka_unit_test(expert_same_bytes_for_any_thread_split),
+        cmocka_unit_test(expert_equals_its_composition),
+        cmocka_unit_test(byte_compare_catches_a_changed_summation_order),
+        cmocka_unit_test(repack_round_trips_every_type),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Reads the kernel-resource-usage remarks and ISA that tools/gfx1100-check.sh
+wrote, prints one line per kernel, and exits non-zero when a kernel uses
+scratch or an IQ kernel file has no int8 dot instruction."""
+import glob
+import os
+import re
+import subprocess
+import sys
+
+out = sys.argv[1]
+fields = {"SGPRs": "sgpr", "VGPRs": "vgpr", "ScratchSize [bytes/lane]": "scratch",
+          "Occupancy [waves/SIMD]": "occ", "LDS Size [bytes/block]": "lds"}
+rows = []
+for rem in sorted(glob.glob(os.path.join(out, "*.remarks"))):
+    src = os.path.basename(rem)[:-len(".remarks")]
+    cur = None
+    for line in open(rem, errors="replace"):
+        m = re.search(r"remark:\s+Function Name: (\S+)", line)
+        if m:
+            cur = {"file": src, "name": m.group(1)}
+            rows.append(cur)
+            continue
+        for key, short in fields.items():
+            m = re.search(r"remark:\s+" + re.escape(key) + r": (\d+)", line)
+            if m and cur is not None:
+                cur[short] = int(m.group(1))
+
+
+def demangle(names):
+    try:
+        r = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True, check=True)
+        return r.stdout.splitlines()
+    except Exception:
+        return names
+
+
+pretty = demangle([r["name"] for r in rows])
+bad = []
+print(f"{'file':<18} {'VGPR':>4} {'SGPR':>4} {'scratch':>7} {'LDS':>6} {'occ':>3}  kernel")
+for r, p in zip(rows, pretty):
+    p = re.sub(r"\(.*", "", p)
+    print(f"{r['file']:<18} {r.get('vgpr', -1):>4} {r.get('sgpr', -1):>4} {r.get('scratch', -1):>7} "
+          f"{r.get('lds', -1):>6} {r.get('occ', -1):>3}  {p[:110]}")
+    if r.get("scratch", 0) != 0:
+        bad.append(f"{p}: {r['scratch']} bytes of scratch per lane")
+vg = [r.get("vgpr", 0) for r in rows]
+print(f"\n{len(rows)} kernels; VGPR max {max(vg) if vg else 0}; "
+      f"{sum(1 for v in vg if v > 96)} above 96 (fewer than 16 waves per SIMD)")
+for s in sorted(glob.glob(os.path.join(out, "mmvq_iq*.s")) + glob.glob(os.path.join(out, "expert_iq*.s"))):
+    text = open(s, errors="replace").read()
+    n = text.count("v_dot4_i32_iu8")
+    print(f"{os.path.basename(s)}: {n} v_dot4_i32_iu8")
+    if n == 0:
+        bad.append(f"{os.path.basename(s)}: no v_dot4_i32_iu8 in the ISA")
+if not rows:
+    bad.append("no kernel-resource-usage remarks found")
+for b in bad:
+    print("gfx1100-check: FAIL:", b)
+print("gfx1100-check:", "FAIL" if bad else "PASS", f"({len(rows)} kernels)")
+sys.exit(1 if bad else 0)
