@@ -24,6 +24,8 @@ struct st_gpu_buf {
 struct st_gpu {
     int device;
     st_launch L;
+    st_rt_event ev[2];
+    size_t llc;
     void *grids;
     st_gpu_buf xq, xblocks, h, hq, y, partial, groups;
 };
@@ -97,6 +99,11 @@ extern "C" st_status st_gpu_open(int device, st_gpu **out, st_identity *id)
         st_gpu_close(g);
         return rt_fail(se, "upload grids");
     }
+    if ((se = st_rt_event_create(&g->ev[0])) != ST_RT_SUCCESS || (se = st_rt_event_create(&g->ev[1])) != ST_RT_SUCCESS) {
+        st_gpu_close(g);
+        return rt_fail(se, "create events");
+    }
+    g->llc = st_rt_l2_bytes(device);
     g->L.grids.iq2s = (const uint2 *)g->grids;
     g->L.grids.iq3s = (const uint32_t *)((uint8_t *)g->grids + 8192);
     g->L.grids.iq3xxs = (const uint32_t *)((uint8_t *)g->grids + 8192 + 2048);
@@ -111,6 +118,8 @@ extern "C" void st_gpu_close(st_gpu *g)
     for (st_gpu_buf *b : bufs)
         if (b->p) (void)st_rt_free(b->p);
     if (g->grids) (void)st_rt_free(g->grids);
+    for (int i = 0; i < 2; i++)
+        if (g->ev[i]) (void)st_rt_event_destroy(g->ev[i]);
     if (g->L.stream) (void)st_rt_stream_destroy(g->L.stream);
     delete g;
 }
@@ -309,5 +318,59 @@ extern "C" st_status st_gpu_expert_grouped(st_gpu *g, const st_gpu_experts *ex, 
     e = by_type(ex->down->type, [&](auto tc) { return st_launch_down<decltype(tc)::value>(L, a, p); });
     RT_TRY(e, "down launch");
     if (p.tsum) RT_TRY(st_launch_topk_sum(L, a), "top-k sum launch");
+    return ST_OK;
+}
+
+extern "C" st_status st_gpu_timer_start(st_gpu *g)
+{
+    RT_TRY(st_rt_event_record(g->ev[0], g->L.stream), "record event");
+    return ST_OK;
+}
+
+extern "C" st_status st_gpu_timer_stop(st_gpu *g, double *ms)
+{
+    RT_TRY(st_rt_event_record(g->ev[1], g->L.stream), "record event");
+    RT_TRY(st_rt_event_sync(g->ev[1]), "wait for event");
+    float f = 0;
+    RT_TRY(st_rt_event_elapsed(&f, g->ev[0], g->ev[1]), "event time");
+    *ms = f;
+    return ST_OK;
+}
+
+extern "C" size_t st_gpu_llc_bytes(st_gpu *g) { return g->llc; }
+
+extern "C" int st_gpu_default_mmvq_equiv(const st_gpu_matrix *w, const st_dispatch_config *cfg)
+{
+    /* The default chain with 32 lanes per row and grids from global memory is
+     * the rows-4 kernel's launch: same grid, block and code. */
+    if (cfg->active[ST_KNOB_OLD_IQ_MMVQ] || cfg->active[ST_KNOB_IQ_STAGE_GRID_MMVQ]) return 0;
+    return st_lanes_for_units((int)(w->cols / 32), 8) == 32 ? 4 : 0;
+}
+
+extern "C" void st_gpu_default_expert_equiv(int n_embd, int n_ff, const st_dispatch_config *cfg, int *gu, int *dn)
+{
+    *gu = *dn = 0;
+    if (st_dispatch_config_first_active(cfg) >= 0) return;
+    if (st_lanes_for_units(n_embd / 32, 8) == 32 && st_lanes_for_units(n_ff / 32, 8) == 32) *gu = *dn = 4;
+}
+
+st_rt_error st_probe_read_launch(st_rt_stream s, const void *src, size_t bytes, float *sink);
+st_rt_error st_probe_empty_launch(st_rt_stream s);
+
+extern "C" st_status st_gpu_probe_read(st_gpu *g, const void *src, size_t bytes, float *sink)
+{
+    RT_TRY(st_probe_read_launch(g->L.stream, src, bytes, sink), "read probe launch");
+    return ST_OK;
+}
+
+extern "C" st_status st_gpu_probe_copy(st_gpu *g, void *dst, const void *src, size_t bytes)
+{
+    RT_TRY(st_rt_memcpy_dtod(dst, src, bytes, g->L.stream), "copy probe");
+    return ST_OK;
+}
+
+extern "C" st_status st_gpu_probe_empty(st_gpu *g)
+{
+    RT_TRY(st_probe_empty_launch(g->L.stream), "empty launch");
     return ST_OK;
 }

@@ -100,6 +100,18 @@ static inline st_rt_error st_rt_device_info(int device, char *arch, size_t na, c
     return e;
 }
 
+/* Last-level cache bytes the runtime reports (L2). */
+static inline size_t st_rt_l2_bytes(int device)
+{
+    int v = 0;
+#if ST_HIP
+    if (hipDeviceGetAttribute(&v, hipDeviceAttributeL2CacheSize, device) != hipSuccess) v = 0;
+#else
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrL2CacheSize, device) != cudaSuccess) v = 0;
+#endif
+    return v > 0 ? (size_t)v : 0;
+}
+
 /* ---- device helpers ----------------------------------------------------- */
 #define ST_DEV static __device__ __forceinline__
 

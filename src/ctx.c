@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L
 /* Decode context: backend selection, memory, weights, and the table-aware
  * entry points. */
 #include "strata/decode.h"
@@ -5,9 +6,11 @@
 #include "gpu.h"
 #include "internal.h"
 #include "reference_internal.h"
+#include "ctx_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct st_ctx {
     st_backend backend;
@@ -16,6 +19,7 @@ struct st_ctx {
     st_table *table;
     st_gpu *gpu;
     st_ctx_stats stats;
+    double t0; /* CPU timer start */
 };
 
 struct st_matrix {
@@ -286,3 +290,67 @@ st_status st_expert_grouped(st_ctx *c, const st_experts *ex, const float *x, con
 
 void st_ctx_get_stats(const st_ctx *c, st_ctx_stats *s) { *s = c->stats; }
 void st_ctx_reset_stats(st_ctx *c) { memset(&c->stats, 0, sizeof c->stats); }
+
+/* ---- services for the tuner and the benchmark ------------------------- */
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+st_status st_ctx_timer_start(st_ctx *c)
+{
+    if (c->backend == ST_BACKEND_GPU) return st_gpu_timer_start(c->gpu);
+    c->t0 = now_ms();
+    return ST_OK;
+}
+
+st_status st_ctx_timer_stop(st_ctx *c, double *ms)
+{
+    if (c->backend == ST_BACKEND_GPU) return st_gpu_timer_stop(c->gpu, ms);
+    *ms = now_ms() - c->t0;
+    return ST_OK;
+}
+
+size_t st_ctx_llc_bytes(st_ctx *c) { return c->backend == ST_BACKEND_GPU ? st_gpu_llc_bytes(c->gpu) : 0; }
+
+int st_ctx_default_mmvq_equiv(st_ctx *c, const st_matrix *w)
+{
+    if (c->backend == ST_BACKEND_GPU) return st_gpu_default_mmvq_equiv(&w->gpu, &c->cfg);
+    return 0; /* the CPU default splits rows by core count: no fixed rows value */
+}
+
+void st_ctx_default_expert_equiv(st_ctx *c, const st_experts *ex, int *gu, int *dn)
+{
+    *gu = *dn = 0;
+    if (c->backend == ST_BACKEND_GPU)
+        st_gpu_default_expert_equiv((int)ex->gate->cols, (int)(ex->gate->rows / ex->n_expert), &c->cfg, gu, dn);
+}
+
+st_status st_ctx_probe_read(st_ctx *c, const void *src, size_t bytes, float *sink)
+{
+    if (c->backend == ST_BACKEND_GPU) return st_gpu_probe_read(c->gpu, src, bytes, sink);
+    const uint64_t *p = src;
+    uint64_t acc = 0;
+    for (size_t i = 0; i < bytes / 8; i++) acc ^= p[i];
+    *sink = (float)(acc & 1);
+    return ST_OK;
+}
+
+st_status st_ctx_probe_copy(st_ctx *c, void *dst, const void *src, size_t bytes)
+{
+    if (c->backend == ST_BACKEND_GPU) return st_gpu_probe_copy(c->gpu, dst, src, bytes);
+    memcpy(dst, src, bytes);
+    return ST_OK;
+}
+
+st_status st_ctx_probe_empty(st_ctx *c)
+{
+    return c->backend == ST_BACKEND_GPU ? st_gpu_probe_empty(c->gpu) : ST_OK;
+}
+
+size_t st_matrix_bytes(const st_matrix *m)
+{
+    return m->ctx->backend == ST_BACKEND_GPU ? m->gpu.bytes : (size_t)m->rows * st_qtype_row_bytes(m->type, m->cols);
+}

@@ -52,6 +52,25 @@ st_status st_gpu_expert_grouped(st_gpu *g, const st_gpu_experts *ex, const float
                                 float *out, int gu_rows, int down_rows,
                                 const st_dispatch_config *cfg);
 
+/* Timing with device events on the context's stream: mark the start, mark
+ * the stop, then read the elapsed time (waits for the stop event). */
+st_status st_gpu_timer_start(st_gpu *g);
+st_status st_gpu_timer_stop(st_gpu *g, double *ms);
+/* Last-level cache size of the device (L2; a MALL/Infinity Cache where the
+ * runtime reports it), 0 when unknown. */
+size_t st_gpu_llc_bytes(st_gpu *g);
+/* The rows variant whose launch is identical to the default chain's for this
+ * matrix under CFG, or 0 when the default is not such a launch. */
+int st_gpu_default_mmvq_equiv(const st_gpu_matrix *w, const st_dispatch_config *cfg);
+void st_gpu_default_expert_equiv(int n_embd, int n_ff, const st_dispatch_config *cfg, int *gu, int *dn);
+/* Bandwidth probes for the benchmark: a streaming read of BYTES at SRC (the
+ * result lands in SINK so the reads cannot be optimised away), a
+ * device-to-device copy, and an empty kernel (launch overhead). Queued on
+ * the context's stream. */
+st_status st_gpu_probe_read(st_gpu *g, const void *src, size_t bytes, float *sink);
+st_status st_gpu_probe_copy(st_gpu *g, void *dst, const void *src, size_t bytes);
+st_status st_gpu_probe_empty(st_gpu *g);
+
 #ifdef __cplusplus
 }
 #endif

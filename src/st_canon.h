@@ -114,8 +114,8 @@ ST_HD uint16_t st_float_to_half(float f)
     uint32_t shift = 126 - e; /* 14..24 */
     uint32_t q = m >> shift;
     uint32_t rem = m & ((1u << shift) - 1u);
-    uint32_t half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (q & 1u))) q++;
+    uint32_t halfway = 1u << (shift - 1);
+    if (rem > halfway || (rem == halfway && (q & 1u))) q++;
     return (uint16_t)(sign | q);
 }
 

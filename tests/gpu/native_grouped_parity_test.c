@@ -67,7 +67,7 @@ static void route(st_rng *r, int kind, int nt, int topk, int n_expert, int32_t *
     }
 }
 
-static void sweep(st_ctx *cpu, st_ctx *gpu, const eshape *s, const int *nts, int n_nt, int topk)
+static void expert_sweep(st_ctx *cpu, st_ctx *gpu, const eshape *s, const int *nts, int n_nt, int topk)
 {
     st_rng r;
     st_rng_seed(&r, 77u + (unsigned)s->gu * 131u + (unsigned)s->dn * 17u + (unsigned)s->n_embd);
@@ -131,17 +131,17 @@ static void expert_grouped_gpu_matches_cpu_bitwise(void **state)
     const st_qtype gus[] = {ST_IQ3_S, ST_IQ3_XXS, ST_IQ2_S, ST_IQ4_XS, ST_IQ4_NL, ST_Q8_0, ST_Q4_K};
     for (size_t i = 0; i < sizeof gus / sizeof gus[0]; i++) {
         eshape s = {gus[i], ST_IQ4_NL, 256, 64, 8};
-        sweep(cpu, gpu, &s, all, 8, 2);
+        expert_sweep(cpu, gpu, &s, all, 8, 2);
     }
     /* other down types (n_ff a multiple of 256) */
     const st_qtype dns[] = {ST_Q8_0, ST_IQ4_XS, ST_IQ3_S, ST_Q4_K, ST_IQ2_S, ST_IQ3_XXS};
     for (size_t i = 0; i < sizeof dns / sizeof dns[0]; i++) {
         eshape s = {ST_IQ3_S, dns[i], 512, 256, 4};
-        sweep(cpu, gpu, &s, few, 3, 2);
+        expert_sweep(cpu, gpu, &s, few, 3, 2);
     }
     /* the campaign shape: 2560/640, 64 experts, top-8 */
     eshape big = {ST_IQ3_S, ST_IQ4_NL, 2560, 640, 64};
-    sweep(cpu, gpu, &big, few, 3, 8);
+    expert_sweep(cpu, gpu, &big, few, 3, 8);
     printf("native_grouped_parity: %zu comparisons, %zu mismatches\n", g_cmp, g_mis);
     st_ctx_destroy(cpu);
     st_ctx_destroy(gpu);

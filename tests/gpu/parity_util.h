@@ -95,9 +95,9 @@ static size_t diff_floats(const char *what, const float *a, const float *b, size
 /* Every mmvq path vs the CPU reference on one shape, for each token count. */
 static const st_qtype ALL_TYPES[] = {ST_IQ3_S, ST_IQ4_NL, ST_IQ4_XS, ST_IQ3_XXS, ST_IQ2_S, ST_Q8_0, ST_Q4_K};
 
-static size_t g_compares, g_bad;
+static size_t __attribute__((unused)) g_compares, g_bad;
 
-static void sweep(st_ctx *cpu, st_ctx *gpu, st_qtype t, int rows, int cols, const int *nts, int n_nt)
+static void __attribute__((unused)) sweep(st_ctx *cpu, st_ctx *gpu, st_qtype t, int rows, int cols, const int *nts, int n_nt)
 {
     st_rng r;
     st_rng_seed(&r, 1000u + (unsigned)t * 7919u + (unsigned)rows * 31u + (unsigned)cols);

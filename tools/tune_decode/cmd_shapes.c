@@ -17,7 +17,7 @@ static const char SHAPES_USAGE[] =
     "f32 are listed as skipped (they are no quantized decode shape).\n"
     "--json prints the same as JSON.\n";
 
-#define SKIP_REASON "router in float: multiplied in f32, not a quantized decode shape"
+#define SKIP_REASON "router stored in float: no quantized decode shape"
 
 /* "blk.12.attn_q.weight" -> "blk.*.attn_q.weight"; other names unchanged. */
 static void glob_name(const char *name, char *out, size_t n)
@@ -118,7 +118,8 @@ static int print_text(const char *path, const st_model *m)
     size_t n_unsup = 0;
     for (size_t j = 0; j < st_model_matrix_count(m); j++) n_unsup += st_model_matrix_at(m, j)->type == ST_QTYPE_NONE;
     if (n_unsup) {
-        printf("\nunsupported: %zu matrices whose type has no decode kernel (supported: %s)\n", n_unsup,
+        printf("\nunsupported: %zu %s whose type has no decode kernel (supported: %s)\n", n_unsup,
+               n_unsup == 1 ? "matrix" : "matrices",
                st_qtype_names());
         printf("  %-8s %6s %6s %5s  %s\n", "type", "rows", "cols", "count", "tensors");
         for (size_t j = 0; j < st_model_matrix_count(m); j++) {
@@ -130,7 +131,7 @@ static int print_text(const char *path, const st_model *m)
         }
     }
     if (st_model_skipped_count(m)) {
-        printf("\nskipped: %zu routers (%s)\n", st_model_skipped_count(m), SKIP_REASON);
+        printf("\nskipped: %zu routers stored in float (no quantized decode shape)\n", st_model_skipped_count(m));
         printf("  %-8s %6s %6s %5s  %s\n", "type", "rows", "cols", "count", "tensors");
         print_matrix_groups(st_model_skipped_at, st_model_skipped_count(m), m, NULL);
     }
@@ -162,25 +163,23 @@ static cJSON *build_json(const char *path, const st_model *m)
     for (size_t i = 0; experts && ok && i < st_model_expert_shape_count(m); i++) {
         const st_model_expert_shape *s = st_model_expert_shape_at(m, i);
         cJSON *o = cJSON_CreateObject();
-        cJSON *layers = o ? cJSON_CreateArray() : NULL;
-        ok = o && layers && cJSON_AddItemToArray(experts, o);
+        ok = o && cJSON_AddItemToArray(experts, o);
         if (!ok) {
             cJSON_Delete(o);
-            cJSON_Delete(layers);
             break;
         }
-        ok = cJSON_AddItemToObject(o, "layer_ids", layers);
-        if (!ok) cJSON_Delete(layers);
+        ok = cJSON_AddStringToObject(o, "gu_type", st_qtype_name(s->gu_type)) &&
+             cJSON_AddStringToObject(o, "down_type", st_qtype_name(s->down_type)) &&
+             cJSON_AddNumberToObject(o, "n_embd", s->n_embd) && cJSON_AddNumberToObject(o, "n_ff", s->n_ff) &&
+             cJSON_AddNumberToObject(o, "n_expert", s->n_expert) && cJSON_AddNumberToObject(o, "layers", s->n_layers);
+        cJSON *layers = ok ? cJSON_AddArrayToObject(o, "layer_ids") : NULL;
+        ok = layers != NULL;
         for (size_t j = s->first; ok && j < st_model_expert_layer_count(m); j++) {
             const st_model_expert_layer *L = st_model_expert_layer_at(m, j);
             if (L->gu_type == s->gu_type && L->down_type == s->down_type && L->n_embd == s->n_embd &&
                 L->n_ff == s->n_ff)
                 ok = cJSON_AddItemToArray(layers, cJSON_CreateNumber(L->layer));
         }
-        ok = ok && cJSON_AddStringToObject(o, "gu_type", st_qtype_name(s->gu_type)) &&
-             cJSON_AddStringToObject(o, "down_type", st_qtype_name(s->down_type)) &&
-             cJSON_AddNumberToObject(o, "n_embd", s->n_embd) && cJSON_AddNumberToObject(o, "n_ff", s->n_ff) &&
-             cJSON_AddNumberToObject(o, "n_expert", s->n_expert) && cJSON_AddNumberToObject(o, "layers", s->n_layers);
     }
     cJSON *mmvq = ok && experts ? cJSON_AddArrayToObject(root, "mmvq_shapes") : NULL;
     for (size_t i = 0; mmvq && ok && i < st_model_mmvq_shape_count(m); i++) {

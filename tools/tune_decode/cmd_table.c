@@ -1,6 +1,7 @@
 /* tune_decode table check|show, variants, identity: inspect tuning tables,
  * the compiled-in variants and knobs, and this process's identity. */
 #include "commands.h"
+#include "strata/decode.h"
 #include "table_internal.h"
 #include "strata/identity.h"
 #include "strata/knobs.h"
@@ -55,10 +56,16 @@ static const char IDENTITY_HELP[] =
     "  --json       machine-readable output\n"
     "  -h, --help   this text\n";
 
-/* The identity of the backend in use. The CPU identity for now: when a GPU
- * backend exists, its device identity (arch, loaded runtime version, GPU
- * compiler hash) replaces it here. */
-static void td_process_identity(st_identity *id) { st_identity_cpu(id); }
+/* The identity of the backend in use (--backend / --device): the GPU's
+ * arch, loaded runtime and GPU compiler hash, or the CPU identity. */
+static int td_process_identity(const td_global *g, st_identity *id)
+{
+    st_ctx *c = NULL;
+    if (td_open_ctx(g, &c) != 0) return 1;
+    *id = *st_ctx_identity(c);
+    st_ctx_destroy(c);
+    return 0;
+}
 
 /* Splits ARGV[FIRST..ARGC) into positionals (into POS, at most MAXPOS) and
  * options. Returns -1 after --help (printed), -2 after a usage error
@@ -121,7 +128,7 @@ static int table_check(const char *path, const td_global *g)
 {
     st_identity id;
     st_dispatch_config cfg;
-    td_process_identity(&id);
+    if (td_process_identity(g, &id) != 0) return 1;
     st_dispatch_config_from_env(&cfg);
     td_capture cap = {{0}, 0};
     st_set_log(capture_line, &cap);
@@ -320,7 +327,7 @@ int cmd_identity(int argc, char **argv, const td_global *g)
     if (n == -1) return 0;
     if (n == -2) return err;
     st_identity id;
-    td_process_identity(&id);
+    if (td_process_identity(g, &id) != 0) return 1;
     char hdr[4 * ST_TOKEN_MAX + 16];
     st_identity_header(&id, hdr, sizeof hdr);
     if (g->json) {

@@ -9,7 +9,14 @@
 typedef struct {
     bool quiet;
     bool json;
+    int backend; /* st_backend: --backend auto|cpu|gpu */
+    int device;  /* --device N */
 } td_global;
+
+struct st_ctx;
+/* Opens the decode context the global options ask for. On failure prints
+ * one line and returns non-zero. */
+int td_open_ctx(const td_global *g, struct st_ctx **out);
 
 int cmd_table(int argc, char **argv, const td_global *g);     /* table check|show PATH */
 int cmd_variants(int argc, char **argv, const td_global *g);  /* variants */

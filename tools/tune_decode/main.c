@@ -1,10 +1,12 @@
 /* tune_decode: tune, check and inspect strata-tune decode kernels.
  * A thin front end: argument parsing here, the work in libstrata_tune. */
 #include "commands.h"
+#include "strata/decode.h"
 #include "strata/identity.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char USAGE[] =
@@ -23,6 +25,8 @@ static const char USAGE[] =
     "Options:\n"
     "  -q, --quiet           no progress output\n"
     "  --json                machine-readable output where the command has it\n"
+    "  --backend B           auto (default: the GPU when present, else CPU), cpu or gpu\n"
+    "  --device N            which GPU (default 0)\n"
     "  -h, --help            this text (also: tune_decode COMMAND --help)\n"
     "  --version             print the version\n"
     "\n"
@@ -52,7 +56,7 @@ static const td_command COMMANDS[] = {
 
 int main(int argc, char **argv)
 {
-    td_global g = {false, false};
+    td_global g = {false, false, ST_BACKEND_AUTO, 0};
     /* Global flags may appear anywhere; remove them so commands see only
      * their own arguments. */
     int n = 0;
@@ -61,6 +65,23 @@ int main(int argc, char **argv)
             g.quiet = true;
         else if (!strcmp(argv[i], "--json"))
             g.json = true;
+        else if (!strcmp(argv[i], "--backend") || !strcmp(argv[i], "--device")) {
+            if (i + 1 >= argc) return td_usage_error("%s needs a value", argv[i]);
+            const char *v = argv[++i];
+            if (!strcmp(argv[i - 1], "--device")) {
+                char *end;
+                long d = strtol(v, &end, 10);
+                if (*end || d < 0 || d > 1024) return td_usage_error("--device: '%s' is not a device number", v);
+                g.device = (int)d;
+            } else if (!strcmp(v, "auto"))
+                g.backend = ST_BACKEND_AUTO;
+            else if (!strcmp(v, "cpu"))
+                g.backend = ST_BACKEND_CPU;
+            else if (!strcmp(v, "gpu"))
+                g.backend = ST_BACKEND_GPU;
+            else
+                return td_usage_error("--backend: '%s' is not one of auto, cpu, gpu", v);
+        }
         else
             argv[++n] = argv[i];
     }

@@ -1,0 +1,70 @@
+/* strata-tune: the on-device tuner behind `tune_decode tune`.
+ *
+ * For each decode shape: the candidates are the true default entry point
+ * (no table) and every variant expanded from the X-macro lists. Each
+ * candidate's output is byte-compared with the default's on the device (on
+ * the model's own weights when a model is given); a mismatch disqualifies it
+ * and is reported as a bug. Candidates are timed round-robin with device
+ * events, weights rotated over buffers larger than the last-level cache,
+ * median of rounds with the spread recorded. A variant is kept only when it
+ * beats the default by more than the threshold with non-overlapping spreads
+ * and is not the very launch the default makes. The table is written
+ * atomically, loaded back through the guarded loader, and a JSON report
+ * records every measurement and decision. */
+#ifndef STRATA_TUNER_H
+#define STRATA_TUNER_H
+
+#include "strata/decode.h"
+#include "strata/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    const char *model_path; /* GGUF model, or NULL for the demo set */
+    const char *out_dir;    /* where the table and report go ("." if NULL) */
+    double threshold;       /* keep threshold, fraction (0.01 = 1%) */
+    int ntok_mix[8];        /* decode mix for mmvq shapes (token counts) */
+    int n_ntok_mix;         /* 0 = 1..8 */
+    int expert_ntok[8];     /* token counts tuned for expert shapes */
+    int n_expert_ntok;      /* 0 = same as the mix */
+    bool do_expert, do_mmvq;
+    bool quick;             /* fewer rounds and smaller rotation (for CI / smoke runs) */
+    bool quiet;             /* no progress lines */
+    bool force;             /* overwrite a table made for another identity */
+    bool no_verify;         /* skip the end-to-end gate before installing */
+    int rounds;             /* 0 = automatic */
+    /* Hand-given shapes (replace the model's / demo set): each string is
+     * "expert GU DN N_EMBD N_FF N_TOKENS" or "mmvq TYPE ROWS COLS". */
+    const char *const *shapes;
+    int n_shapes;
+    int n_expert;           /* experts for demo / hand-given expert shapes (default 64) */
+    int topk;               /* top-k for demo / hand-given expert shapes (default 8) */
+    const char *command_line; /* recorded in the report */
+    volatile int *stop;     /* set non-zero (e.g. by SIGINT) to stop cleanly; no table is written */
+} st_tune_options;
+
+void st_tune_options_default(st_tune_options *o);
+
+typedef struct {
+    int shapes;          /* shapes tuned */
+    int kept_variants;   /* shapes where a variant beat the default */
+    int mismatches;      /* candidates disqualified by the byte compare (bugs) */
+    int noisy;           /* decisions whose spread exceeded the threshold */
+    char table_path[1024];
+    char report_path[1024];
+    bool table_written;  /* false when every shape kept the default... still written with provenance */
+    bool engaged;        /* the written table loaded back and engaged */
+} st_tune_result;
+
+/* Runs the whole tune on context CTX. Prints progress through the log sink
+ * unless quiet. Returns ST_ERR_MISMATCH if any candidate disagreed with the
+ * default (the table is still written without it), ST_ERR_INTERRUPTED when
+ * stopped (nothing written). */
+st_status st_tune_run(st_ctx *ctx, const st_tune_options *opt, st_tune_result *res);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,25 @@
+/* Context services for the tuner and the benchmark (not public API). */
+#ifndef ST_CTX_INTERNAL_H
+#define ST_CTX_INTERNAL_H
+
+#include "strata/decode.h"
+
+/* Times the work queued between start and stop: device events on a GPU,
+ * the wall clock on the CPU (whose calls are synchronous). */
+st_status st_ctx_timer_start(st_ctx *c);
+st_status st_ctx_timer_stop(st_ctx *c, double *ms);
+/* Last-level cache bytes (0 when unknown, e.g. the CPU backend). */
+size_t st_ctx_llc_bytes(st_ctx *c);
+/* The rows variant (pair) whose launch equals the default chain's for the
+ * shape under the context's dispatch, or 0 (0/0) when none does. */
+int st_ctx_default_mmvq_equiv(st_ctx *c, const st_matrix *w);
+void st_ctx_default_expert_equiv(st_ctx *c, const st_experts *ex, int *gu, int *dn);
+/* Probes: streaming read, copy, empty launch (queued; time them with the
+ * timer). */
+st_status st_ctx_probe_read(st_ctx *c, const void *src, size_t bytes, float *sink);
+st_status st_ctx_probe_copy(st_ctx *c, void *dst, const void *src, size_t bytes);
+st_status st_ctx_probe_empty(st_ctx *c);
+/* Device layout bytes of a matrix (what one pass over it streams). */
+size_t st_matrix_bytes(const st_matrix *m);
+
+#endif

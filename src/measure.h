@@ -1,0 +1,39 @@
+/* The timing method the tuner and the benchmark share: candidates measured
+ * round-robin (the order rotated each round so drift hits all alike), each
+ * round a batch of launches between two device events (weights rotated by
+ * the caller through the launch index), warm-up first, median of rounds with
+ * the quartiles and extremes kept. Internal. */
+#ifndef ST_MEASURE_H
+#define ST_MEASURE_H
+
+#include "strata/decode.h"
+
+#define ST_MEASURE_MAX_ROUNDS 64
+
+/* Launches candidate CAND once; ITER counts launches (use it to rotate
+ * weight copies). */
+typedef st_status (*st_launch_fn)(void *user, int cand, long iter);
+
+typedef struct {
+    int n_cand;
+    int rounds;  /* timed rounds per candidate (<= ST_MEASURE_MAX_ROUNDS) */
+    int batch;   /* launches per timed round; 0 = chosen from a probe so a round lasts >= ~1 ms */
+    int warmup;  /* untimed launches per candidate first */
+    st_launch_fn fn;
+    void *user;
+    volatile int *stop;
+} st_measure_spec;
+
+typedef struct {
+    double median_us, p25_us, p75_us, min_us, max_us; /* per launch */
+    double spread;                                     /* (p75 - p25) / median */
+    int rounds, batch;
+} st_timing;
+
+/* Fills OUT[0..n_cand). ST_ERR_INTERRUPTED when *stop became non-zero. */
+st_status st_measure(st_ctx *ctx, const st_measure_spec *spec, st_timing *out);
+
+/* Median/quartiles of N samples (sorted in place). */
+void st_timing_from_samples(double *us, int n, st_timing *t);
+
+#endif
