@@ -354,3 +354,12 @@ size_t st_matrix_bytes(const st_matrix *m)
 {
     return m->ctx->backend == ST_BACKEND_GPU ? m->gpu.bytes : (size_t)m->rows * st_qtype_row_bytes(m->type, m->cols);
 }
+
+st_table *st_ctx_swap_table(st_ctx *c, st_table *t)
+{
+    st_table *old = c->table;
+    c->table = t;
+    return old;
+}
+
+const void *st_matrix_data(const st_matrix *m) { return m->ctx->backend == ST_BACKEND_GPU ? m->gpu.data : m->host; }

@@ -19,7 +19,13 @@ void st_ctx_default_expert_equiv(st_ctx *c, const st_experts *ex, int *gu, int *
 st_status st_ctx_probe_read(st_ctx *c, const void *src, size_t bytes, float *sink);
 st_status st_ctx_probe_copy(st_ctx *c, void *dst, const void *src, size_t bytes);
 st_status st_ctx_probe_empty(st_ctx *c);
-/* Device layout bytes of a matrix (what one pass over it streams). */
+/* Device layout bytes of a matrix (what one pass over it streams) and
+ * where they are. */
 size_t st_matrix_bytes(const st_matrix *m);
+const void *st_matrix_data(const st_matrix *m);
+
+/* Replaces the engaged table with T (may be NULL) without any log line and
+ * returns the previous one (the caller owns it). */
+st_table *st_ctx_swap_table(st_ctx *c, st_table *t);
 
 #endif

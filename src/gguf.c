@@ -253,43 +253,48 @@ static st_status skip_array(reader *r, uint32_t elem, uint64_t count, int depth)
     return skip_elements(r, elem, count, depth);
 }
 
-static st_status read_value(reader *r, st_gguf_kv *kv)
+/* The value of a fixed-size type stored at P (its bytes are there). */
+static void decode_scalar(st_gguf_kv *kv, const uint8_t *p)
 {
-    uint64_t x;
+    uint64_t x = load_le(p, (int)st_gguf_vtype_size(kv->type));
     switch (kv->type) {
-    case ST_GGUF_UINT8: case ST_GGUF_BOOL: ST_TRY(read_le(r, 1, &kv->v.u64)); break;
-    case ST_GGUF_UINT16: ST_TRY(read_le(r, 2, &kv->v.u64)); break;
-    case ST_GGUF_UINT32: ST_TRY(read_le(r, 4, &kv->v.u64)); break;
-    case ST_GGUF_UINT64: ST_TRY(read_le(r, 8, &kv->v.u64)); break;
-    case ST_GGUF_INT8: ST_TRY(read_le(r, 1, &x)); kv->v.i64 = (int8_t)(uint8_t)x; break;
-    case ST_GGUF_INT16: ST_TRY(read_le(r, 2, &x)); kv->v.i64 = (int16_t)(uint16_t)x; break;
-    case ST_GGUF_INT32: ST_TRY(read_le(r, 4, &x)); kv->v.i64 = (int32_t)(uint32_t)x; break;
-    case ST_GGUF_INT64: ST_TRY(read_le(r, 8, &x)); memcpy(&kv->v.i64, &x, 8); break;
+    case ST_GGUF_INT8: kv->v.i64 = (int8_t)(uint8_t)x; break;
+    case ST_GGUF_INT16: kv->v.i64 = (int16_t)(uint16_t)x; break;
+    case ST_GGUF_INT32: kv->v.i64 = (int32_t)(uint32_t)x; break;
+    case ST_GGUF_INT64: memcpy(&kv->v.i64, &x, 8); break;
     case ST_GGUF_FLOAT32: {
-        ST_TRY(read_le(r, 4, &x));
         uint32_t b = (uint32_t)x;
         memcpy(&kv->v.f32, &b, 4);
         break;
     }
-    case ST_GGUF_FLOAT64: ST_TRY(read_le(r, 8, &x)); memcpy(&kv->v.f64, &x, 8); break;
-    case ST_GGUF_STRING: ST_TRY(read_string(r, &kv->v.str.s, &kv->v.str.len)); break;
-    case ST_GGUF_ARRAY: {
-        uint32_t elem;
-        uint64_t count;
-        ST_TRY(read_u32(r, &elem));
-        ST_TRY(read_u64(r, &count));
-        size_t start = r->pos;
-        ST_TRY(skip_array(r, elem, count, 1));
-        kv->v.arr.elem = (st_gguf_vtype)elem;
-        kv->v.arr.count = count;
-        kv->v.arr.raw = r->buf + start;
-        kv->v.arr.raw_len = r->pos - start;
-        break;
+    case ST_GGUF_FLOAT64: memcpy(&kv->v.f64, &x, 8); break;
+    default: kv->v.u64 = x; break; /* unsigned types and BOOL */
     }
-    default:
+}
+
+static st_status read_value(reader *r, st_gguf_kv *kv)
+{
+    size_t es = st_gguf_vtype_size(kv->type);
+    if (es) {
+        if (left(r) < es) return truncated(r);
+        decode_scalar(kv, r->buf + r->pos);
+        r->pos += es;
+        return ST_OK;
+    }
+    if (kv->type == ST_GGUF_STRING) return read_string(r, &kv->v.str.s, &kv->v.str.len);
+    if (kv->type != ST_GGUF_ARRAY)
         return st_fail(ST_ERR_PARSE, "gguf: unknown value type %u at byte %zu while reading %s", (unsigned)kv->type,
                        r->pos - 4, r->what);
-    }
+    uint32_t elem;
+    uint64_t count;
+    ST_TRY(read_u32(r, &elem));
+    ST_TRY(read_u64(r, &count));
+    size_t start = r->pos;
+    ST_TRY(skip_array(r, elem, count, 1));
+    kv->v.arr.elem = (st_gguf_vtype)elem;
+    kv->v.arr.count = count;
+    kv->v.arr.raw = r->buf + start;
+    kv->v.arr.raw_len = r->pos - start;
     return ST_OK;
 }
 
@@ -321,10 +326,7 @@ static st_status read_kvs(reader *r, st_gguf *g, uint64_t n_kv)
         snprintf(r->what, sizeof r->what, "kv %" PRIu64 " (%s)", i, st_gguf_printable(pk, sizeof pk, key, key_len));
         uint32_t type;
         ST_TRY(read_u32(r, &type));
-        if (!vtype_valid(type))
-            return st_fail(ST_ERR_PARSE, "gguf: unknown value type %" PRIu32 " at byte %zu while reading %s", type,
-                           r->pos - 4, r->what);
-        kv->type = (st_gguf_vtype)type;
+        kv->type = (st_gguf_vtype)type; /* read_value refuses unknown types */
         ST_TRY(read_value(r, kv));
         if (same_name(key, key_len, "general.alignment", 17)) {
             if (kv->type != ST_GGUF_UINT32)
@@ -389,13 +391,14 @@ static st_status read_tensor_info(reader *r, st_gguf *g, uint64_t i, uint64_t n_
     if (st_gguf_type_block(t->type, &qk, &nb)) {
         if (t->ne[0] % qk != 0)
             return st_fail(ST_ERR_PARSE, "gguf: tensor %" PRIu64 " (%s) row length %" PRId64
-                           " is not a multiple of the %s block (%" PRIu32 " values)",
-                           i, pname, t->ne[0], st_gguf_type_name(t->type), qk);
+                           " is not a multiple of the %s block (%" PRIu32 " values; type at byte %zu)",
+                           i, pname, t->ne[0], st_gguf_type_name(t->type), qk, at);
         uint64_t size = (uint64_t)t->ne[0] / qk;
         bool ok = mul_u64(size, nb, &size);
         for (int d = 1; d < ST_GGUF_MAX_DIMS && ok; d++) ok = mul_u64(size, (uint64_t)t->ne[d], &size);
         if (!ok)
-            return st_fail(ST_ERR_PARSE, "gguf: tensor %" PRIu64 " (%s) byte size overflows", i, pname);
+            return st_fail(ST_ERR_PARSE, "gguf: tensor %" PRIu64 " (%s) byte size overflows (type at byte %zu)", i,
+                           pname, at);
         t->size = size;
         t->size_known = true;
     }
@@ -634,37 +637,16 @@ const st_gguf_tensor *st_gguf_find_tensor(const st_gguf *g, const char *name)
     return NULL;
 }
 
-static bool int_of(st_gguf_vtype t, const uint8_t *p, int64_t *out)
-{
-    size_t n = st_gguf_vtype_size(t);
-    uint64_t x = n ? load_le(p, (int)n) : 0;
-    switch (t) {
-    case ST_GGUF_UINT8: case ST_GGUF_UINT16: case ST_GGUF_UINT32: *out = (int64_t)x; return true;
-    case ST_GGUF_UINT64:
-        if (x > (uint64_t)INT64_MAX) return false;
-        *out = (int64_t)x;
-        return true;
-    case ST_GGUF_INT8: *out = (int8_t)(uint8_t)x; return true;
-    case ST_GGUF_INT16: *out = (int16_t)(uint16_t)x; return true;
-    case ST_GGUF_INT32: *out = (int32_t)(uint32_t)x; return true;
-    case ST_GGUF_INT64: memcpy(out, &x, 8); return true;
-    default: return false;
-    }
-}
-
 bool st_gguf_kv_int(const st_gguf_kv *kv, int64_t *out)
 {
     if (!kv) return false;
     switch (kv->type) {
-    case ST_GGUF_UINT8: case ST_GGUF_UINT16: case ST_GGUF_UINT32:
-        *out = (int64_t)kv->v.u64;
-        return true;
-    case ST_GGUF_UINT64:
-        if (kv->v.u64 > (uint64_t)INT64_MAX) return false;
-        *out = (int64_t)kv->v.u64;
-        return true;
     case ST_GGUF_INT8: case ST_GGUF_INT16: case ST_GGUF_INT32: case ST_GGUF_INT64:
         *out = kv->v.i64;
+        return true;
+    case ST_GGUF_UINT8: case ST_GGUF_UINT16: case ST_GGUF_UINT32: case ST_GGUF_UINT64:
+        if (kv->v.u64 > (uint64_t)INT64_MAX) return false;
+        *out = (int64_t)kv->v.u64;
         return true;
     default: return false;
     }
@@ -678,11 +660,11 @@ const char *st_gguf_kv_str(const st_gguf_kv *kv)
 bool st_gguf_array_int(const st_gguf_kv *kv, uint64_t i, int64_t *out)
 {
     if (!kv || kv->type != ST_GGUF_ARRAY || i >= kv->v.arr.count) return false;
-    size_t es = st_gguf_vtype_size(kv->v.arr.elem);
-    if (!es || kv->v.arr.elem == ST_GGUF_FLOAT32 || kv->v.arr.elem == ST_GGUF_FLOAT64 ||
-        kv->v.arr.elem == ST_GGUF_BOOL)
-        return false;
-    return int_of(kv->v.arr.elem, kv->v.arr.raw + (size_t)i * es, out);
+    st_gguf_kv e = {.type = kv->v.arr.elem};
+    size_t es = st_gguf_vtype_size(e.type);
+    if (!es) return false;
+    decode_scalar(&e, kv->v.arr.raw + (size_t)i * es);
+    return st_gguf_kv_int(&e, out);
 }
 
 bool st_gguf_array_next_str(const st_gguf_kv *kv, size_t *pos, const char **s, size_t *len)

@@ -11,17 +11,17 @@ mkdir -p "$OUT" /tmp/deps
 for f in .device/debs/*.deb; do dpkg -x "$f" /tmp/deps; done
 export PATH=/usr/local/cuda/bin:$PATH
 export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-B=${BUILD_DIR:-/tmp/b}
+B=${BUILD_DIR:-$PWD/build/device}
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt" 2>&1
 t0=$(date +%s)
 cmake -S . -B "$B" -DSTRATA_GPU_BACKEND=CUDA -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_PREFIX_PATH=/tmp/deps/usr > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
-cmake --build "$B" -j"$(nproc)" > "$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -40; exit 1; }
+  -DCMAKE_PREFIX_PATH=/tmp/deps/usr > "$B.configure.log" 2>&1 || { tail -30 "$B.configure.log"; exit 1; }
+cmake --build "$B" -j"$(nproc)" > "$B.build.log" 2>&1 || { grep -E "error" "$B.build.log" | head -40; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
-  (cd "$B" && ctest -L gpu --output-on-failure -j1 > "$OUT/ctest-gpu.log" 2>&1)
+  (cd "$B" && ctest -L gpu -V -j1 > "$B.ctest-gpu.log" 2>&1)
   rc=$?
-  grep -E "comparisons|MISMATCH|tests passed|tests failed|Passed|Failed|\*\*\*" "$OUT/ctest-gpu.log" | head -60
+  grep -E "device:|comparisons|MISMATCH|table hits|tests passed|tests failed|Passed|Failed|\*\*\*" "$B.ctest-gpu.log" | sed 's/^[0-9]*: //' | head -60 | tee "$OUT/gpu-tests.txt"
   echo "ctest -L gpu: rc=$rc"
 fi
 if [ $# -gt 0 ]; then

@@ -23,6 +23,10 @@ int cmd_variants(int argc, char **argv, const td_global *g);  /* variants */
 int cmd_identity(int argc, char **argv, const td_global *g);  /* identity */
 int cmd_vectors(int argc, char **argv, const td_global *g);   /* vectors FILE... */
 int cmd_shapes(int argc, char **argv, const td_global *g);    /* shapes MODEL.gguf */
+int cmd_tune(int argc, char **argv, const td_global *g);      /* tune [MODEL.gguf] */
+int cmd_verify(int argc, char **argv, const td_global *g);    /* verify MODEL.gguf TABLE */
+int cmd_coverage(int argc, char **argv, const td_global *g);  /* coverage MODEL.gguf TABLE|DIR */
+int cmd_bench(int argc, char **argv, const td_global *g);     /* bench */
 
 /* Prints "tune_decode: " + message to stderr and returns 2 (usage) . */
 int td_usage_error(const char *fmt, ...);

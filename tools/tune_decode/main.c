@@ -21,6 +21,11 @@ static const char USAGE[] =
     "  vectors FILE...       check reference-vector (.stqv) files against the decoders and the\n"
     "                        CPU reference; one pass/fail line per type and section\n"
     "  shapes MODEL.gguf     list the decode shapes and types a GGUF model needs\n"
+    "  tune [MODEL.gguf]     tune this machine: byte-compare and time every variant, write a\n"
+    "                        table (gated end to end) and a JSON report (demo set without a model)\n"
+    "  verify MODEL TABLE    the end-to-end gate: a whole decode step without and with the table\n"
+    "  coverage MODEL TABLE  which shapes the model needs that the table lacks; would it engage?\n"
+    "  bench                 bandwidth probes, iq_mmvq, expert_grouped and decode-step figures\n"
     "\n"
     "Options:\n"
     "  -q, --quiet           no progress output\n"
@@ -51,7 +56,8 @@ typedef struct {
 
 static const td_command COMMANDS[] = {
     {"table", cmd_table},       {"variants", cmd_variants}, {"identity", cmd_identity},
-    {"vectors", cmd_vectors},   {"shapes", cmd_shapes},
+    {"vectors", cmd_vectors},   {"shapes", cmd_shapes},     {"tune", cmd_tune},
+    {"verify", cmd_verify},     {"coverage", cmd_coverage}, {"bench", cmd_bench},
 };
 
 int main(int argc, char **argv)

@@ -1,0 +1,519 @@
+#define _POSIX_C_SOURCE 200809L
+/* tune_decode tune: candidates, byte compare, timing, decisions, the table
+ * (written atomically, reloaded through the guarded loader, gated by the
+ * end-to-end verify) and the report. */
+#include "strata/tuner.h"
+#include "strata/verify.h"
+#include "ctx_internal.h"
+#include "internal.h"
+#include "randgen.h"
+#include "table_internal.h"
+#include "tuner_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+void st_tune_options_default(st_tune_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->out_dir = ".";
+    o->threshold = 0.01;
+    o->do_expert = o->do_mmvq = true;
+    o->n_expert = 64;
+    o->topk = 8;
+}
+
+typedef struct {
+    st_ctx *ctx;
+    const st_tune_shape *s;
+    int copies;
+    st_matrix **m; /* mmvq: copies; expert: 3 per copy */
+    float *x, *y;
+    int32_t *ids;
+    float *wts;
+    int nt;
+    const st_tune_cand *cand;
+    size_t rotation_bytes;
+} run_ctx;
+
+static st_status launch(void *user, int c, long iter)
+{
+    run_ctx *r = user;
+    const int k = (int)(iter % r->copies);
+    if (r->s->kind == ST_SHAPE_MMVQ) return st_iq_mmvq_variant(r->ctx, r->m[k], r->x, r->nt, r->y, r->cand[c].rows);
+    st_experts ex = {r->m[3 * k], r->m[3 * k + 1], r->m[3 * k + 2], r->s->n_expert};
+    return st_expert_grouped_variant(r->ctx, &ex, r->x, r->ids, r->wts, r->nt, r->s->topk, r->y, r->cand[c].gu_rows,
+                                     r->cand[c].dn_rows);
+}
+
+static void candidates(const st_tune_shape *s, st_tune_shape_result *res)
+{
+    st_tune_cand *c = res->cand;
+    int n = 0;
+    memset(&c[n], 0, sizeof c[n]);
+    snprintf(c[n++].name, sizeof c[0].name, "default");
+    if (s->kind == ST_SHAPE_MMVQ) {
+#define ST_ADD_MMVQ(R)                                          \
+    memset(&c[n], 0, sizeof c[n]);                              \
+    c[n].rows = R;                                              \
+    snprintf(c[n++].name, sizeof c[0].name, "rows %d", R);
+        STRATA_MMVQ_ROWS_VARIANTS(ST_ADD_MMVQ)
+#undef ST_ADD_MMVQ
+    } else {
+#define ST_ADD_EXPERT(GU, DN)                                   \
+    memset(&c[n], 0, sizeof c[n]);                              \
+    c[n].gu_rows = GU;                                          \
+    c[n].dn_rows = DN;                                          \
+    snprintf(c[n++].name, sizeof c[0].name, "rows %d/%d", GU, DN);
+        STRATA_EXPERT_ROWS_VARIANTS(ST_ADD_EXPERT)
+#undef ST_ADD_EXPERT
+    }
+    for (int i = 0; i < n; i++) c[i].bytes_match = true;
+    res->n_cand = n;
+}
+
+/* Random distinct top-k routing with softmax-like weights. */
+static void route(st_rng *r, int nt, int topk, int n_expert, int32_t *ids, float *w)
+{
+    for (int t = 0; t < nt; t++) {
+        float sum = 0;
+        for (int k = 0; k < topk; k++) {
+            int e, dup;
+            do {
+                e = (int)(st_rng_u32(r) % (uint32_t)n_expert);
+                dup = 0;
+                for (int j = 0; j < k; j++) dup |= ids[t * topk + j] == e;
+            } while (dup);
+            ids[t * topk + k] = e;
+            w[t * topk + k] = 0.1f + (st_rng_float(r) * 0.5f + 0.5f);
+            sum += w[t * topk + k];
+        }
+        for (int k = 0; k < topk; k++) w[t * topk + k] /= sum;
+    }
+}
+
+static void free_run(run_ctx *r)
+{
+    if (r->m)
+        for (int i = 0; i < r->copies * (r->s->kind == ST_SHAPE_EXPERT ? 3 : 1); i++) st_matrix_destroy(r->m[i]);
+    free(r->m);
+    st_ctx_free(r->ctx, r->x);
+    st_ctx_free(r->ctx, r->y);
+    st_ctx_free(r->ctx, r->ids);
+    st_ctx_free(r->ctx, r->wts);
+}
+
+/* Uploads the weights COPIES times (distinct buffers defeat the caches). */
+static st_status setup(st_ctx *ctx, const st_tune_shape *s, const st_tune_options *o, run_ctx *r, st_tune_shape_result *res)
+{
+    memset(r, 0, sizeof *r);
+    r->ctx = ctx;
+    r->s = s;
+    st_rng rng;
+    st_rng_seed(&rng, 0x5eed + (uint64_t)s->type * 131 + (uint64_t)s->rows * 7 + (uint64_t)s->cols * 3 +
+                          (uint64_t)s->n_embd * 5 + (uint64_t)s->n_ff * 11);
+    const bool ex = s->kind == ST_SHAPE_EXPERT;
+    const int64_t r0 = ex ? (int64_t)s->n_expert * s->n_ff : s->rows, c0 = ex ? s->n_embd : s->cols;
+    const int64_t r2 = ex ? (int64_t)s->n_expert * s->n_embd : 0, c2 = ex ? s->n_ff : 0;
+    const size_t b0 = (size_t)r0 * st_qtype_row_bytes(s->type, c0);
+    const size_t b2 = ex ? (size_t)r2 * st_qtype_row_bytes(s->down_type, c2) : 0;
+    const size_t one = ex ? 2 * b0 + b2 : b0;
+    void *host[3] = {NULL, NULL, NULL};
+    const void *w[3] = {s->w[0], s->w[1], s->w[2]};
+    for (int i = 0; i < (ex ? 3 : 1); i++)
+        if (!w[i]) {
+            const size_t n = i == 2 ? b2 : b0;
+            host[i] = malloc(n);
+            if (!host[i]) return st_fail(ST_ERR_NOMEM, "tune: %zu bytes of weights", n);
+            st_random_blocks(&rng, i == 2 ? s->down_type : s->type, i == 2 ? r2 : r0, i == 2 ? c2 : c0, host[i]);
+            w[i] = host[i];
+        }
+    size_t llc = st_ctx_llc_bytes(ctx);
+    size_t rot = st_ctx_backend(ctx) == ST_BACKEND_GPU ? (o->quick ? 64u << 20 : 256u << 20) : one;
+    if (rot < 4 * llc) rot = 4 * llc;
+    int copies = (int)((rot + one - 1) / one);
+    if (copies < 1) copies = 1;
+    if (copies > 64) copies = 64;
+    while (copies > 1 && (size_t)copies * one > (size_t)6 << 30) copies--;
+    r->copies = copies;
+    res->copies = copies;
+    res->rotation_bytes = r->rotation_bytes = (size_t)copies * one;
+    st_status st = ST_OK;
+    r->m = calloc((size_t)copies * (ex ? 3 : 1), sizeof *r->m);
+    if (!r->m) st = st_fail(ST_ERR_NOMEM, "tune: out of memory");
+    for (int k = 0; k < copies && st == ST_OK; k++) {
+        if (!ex) {
+            st = st_matrix_create(ctx, s->type, r0, c0, w[0], &r->m[k]);
+            continue;
+        }
+        st = st_matrix_create(ctx, s->type, r0, c0, w[0], &r->m[3 * k]);
+        if (st == ST_OK) st = st_matrix_create(ctx, s->type, r0, c0, w[1], &r->m[3 * k + 1]);
+        if (st == ST_OK) st = st_matrix_create(ctx, s->down_type, r2, c2, w[2], &r->m[3 * k + 2]);
+    }
+    for (int i = 0; i < 3; i++) free(host[i]);
+    if (st != ST_OK) return st;
+    /* inputs for up to 8 tokens */
+    const int in = ex ? s->n_embd : s->cols, outn = ex ? s->n_embd : s->rows;
+    float *hx = malloc(sizeof(float) * 8 * (size_t)in);
+    if (!hx) return st_fail(ST_ERR_NOMEM, "tune: out of memory");
+    st_random_floats(&rng, hx, 8 * (size_t)in, 1.0f);
+    st = st_ctx_alloc(ctx, sizeof(float) * 8 * (size_t)in, (void **)&r->x);
+    if (st == ST_OK) st = st_ctx_upload(ctx, r->x, hx, sizeof(float) * 8 * (size_t)in);
+    if (st == ST_OK) st = st_ctx_alloc(ctx, sizeof(float) * 8 * (size_t)outn, (void **)&r->y);
+    free(hx);
+    if (st == ST_OK && ex) {
+        int32_t ids[64];
+        float wts[64];
+        route(&rng, 8, s->topk, s->n_expert, ids, wts);
+        st = st_ctx_alloc(ctx, sizeof ids, (void **)&r->ids);
+        if (st == ST_OK) st = st_ctx_upload(ctx, r->ids, ids, sizeof ids);
+        if (st == ST_OK) st = st_ctx_alloc(ctx, sizeof wts, (void **)&r->wts);
+        if (st == ST_OK) st = st_ctx_upload(ctx, r->wts, wts, sizeof wts);
+    }
+    return st;
+}
+
+/* Byte compare of every candidate with the default at token count NT. */
+static st_status compare(run_ctx *r, st_tune_shape_result *res, int nt)
+{
+    const st_tune_shape *s = r->s;
+    const size_t n = (size_t)nt * (size_t)(s->kind == ST_SHAPE_EXPERT ? s->n_embd : s->rows);
+    float *ref = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
+    st_status st = (ref && got) ? ST_OK : st_fail(ST_ERR_NOMEM, "tune: out of memory");
+    r->nt = nt;
+    r->cand = res->cand;
+    for (int c = 0; c < res->n_cand && st == ST_OK; c++) {
+        st = launch(r, c, 0);
+        if (st == ST_OK) st = st_ctx_sync(r->ctx);
+        if (st == ST_OK) st = st_ctx_download(r->ctx, c == 0 ? ref : got, r->y, n * sizeof(float));
+        if (st != ST_OK || c == 0 || memcmp(ref, got, n * sizeof(float)) == 0) continue;
+        size_t bad = 0, first = 0;
+        for (size_t i = 0; i < n; i++)
+            if (memcmp(&ref[i], &got[i], 4)) {
+                if (!bad) first = i;
+                bad++;
+            }
+        res->cand[c].bytes_match = false;
+        snprintf(res->cand[c].mismatch, sizeof res->cand[c].mismatch,
+                 "n_tokens %d: %zu of %zu outputs differ, first at %zu (%.9g vs default %.9g)", nt, bad, n, first,
+                 (double)got[first], (double)ref[first]);
+    }
+    free(ref);
+    free(got);
+    return st;
+}
+
+static void decide(st_tune_shape_result *res, double thr)
+{
+    st_tune_cand *d = &res->cand[0];
+    int best = -1;
+    for (int c = 1; c < res->n_cand; c++) {
+        const st_tune_cand *x = &res->cand[c];
+        if (!x->bytes_match || x->same_launch) continue;
+        if (best < 0 || x->blended_us < res->cand[best].blended_us) best = c;
+    }
+    const double dsp = d->blended_us > 0 ? (d->blended_p75 - d->blended_p25) / d->blended_us : 0;
+    res->best = 0;
+    res->delta = 0;
+    if (best < 0) {
+        snprintf(res->reason, sizeof res->reason, "default kept: no other candidate ran bit-exact and distinct");
+        return;
+    }
+    const st_tune_cand *b = &res->cand[best];
+    const double delta = (d->blended_us - b->blended_us) / d->blended_us;
+    const double bsp = b->blended_us > 0 ? (b->blended_p75 - b->blended_p25) / b->blended_us : 0;
+    res->noisy = dsp > thr || bsp > thr;
+    if (delta > thr && b->blended_p75 < d->blended_p25) {
+        res->best = best;
+        res->delta = delta;
+        snprintf(res->reason, sizeof res->reason, "%s is %.1f%% faster than the default (threshold %.1f%%)", b->name,
+                 100 * delta, 100 * thr);
+    } else if (delta > thr) {
+        snprintf(res->reason, sizeof res->reason,
+                 "default kept: %s is %.1f%% faster but the spreads overlap (default %.1f%%, %s %.1f%%)", b->name,
+                 100 * delta, 100 * dsp, b->name, 100 * bsp);
+    } else {
+        snprintf(res->reason, sizeof res->reason, "default kept: the best, %s, is %+.1f%% (threshold %.1f%%)", b->name,
+                 100 * delta, 100 * thr);
+    }
+}
+
+static void shape_key(const st_tune_shape *s, char *buf, size_t n)
+{
+    if (s->kind == ST_SHAPE_MMVQ)
+        snprintf(buf, n, "mmvq %s %d %d", st_qtype_name(s->type), s->rows, s->cols);
+    else
+        snprintf(buf, n, "expert %s %s %d %d %d", st_qtype_name(s->type), st_qtype_name(s->down_type), s->n_embd, s->n_ff,
+                 s->n_tokens);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static bool same_weights(const st_tune_shape *a, const st_tune_shape *b)
+{
+    return a->kind == b->kind && a->type == b->type && a->down_type == b->down_type && a->rows == b->rows &&
+           a->cols == b->cols && a->n_embd == b->n_embd && a->n_ff == b->n_ff && a->n_expert == b->n_expert &&
+           a->topk == b->topk && a->w[0] == b->w[0] && a->w[1] == b->w[1] && a->w[2] == b->w[2];
+}
+
+/* R holds the uploaded weights of the previous shape (r->s NULL if none);
+ * they are reused when only n_tokens differs. */
+static st_status tune_shape(st_ctx *ctx, const st_tune_options *o, const st_tune_shape *s, st_tune_shape_result *res,
+                            int idx, int total, double t_start, run_ctx *rp)
+{
+    memset(res, 0, sizeof *res);
+    res->shape = *s;
+    candidates(s, res);
+    if (s->kind == ST_SHAPE_MMVQ) {
+        if (o->n_ntok_mix > 0) {
+            memcpy(res->nts, o->ntok_mix, sizeof(int) * (size_t)o->n_ntok_mix);
+            res->n_nts = o->n_ntok_mix;
+        } else {
+            for (int i = 0; i < 8; i++) res->nts[i] = i + 1;
+            res->n_nts = 8;
+        }
+    } else {
+        res->nts[0] = s->n_tokens;
+        res->n_nts = 1;
+    }
+    st_status st = ST_OK;
+    if (rp->s && same_weights(rp->s, s)) {
+        res->copies = rp->copies;
+        res->rotation_bytes = rp->rotation_bytes;
+    } else {
+        if (rp->s) free_run(rp);
+        st = setup(ctx, s, o, rp, res);
+    }
+    rp->s = s;
+    run_ctx r = *rp;
+    /* which variant is the default's own launch */
+    if (st == ST_OK) {
+        if (s->kind == ST_SHAPE_MMVQ) {
+            int eq = st_ctx_default_mmvq_equiv(ctx, r.m[0]);
+            for (int c = 1; c < res->n_cand; c++) res->cand[c].same_launch = eq && res->cand[c].rows == eq;
+        } else {
+            int gu, dn;
+            st_experts ex = {r.m[0], r.m[1], r.m[2], s->n_expert};
+            st_ctx_default_expert_equiv(ctx, &ex, &gu, &dn);
+            for (int c = 1; c < res->n_cand; c++)
+                res->cand[c].same_launch = gu && res->cand[c].gu_rows == gu && res->cand[c].dn_rows == dn;
+        }
+    }
+    char key[128];
+    shape_key(s, key, sizeof key);
+    const int rounds = o->rounds > 0 ? o->rounds : o->quick ? 5 : 15;
+    for (int k = 0; k < res->n_nts && st == ST_OK; k++) {
+        st = compare(&r, res, res->nts[k]);
+        if (st != ST_OK) break;
+        st_timing t[ST_TUNE_MAX_CAND];
+        st_measure_spec spec = {res->n_cand, rounds, 0, o->quick ? 1 : 3, launch, &r, o->stop};
+        r.nt = res->nts[k];
+        st = st_measure(ctx, &spec, t);
+        for (int c = 0; c < res->n_cand && st == ST_OK; c++) {
+            res->cand[c].t[k] = t[c];
+            res->cand[c].blended_us += t[c].median_us;
+            res->cand[c].blended_p25 += t[c].p25_us;
+            res->cand[c].blended_p75 += t[c].p75_us;
+        }
+        if (!o->quiet && st == ST_OK) {
+            const double el = now_s() - t_start;
+            const double per = el / ((idx) + (double)(k + 1) / res->n_nts);
+            st_log("tune: [%d/%d] %s n_tokens %d: default %.2f us, %d candidates; %.0f s elapsed, ~%.0f s left", idx + 1,
+                   total, key, res->nts[k], t[0].median_us, res->n_cand, el, per * total - el);
+        }
+    }
+    if (st == ST_OK) {
+        decide(res, o->threshold);
+        for (int c = 1; c < res->n_cand; c++)
+            if (!res->cand[c].bytes_match)
+                st_log("tune: BUG: %s %s differs from the default: %s (disqualified)", key, res->cand[c].name,
+                       res->cand[c].mismatch);
+        if (!o->quiet) st_log("tune: [%d/%d] %s: %s%s", idx + 1, total, key, res->reason, res->noisy ? " [noisy]" : "");
+    }
+    return st;
+}
+
+static void sanitize(const char *in, char *out, size_t n)
+{
+    size_t j = 0;
+    for (size_t i = 0; in[i] && j + 1 < n; i++) {
+        char c = in[i];
+        out[j++] = ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.') ? c : '-';
+    }
+    out[j] = '\0';
+    if (!j) snprintf(out, n, "model");
+}
+
+/* Refuses to overwrite a table made for another identity. */
+static st_status check_existing(const char *path, const st_identity *id, bool force)
+{
+    if (access(path, F_OK) != 0 || force) return ST_OK;
+    char *buf = NULL;
+    size_t len = 0;
+    if (st_read_file(path, &buf, &len) != ST_OK) return ST_OK;
+    st_table *t = NULL;
+    st_status s = st_table_parse_any(buf, len, path, &t, NULL, 0);
+    free(buf);
+    if (s != ST_OK) return st_fail(ST_ERR_EXISTS, "%s exists and is not a table this tool wrote; remove it or use --force", path);
+    const bool same = st_identity_matches(st_table_identity(t), id);
+    char theirs[256], ours[256];
+    st_identity_header(st_table_identity(t), theirs, sizeof theirs);
+    st_identity_header(id, ours, sizeof ours);
+    st_table_destroy(t);
+    if (!same)
+        return st_fail(ST_ERR_EXISTS, "%s holds a table for '%s', this process is '%s': use another --out or --force", path,
+                       theirs, ours);
+    return ST_OK;
+}
+
+static st_status build_table(st_ctx *ctx, const st_tune_options *o, const st_tune_shape_result *r, int n,
+                             const char *report_path, st_table **out, int *kept)
+{
+    st_table *t = NULL;
+    ST_TRY(st_table_create(st_ctx_identity(ctx), &t));
+    char line[1200], key[128];
+    time_t now = time(NULL);
+    struct tm tmv;
+    gmtime_r(&now, &tmv);
+    char date[32];
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    snprintf(line, sizeof line, "made by tune_decode %s on %s, device %s, driver %s", st_version(), date,
+             st_ctx_identity(ctx)->device_name, st_ctx_identity(ctx)->driver);
+    st_status s = st_table_add_comment(t, line);
+    snprintf(line, sizeof line, "report: %s; threshold %.1f%%", report_path, 100 * o->threshold);
+    if (s == ST_OK) s = st_table_add_comment(t, line);
+    *kept = 0;
+    for (int i = 0; i < n && s == ST_OK; i++) {
+        const st_tune_shape *sh = &r[i].shape;
+        const st_tune_cand *c = &r[i].cand[r[i].best];
+        shape_key(sh, key, sizeof key);
+        if (r[i].best == 0) {
+            snprintf(line, sizeof line, "tuned-default %s", key);
+            s = st_table_add_comment(t, line);
+            continue;
+        }
+        (*kept)++;
+        if (sh->kind == ST_SHAPE_MMVQ) {
+            st_mmvq_key k = {sh->type, sh->rows, sh->cols};
+            s = st_table_add_mmvq(t, &k, c->rows);
+        } else {
+            st_expert_key k = {sh->type, sh->down_type, sh->n_embd, sh->n_ff, sh->n_tokens};
+            s = st_table_add_expert(t, &k, c->gu_rows, c->dn_rows);
+        }
+    }
+    if (s != ST_OK) {
+        st_table_destroy(t);
+        return s;
+    }
+    *out = t;
+    return ST_OK;
+}
+
+typedef struct {
+    char line[1024];
+} capture;
+
+static void capture_line(void *user, const char *line)
+{
+    capture *c = user;
+    snprintf(c->line, sizeof c->line, "%s", line);
+}
+
+st_status st_tune_gate(st_ctx *ctx, const st_tune_options *o, const st_tune_shape_result *r, int n, const char *table_path,
+                       st_verify_result *vr);
+
+st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res)
+{
+    memset(res, 0, sizeof *res);
+    st_model *model = NULL;
+    if (o->model_path && o->n_shapes == 0) ST_TRY(st_model_open(o->model_path, &model));
+    st_tune_shape *shapes = NULL;
+    int n = 0;
+    st_status st = st_tune_shapes(o, model, &shapes, &n);
+    st_tune_shape_result *r = st == ST_OK ? calloc((size_t)n, sizeof *r) : NULL;
+    if (st == ST_OK && !r) st = st_fail(ST_ERR_NOMEM, "tune: out of memory");
+    char name[128], table_path[1024], report_path[1024];
+    sanitize(model ? st_model_name(model) : o->n_shapes ? "shapes" : "demo", name, sizeof name);
+    const st_identity *id = st_ctx_identity(ctx);
+    const char *dir = o->out_dir ? o->out_dir : ".";
+    snprintf(table_path, sizeof table_path, "%s/strata-%s-%s-%s.table", dir, name, id->arch, id->runtime);
+    snprintf(report_path, sizeof report_path, "%s/strata-%s.autotune.json", dir, name);
+    if (st == ST_OK) st = check_existing(table_path, id, o->force);
+    if (st == ST_OK && !o->quiet)
+        st_log("tune: %d shapes on %s (%s), threshold %.1f%%%s", n, id->device_name, id->arch, 100 * o->threshold,
+               o->quick ? ", quick" : "");
+    const double t0 = now_s();
+    run_ctx cache[1];
+    memset(cache, 0, sizeof cache);
+    for (int i = 0; i < n && st == ST_OK; i++) {
+        if (o->stop && *o->stop) st = st_fail(ST_ERR_INTERRUPTED, "interrupted");
+        if (st == ST_OK) st = tune_shape(ctx, o, &shapes[i], &r[i], i, n, t0, cache);
+        if (st == ST_OK) {
+            res->shapes++;
+            if (r[i].noisy) res->noisy++;
+            for (int c = 1; c < r[i].n_cand; c++) res->mismatches += !r[i].cand[c].bytes_match;
+        }
+    }
+    if (cache[0].s) free_run(&cache[0]);
+    snprintf(res->table_path, sizeof res->table_path, "%s", table_path);
+    snprintf(res->report_path, sizeof res->report_path, "%s", report_path);
+    char engage[1100] = "", verdict[600] = "";
+    st_table *t = NULL;
+    if (st == ST_OK) st = build_table(ctx, o, r, n, report_path, &t, &res->kept_variants);
+    if (st == ST_OK) {
+        /* The gate runs on a candidate file; only a passing table is installed. */
+        char cand_path[1100];
+        snprintf(cand_path, sizeof cand_path, "%s.candidate", table_path);
+        st = st_table_write_atomic(t, cand_path);
+        st_verify_result vr;
+        memset(&vr, 0, sizeof vr);
+        bool pass = true;
+        if (st == ST_OK && !o->no_verify && res->kept_variants > 0) {
+            st = st_tune_gate(ctx, o, r, n, cand_path, &vr);
+            pass = st == ST_OK && vr.passed;
+            snprintf(verdict, sizeof verdict, "%s", vr.message);
+            if (!o->quiet && st == ST_OK) st_log("tune: gate: %s", vr.message);
+        } else if (o->no_verify) {
+            snprintf(verdict, sizeof verdict, "gate skipped (--no-verify)");
+        } else {
+            snprintf(verdict, sizeof verdict, "gate not needed: the table names no variant (every shape kept the default)");
+        }
+        unlink(cand_path);
+        if (st == ST_OK && !pass) {
+            st_log("tune: the table failed the end-to-end gate and was NOT installed: %s", vr.message);
+            st = st_fail(ST_ERR_REFUSED, "table failed the end-to-end gate: %s", vr.message);
+        }
+        if (st == ST_OK) st = st_table_write_atomic(t, table_path);
+        if (st == ST_OK) {
+            res->table_written = true;
+            capture cap = {""};
+            st_set_log(capture_line, &cap);
+            st_table *back = NULL;
+            st_status ls = st_table_load(table_path, id, st_ctx_dispatch(ctx), &back);
+            st_set_log(NULL, NULL);
+            res->engaged = ls == ST_OK && back != NULL;
+            st_table_destroy(back);
+            snprintf(engage, sizeof engage, "%s", cap.line);
+            st_log("%s", cap.line);
+        }
+    }
+    st_table_destroy(t);
+    if (r && res->shapes > 0) {
+        st_status rs = st_tune_write_report(report_path, ctx, o, r, res->shapes, res, engage, verdict);
+        if (rs != ST_OK && st == ST_OK) st = rs;
+    }
+    if (st == ST_OK && res->mismatches) st = st_fail(ST_ERR_MISMATCH, "%d candidates differed from the default", res->mismatches);
+    free(r);
+    free(shapes);
+    st_model_close(model);
+    return st;
+}

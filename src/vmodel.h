@@ -1,0 +1,22 @@
+/* A decode-step model on a context: a GGUF model's expert layers and dense
+ * matrices, or a synthetic one from shapes, with inputs and routing ready.
+ * Shared by the gate (verify.c) and the benchmark. Internal. */
+#ifndef ST_VMODEL_H
+#define ST_VMODEL_H
+
+#include "strata/verify.h"
+
+typedef struct st_vmodel st_vmodel;
+
+/* Uses model_path, or shapes/n_layers/n_expert/topk of O. */
+st_status st_vmodel_open(st_ctx *c, const st_verify_options *o, st_vmodel **out);
+void st_vmodel_close(st_ctx *c, st_vmodel *vm);
+/* Queues one decode step (every operation) for NT tokens. */
+st_status st_vmodel_step(st_ctx *c, const st_vmodel *vm, int nt);
+/* Operations per step; EXPERT_LAYERS gets the expert layers. */
+int st_vmodel_ops(const st_vmodel *vm, int *expert_layers);
+/* Weight bytes a step for NT tokens reads: dense matrices whole, experts
+ * only those the routing picks (unique per layer). */
+size_t st_vmodel_weight_bytes(st_ctx *c, const st_vmodel *vm, int nt);
+
+#endif

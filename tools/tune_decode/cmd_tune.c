@@ -1,0 +1,388 @@
+/* tune_decode tune / verify / coverage. */
+#include "commands.h"
+#include "strata/model.h"
+#include "strata/strata.h"
+#include "strata/tuner.h"
+#include "strata/verify.h"
+#include "table_internal.h"
+
+#include <cjson/cJSON.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char TUNE_HELP[] =
+    "usage: tune_decode tune [MODEL.gguf] [options]\n"
+    "\n"
+    "Tunes the decode kernels for this machine: for every shape the model needs (or the demo\n"
+    "set: the 7 expert pairs gate-up {iq3_xxs iq3_s iq2_s iq4_xs iq4_nl q8_0 q4_K} x down iq4_nl\n"
+    "at n_embd 2560, n_ff 640, 64 experts, top-8, plus dense iq_mmvq shapes), it byte-compares\n"
+    "the default and every compiled-in variant on the device, times them round-robin with\n"
+    "weights rotated past the last-level cache, keeps a variant only when it beats the default\n"
+    "by more than the threshold, runs the end-to-end gate (tune_decode verify), then writes\n"
+    "DIR/strata-<model>-<arch>-<runtime>.table atomically, loads it back, and writes the report\n"
+    "DIR/strata-<model>.autotune.json.\n"
+    "\n"
+    "Options:\n"
+    "  --out DIR            where the table and the report go (default .)\n"
+    "  --threshold P%       keep threshold (default 1%)\n"
+    "  --ntok-mix LIST      token counts, e.g. 1,2,4,8 (default 1..8): the blend timed for\n"
+    "                       mmvq shapes and the token counts tuned for expert shapes\n"
+    "  --shapes LIST        expert,mmvq (default both)\n"
+    "  --shape 'SPEC'       tune this shape instead (repeatable): 'expert GU DN N_EMBD N_FF N_TOKENS'\n"
+    "                       or 'mmvq TYPE ROWS COLS'\n"
+    "  --experts N --topk K experts and top-k for the demo set and --shape (default 64, 8)\n"
+    "  --rounds N           timed rounds per candidate (default 15; --quick 5)\n"
+    "  --quick              fewer rounds and a smaller weight rotation (smoke runs, CI)\n"
+    "  --no-verify          skip the end-to-end gate (not recommended)\n"
+    "  --force              overwrite a table made for another identity\n"
+    "  (global: --backend auto|cpu|gpu, --device N, -q, --json)\n"
+    "\n"
+    "Exit status: 0 done; 1 error, gate failure or a candidate that differed from the default\n"
+    "(reported as a bug); 2 usage; 130 interrupted (nothing written).\n";
+
+static volatile int g_stop;
+static void on_signal(int sig)
+{
+    (void)sig;
+    g_stop = 1;
+}
+
+static int parse_list(const char *s, int *v, int max)
+{
+    int n = 0;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *p = strtok(buf, ","); p; p = strtok(NULL, ",")) {
+        char *end;
+        long x = strtol(p, &end, 10);
+        if (*end || x < 1 || x > 8 || n >= max) return -1;
+        v[n++] = (int)x;
+    }
+    return n;
+}
+
+static char *join_args(int argc, char **argv)
+{
+    size_t n = 16;
+    for (int i = 0; i < argc; i++) n += strlen(argv[i]) + 3;
+    char *s = malloc(n);
+    if (!s) return NULL;
+    strcpy(s, "tune_decode");
+    for (int i = 0; i < argc; i++) {
+        strcat(s, " ");
+        strcat(s, argv[i]);
+    }
+    return s;
+}
+
+static bool is_help(const char *a) { return !strcmp(a, "-h") || !strcmp(a, "--help"); }
+
+int cmd_tune(int argc, char **argv, const td_global *g)
+{
+    st_tune_options o;
+    st_tune_options_default(&o);
+    const char *shapes[64];
+    int ns = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (is_help(a)) {
+            fputs(TUNE_HELP, stdout);
+            return 0;
+        } else if (!strcmp(a, "--quick")) {
+            o.quick = true;
+        } else if (!strcmp(a, "--no-verify")) {
+            o.no_verify = true;
+        } else if (!strcmp(a, "--force")) {
+            o.force = true;
+        } else if (a[0] == '-' && a[1] == '-' && !v) {
+            return td_usage_error("tune: %s needs a value", a);
+        } else if (!strcmp(a, "--out")) {
+            o.out_dir = argv[++i];
+        } else if (!strcmp(a, "--threshold")) {
+            char *end;
+            double t = strtod(argv[++i], &end);
+            if (end == argv[i] || (*end && strcmp(end, "%")) || t < 0 || t >= 100)
+                return td_usage_error("tune: --threshold '%s' is not a percentage like 1%%", argv[i]);
+            o.threshold = t / 100.0;
+        } else if (!strcmp(a, "--ntok-mix")) {
+            o.n_ntok_mix = parse_list(argv[++i], o.ntok_mix, 8);
+            if (o.n_ntok_mix <= 0) return td_usage_error("tune: --ntok-mix '%s': expected token counts 1..8 like 1,2,4,8", argv[i]);
+        } else if (!strcmp(a, "--shapes")) {
+            const char *sv = argv[++i];
+            o.do_expert = strstr(sv, "expert") != NULL;
+            o.do_mmvq = strstr(sv, "mmvq") != NULL;
+            if (!o.do_expert && !o.do_mmvq) return td_usage_error("tune: --shapes '%s': expected expert, mmvq or expert,mmvq", sv);
+        } else if (!strcmp(a, "--shape")) {
+            if (ns >= 64) return td_usage_error("tune: at most 64 --shape");
+            shapes[ns++] = argv[++i];
+        } else if (!strcmp(a, "--experts") || !strcmp(a, "--topk") || !strcmp(a, "--rounds")) {
+            char *end;
+            long x = strtol(argv[++i], &end, 10);
+            if (*end || x < 1 || x > 256) return td_usage_error("tune: %s '%s' is not a number in 1..256", a, argv[i]);
+            if (!strcmp(a, "--experts")) o.n_expert = (int)x;
+            else if (!strcmp(a, "--topk")) o.topk = (int)x;
+            else o.rounds = (int)x;
+        } else if (a[0] == '-') {
+            return td_usage_error("tune: unknown option '%s'", a);
+        } else if (!o.model_path) {
+            o.model_path = a;
+        } else {
+            return td_usage_error("tune: more than one model given ('%s')", a);
+        }
+    }
+    if (o.topk > 8) return td_usage_error("tune: --topk is at most 8");
+    o.shapes = shapes;
+    o.n_shapes = ns;
+    o.quiet = g->quiet;
+    o.stop = &g_stop;
+    char *cl = join_args(argc, argv);
+    o.command_line = cl;
+    st_ctx *ctx = NULL;
+    if (td_open_ctx(g, &ctx) != 0) {
+        free(cl);
+        return 1;
+    }
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    st_tune_result res;
+    st_status s = st_tune_run(ctx, &o, &res);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    st_ctx_destroy(ctx);
+    free(cl);
+    if (g->json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "status", st_status_name(s));
+        cJSON_AddStringToObject(j, "message", s == ST_OK ? "" : st_last_error());
+        cJSON_AddNumberToObject(j, "shapes", res.shapes);
+        cJSON_AddNumberToObject(j, "kept_variants", res.kept_variants);
+        cJSON_AddNumberToObject(j, "mismatches", res.mismatches);
+        cJSON_AddStringToObject(j, "table", res.table_written ? res.table_path : "");
+        cJSON_AddBoolToObject(j, "engaged", res.engaged);
+        cJSON_AddStringToObject(j, "report", res.report_path);
+        char *t = cJSON_Print(j);
+        if (t) puts(t);
+        free(t);
+        cJSON_Delete(j);
+    } else if (s == ST_OK || s == ST_ERR_MISMATCH) {
+        printf("tuned %d shapes: %d kept a variant, %d kept the default%s\n", res.shapes, res.kept_variants,
+               res.shapes - res.kept_variants, res.noisy ? " (some decisions noisy: see the report)" : "");
+        printf("table:  %s%s\nreport: %s\n", res.table_path, res.engaged ? " (engages here)" : " (DOES NOT ENGAGE)", res.report_path);
+    }
+    if (s == ST_ERR_INTERRUPTED) {
+        fprintf(stderr, "tune: interrupted; no table was written\n");
+        return 130;
+    }
+    if (s != ST_OK) {
+        fprintf(stderr, "tune: %s\n", st_last_error()[0] ? st_last_error() : st_status_str(s));
+        return 1;
+    }
+    return 0;
+}
+
+static const char VERIFY_HELP[] =
+    "usage: tune_decode verify MODEL.gguf|--synthetic SPEC TABLE [--rounds N] [--max-slowdown P%] [--layers N]\n"
+    "\n"
+    "The end-to-end gate: runs a whole synthetic decode step of the model (every expert layer\n"
+    "through expert_grouped with routing from the model's router, every dense matrix through\n"
+    "iq_mmvq) for n_tokens 1..8, without and with the table, interleaved in one process. Passes\n"
+    "only if every output byte is identical and the step is not slower than the limit (2%).\n"
+    "--synthetic 'SPEC' (repeatable) builds the model from shapes instead ('expert GU DN N_EMBD\n"
+    "N_FF 1' / 'mmvq TYPE ROWS COLS'), repeated --layers times.\n"
+    "Exit status: 0 pass, 1 fail or error, 2 usage.\n";
+
+int cmd_verify(int argc, char **argv, const td_global *g)
+{
+    st_verify_options o;
+    st_verify_options_default(&o);
+    const char *pos[2], *syn[32];
+    int np = 0, ns = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (is_help(a)) {
+            fputs(VERIFY_HELP, stdout);
+            return 0;
+        }
+        if (a[0] == '-' && i + 1 >= argc) return td_usage_error("verify: %s needs a value", a);
+        if (!strcmp(a, "--rounds") || !strcmp(a, "--layers") || !strcmp(a, "--experts") || !strcmp(a, "--topk")) {
+            char *end;
+            long x = strtol(argv[++i], &end, 10);
+            if (*end || x < 1 || x > 255) return td_usage_error("verify: %s '%s' is not a number in 1..255", a, argv[i]);
+            if (!strcmp(a, "--rounds")) o.rounds = (int)x;
+            else if (!strcmp(a, "--layers")) o.n_layers = (int)x;
+            else if (!strcmp(a, "--experts")) o.n_expert = (int)x;
+            else o.topk = (int)x;
+        } else if (!strcmp(a, "--max-slowdown")) {
+            char *end;
+            double t = strtod(argv[++i], &end);
+            if (end == argv[i] || (*end && strcmp(end, "%")) || t < 0) return td_usage_error("verify: --max-slowdown '%s' is not a percentage", argv[i]);
+            o.max_slowdown = t / 100;
+        } else if (!strcmp(a, "--synthetic")) {
+            if (ns >= 32) return td_usage_error("verify: at most 32 --synthetic");
+            syn[ns++] = argv[++i];
+        } else if (a[0] == '-') {
+            return td_usage_error("verify: unknown option '%s'", a);
+        } else if (np < 2) {
+            pos[np++] = a;
+        } else {
+            return td_usage_error("verify: unexpected argument '%s'", a);
+        }
+    }
+    if (np != (ns ? 1 : 2)) return td_usage_error("verify: expected MODEL.gguf TABLE (or --synthetic SPEC... TABLE)");
+    o.model_path = ns ? NULL : pos[0];
+    o.table_path = pos[np - 1];
+    o.shapes = syn;
+    o.n_shapes = ns;
+    o.quiet = g->quiet;
+    o.stop = &g_stop;
+    st_ctx *ctx = NULL;
+    if (td_open_ctx(g, &ctx) != 0) return 1;
+    signal(SIGINT, on_signal);
+    st_verify_result r;
+    st_status s = st_verify_run(ctx, &o, &r);
+    signal(SIGINT, SIG_DFL);
+    st_ctx_destroy(ctx);
+    if (s != ST_OK) {
+        fprintf(stderr, "verify: %s\n", st_last_error()[0] ? st_last_error() : st_status_str(s));
+        return 1;
+    }
+    if (g->json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddBoolToObject(j, "passed", r.passed);
+        cJSON_AddBoolToObject(j, "bytes_equal", r.bytes_equal);
+        cJSON_AddBoolToObject(j, "not_slower", r.not_slower);
+        cJSON_AddStringToObject(j, "message", r.message);
+        cJSON *a = cJSON_AddArrayToObject(j, "steps");
+        for (int nt = 0; nt < 8; nt++) {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddNumberToObject(e, "n_tokens", nt + 1);
+            cJSON_AddNumberToObject(e, "without_us", r.base_us[nt]);
+            cJSON_AddNumberToObject(e, "with_us", r.table_us[nt]);
+            cJSON_AddNumberToObject(e, "spread_without", r.base_spread[nt]);
+            cJSON_AddNumberToObject(e, "spread_with", r.table_spread[nt]);
+            cJSON_AddItemToArray(a, e);
+        }
+        char *t = cJSON_Print(j);
+        if (t) puts(t);
+        free(t);
+        cJSON_Delete(j);
+    } else {
+        printf("verify: %s\n", r.message);
+    }
+    return r.passed ? 0 : 1;
+}
+
+static const char COVERAGE_HELP[] =
+    "usage: tune_decode coverage MODEL.gguf TABLE|DIR\n"
+    "\n"
+    "Lists the decode shapes the model needs that the table lacks (shapes the tuner measured\n"
+    "and kept the default for count as covered: they appear as 'tuned-default' comments), and\n"
+    "says whether the table would engage in this process. Exit status 0 when every shape is\n"
+    "covered and the table engages, 1 otherwise, 2 usage.\n";
+
+static bool tuned_default(const st_table *t, const char *key)
+{
+    for (size_t i = 0; i < st_table_comment_count(t); i++) {
+        const char *c = st_table_comment_at(t, i);
+        if (!strncmp(c, "tuned-default ", 14) && !strcmp(c + 14, key)) return true;
+    }
+    return false;
+}
+
+static void capture_line(void *u, const char *line) { snprintf((char *)u, 1024, "%s", line); }
+
+int cmd_coverage(int argc, char **argv, const td_global *g)
+{
+    const char *pos[2];
+    int np = 0;
+    for (int i = 1; i < argc; i++) {
+        if (is_help(argv[i])) {
+            fputs(COVERAGE_HELP, stdout);
+            return 0;
+        }
+        if (argv[i][0] == '-') return td_usage_error("coverage: unknown option '%s'", argv[i]);
+        if (np >= 2) return td_usage_error("coverage: unexpected argument '%s'", argv[i]);
+        pos[np++] = argv[i];
+    }
+    if (np != 2) return td_usage_error("coverage: expected MODEL.gguf TABLE|DIR");
+    st_model *m = NULL;
+    if (st_model_open(pos[0], &m) != ST_OK) {
+        fprintf(stderr, "coverage: %s: %s\n", pos[0], st_last_error());
+        return 1;
+    }
+    st_ctx *ctx = NULL;
+    if (td_open_ctx(g, &ctx) != 0) {
+        st_model_close(m);
+        return 1;
+    }
+    char line[1024] = "";
+    st_set_log(capture_line, line);
+    st_table *t = NULL;
+    st_status s = st_table_load(pos[1], st_ctx_identity(ctx), st_ctx_dispatch(ctx), &t);
+    st_set_log(NULL, NULL);
+    const bool engages = s == ST_OK;
+    if (!t) {
+        /* show coverage of a table made elsewhere too: parse it without the checks */
+        char *buf = NULL;
+        size_t len = 0;
+        if (st_read_file(pos[1], &buf, &len) == ST_OK) st_table_parse_any(buf, len, pos[1], &t, NULL, 0);
+        free(buf);
+    }
+    int need = 0, missing = 0;
+    cJSON *arr = cJSON_CreateArray();
+    const int used = st_model_expert_used(m);
+    char key[160];
+    for (size_t i = 0; i < st_model_expert_shape_count(m); i++) {
+        const st_model_expert_shape *es = st_model_expert_shape_at(m, i);
+        for (int nt = 1; nt <= 8; nt++) {
+            st_expert_key k = {es->gu_type, es->down_type, es->n_embd, es->n_ff, nt};
+            int a, b;
+            snprintf(key, sizeof key, "expert %s %s %d %d %d", st_qtype_name(es->gu_type), st_qtype_name(es->down_type),
+                     es->n_embd, es->n_ff, nt);
+            const bool have = t && (st_table_lookup_expert(t, &k, &a, &b) || tuned_default(t, key));
+            need++;
+            if (!have) {
+                missing++;
+                cJSON_AddItemToArray(arr, cJSON_CreateString(key));
+                if (!g->json) printf("missing: %s  (%d layers, top-%d)\n", key, es->n_layers, used);
+            }
+        }
+    }
+    for (size_t i = 0; i < st_model_mmvq_shape_count(m); i++) {
+        const st_model_mmvq_shape *ms = st_model_mmvq_shape_at(m, i);
+        st_mmvq_key k = {ms->type, ms->n_rows, ms->n_cols};
+        int rws;
+        snprintf(key, sizeof key, "mmvq %s %d %d", st_qtype_name(ms->type), ms->n_rows, ms->n_cols);
+        const bool have = t && (st_table_lookup_mmvq(t, &k, &rws) || tuned_default(t, key));
+        need++;
+        if (!have) {
+            missing++;
+            cJSON_AddItemToArray(arr, cJSON_CreateString(key));
+            if (!g->json) printf("missing: %s  (%d matrices)\n", key, ms->n_matrices);
+        }
+    }
+    if (g->json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddNumberToObject(j, "shapes_needed", need);
+        cJSON_AddNumberToObject(j, "shapes_missing", missing);
+        cJSON_AddItemToObject(j, "missing", arr);
+        cJSON_AddBoolToObject(j, "engages", engages);
+        cJSON_AddStringToObject(j, "load_line", line);
+        char *txt = cJSON_Print(j);
+        if (txt) puts(txt);
+        free(txt);
+        cJSON_Delete(j);
+    } else {
+        cJSON_Delete(arr);
+        printf("coverage: %d of %d shapes the model needs are in the table; %s\n", need - missing, need,
+               engages ? "the table engages here" : "the table would NOT engage here");
+        printf("%s\n", line);
+    }
+    st_table_destroy(t);
+    st_ctx_destroy(ctx);
+    st_model_close(m);
+    return (missing == 0 && engages) ? 0 : 1;
+}
