@@ -35,12 +35,9 @@ ST_DEV void st_load_x(const st_xvec &x, int u, int4 &a, int4 &b, float &da)
 
 /* One unit's contribution to one stream: the contract's float operations
  * (st_canon.h) around an exact integer dot. */
-template <int TYPE, bool XBLOCKS>
-ST_DEV float st_unit_acc(const st_dunit &un, const st_xvec &x, int u, float acc)
+template <int TYPE>
+ST_DEV float st_unit_fma(const st_dunit &un, const int4 &a, const int4 &b, float da, float acc)
 {
-    int4 a, b;
-    float da;
-    st_load_x<XBLOCKS>(x, u, a, b, da);
     int s0 = st_dot4_i8((int)un.w[0], a.x, 0);
     s0 = st_dot4_i8((int)un.w[1], a.y, s0);
     s0 = st_dot4_i8((int)un.w[2], a.z, s0);
@@ -65,6 +62,15 @@ ST_DEV float st_unit_acc(const st_dunit &un, const st_xvec &x, int u, float acc)
     return v;
 }
 
+template <int TYPE, bool XBLOCKS>
+ST_DEV float st_unit_acc(const st_dunit &un, const st_xvec &x, int u, float acc)
+{
+    int4 a, b;
+    float da;
+    st_load_x<XBLOCKS>(x, u, a, b, da);
+    return st_unit_fma<TYPE>(un, a, b, da, acc);
+}
+
 /* The single canonical stream S of a row (units S, S+32, ...), before the
  * butterfly: the k-split path writes these partials to memory. */
 template <int TYPE, int NT>
@@ -82,40 +88,61 @@ ST_DEV void st_stream_dot(const st_mat_dev &m, int64_t row, const st_xvec *xv, i
     }
 }
 
-template <int TYPE, int T, int NT, bool XBLOCKS = false>
-ST_DEV void st_row_dot(const st_mat_dev &m, int64_t row, const st_xvec *xv, int n, const st_grids &g,
-                       int lane, float *out)
+/* RW rows (ROW0, ROW0 + STRIDE, ...) at once: each lane decodes the RW rows'
+ * units and loads each activation block once for all of them, so activation
+ * traffic is divided by RW (it dominates for several tokens). */
+template <int TYPE, int T, int NT, int RW, bool XBLOCKS = false>
+ST_DEV void st_rows_dot(const st_mat_dev &m, int64_t row0, int64_t stride, const st_xvec *xv, int n,
+                        const st_grids &g, int lane, float (*out)[NT])
 {
     constexpr int J = 32 / T;
-    float acc[NT][J];
+    float acc[RW][NT][J];
 #pragma unroll
-    for (int i = 0; i < NT; i++)
+    for (int k = 0; k < RW; k++)
 #pragma unroll
-        for (int j = 0; j < J; j++) acc[i][j] = 0.0f;
+        for (int i = 0; i < NT; i++)
+#pragma unroll
+            for (int j = 0; j < J; j++) acc[k][i][j] = 0.0f;
 
     for (int u0 = 0; u0 < m.nu; u0 += 32) {
 #pragma unroll
         for (int j = 0; j < J; j++) {
             const int u = u0 + lane + T * j;
             if (u < m.nu) {
-                st_dunit un;
-                st_unit_dec<TYPE>::get(m, row, u, g, un);
+                st_dunit un[RW];
+#pragma unroll
+                for (int k = 0; k < RW; k++) st_unit_dec<TYPE>::get(m, row0 + k * stride, u, g, un[k]);
 #pragma unroll
                 for (int i = 0; i < NT; i++)
-                    if (i < n) acc[i][j] = st_unit_acc<TYPE, XBLOCKS>(un, xv[i], u, acc[i][j]);
+                    if (i < n) {
+                        int4 a, b;
+                        float da;
+                        st_load_x<XBLOCKS>(xv[i], u, a, b, da);
+#pragma unroll
+                        for (int k = 0; k < RW; k++) acc[k][i][j] = st_unit_fma<TYPE>(un[k], a, b, da, acc[k][i][j]);
+                    }
             }
         }
     }
 #pragma unroll
-    for (int i = 0; i < NT; i++) {
+    for (int k = 0; k < RW; k++)
 #pragma unroll
-        for (int h = 16; h >= T; h >>= 1)
+        for (int i = 0; i < NT; i++) {
 #pragma unroll
-            for (int j = 0; j < h / T; j++) acc[i][j] = st_fadd(acc[i][j], acc[i][j + h / T]);
+            for (int h = 16; h >= T; h >>= 1)
 #pragma unroll
-        for (int h = T / 2; h >= 1; h >>= 1) acc[i][0] = st_fadd(acc[i][0], st_shfl_xor(acc[i][0], h, T));
-        out[i] = acc[i][0];
-    }
+                for (int j = 0; j < h / T; j++) acc[k][i][j] = st_fadd(acc[k][i][j], acc[k][i][j + h / T]);
+#pragma unroll
+            for (int h = T / 2; h >= 1; h >>= 1) acc[k][i][0] = st_fadd(acc[k][i][0], st_shfl_xor(acc[k][i][0], h, T));
+            out[k][i] = acc[k][i][0];
+        }
+}
+
+template <int TYPE, int T, int NT, bool XBLOCKS = false>
+ST_DEV void st_row_dot(const st_mat_dev &m, int64_t row, const st_xvec *xv, int n, const st_grids &g, int lane,
+                       float *out)
+{
+    st_rows_dot<TYPE, T, NT, 1, XBLOCKS>(m, row, 0, xv, n, g, lane, (float(*)[NT])out);
 }
 
 /* Stage the IQ grids in LDS (STAGE) or use them from global memory. The

@@ -355,6 +355,13 @@ extern "C" void st_gpu_default_expert_equiv(int n_embd, int n_ff, const st_dispa
 }
 
 st_rt_error st_probe_read_launch(st_rt_stream s, const void *src, size_t bytes, float *sink);
+st_rt_error st_probe_loads_launch(st_rt_stream s, int type, const st_mat_dev &m, float *sink);
+
+extern "C" st_status st_gpu_probe_loads(st_gpu *g, const st_gpu_matrix *w, float *sink)
+{
+    RT_TRY(st_probe_loads_launch(g->L.stream, (int)w->type, mat_dev(w), sink), "loads-only probe launch");
+    return ST_OK;
+}
 st_rt_error st_probe_empty_launch(st_rt_stream s);
 
 extern "C" st_status st_gpu_probe_read(st_gpu *g, const void *src, size_t bytes, float *sink)

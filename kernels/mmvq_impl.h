@@ -9,20 +9,25 @@
 #include "common.h"
 #include "strata/variants.h"
 
-template <int TYPE, int T, int NT, bool STAGE, bool XBLOCKS>
+/* Each group of T lanes computes RW adjacent rows. */
+template <int TYPE, int T, int NT, int RW, bool XBLOCKS>
 ST_DEV void st_mmvq_body(const st_mat_dev &m, const st_xvec *xv, int nt, float *__restrict__ y,
                          int rows_per_block, const st_grids &g)
 {
-    const int64_t row = (int64_t)blockIdx.x * rows_per_block + threadIdx.x / T;
+    const int64_t row0 = (int64_t)blockIdx.x * rows_per_block + (threadIdx.x / T) * RW;
     const int lane = threadIdx.x % T;
-    float out[NT];
+    float out[RW][NT];
     /* Rows past the end still run the dot (on the last row) so every lane
      * takes part in the shuffles; they do not store. */
-    st_row_dot<TYPE, T, NT, XBLOCKS>(m, row < m.rows ? row : m.rows - 1, xv, nt, g, lane, out);
-    if (lane == 0 && row < m.rows) {
+    const int64_t r0 = row0 < m.rows ? row0 : m.rows - 1;
+    const int64_t stride = (RW > 1 && r0 + RW - 1 < m.rows) ? 1 : 0;
+    st_rows_dot<TYPE, T, NT, RW, XBLOCKS>(m, r0, stride, xv, nt, g, lane, out);
+    if (lane == 0) {
 #pragma unroll
-        for (int i = 0; i < NT; i++)
-            if (i < nt) y[(int64_t)i * m.rows + row] = out[i];
+        for (int k = 0; k < RW; k++)
+#pragma unroll
+            for (int i = 0; i < NT; i++)
+                if (i < nt && row0 + k < m.rows) y[(int64_t)i * m.rows + row0 + k] = out[stride ? k : 0][i];
     }
 }
 
@@ -46,7 +51,9 @@ __global__ void __launch_bounds__(128) st_mmvq_default_kernel(st_mat_dev m, cons
     const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
     st_xvec xv[NT];
     st_xvecs<NT>(qs, d, m.nu, nt, false, xv);
-    st_mmvq_body<TYPE, T, NT, STAGE, false>(m, xv, nt, y, 4 * 32 / T, g);
+    /* several tokens: two rows per lane group share each activation load */
+    constexpr int RW = NT > 1 ? 2 : 1;
+    st_mmvq_body<TYPE, T, NT, RW, false>(m, xv, nt, y, 4 * 32 / T * RW, g);
 }
 
 template <int TYPE, int NT, int R>
@@ -56,7 +63,7 @@ __global__ void __launch_bounds__(32 * R) st_mmvq_rows_kernel(st_mat_dev m, cons
 {
     st_xvec xv[NT];
     st_xvecs<NT>(qs, d, m.nu, nt, false, xv);
-    st_mmvq_body<TYPE, 32, NT, false, false>(m, xv, nt, y, R, g);
+    st_mmvq_body<TYPE, 32, NT, 1, false>(m, xv, nt, y, R, g);
 }
 
 template <int TYPE, int NT>
@@ -65,7 +72,7 @@ __global__ void __launch_bounds__(32) st_mmvq_legacy_kernel(st_mat_dev m, const 
 {
     st_xvec xv[NT];
     st_xvecs<NT>((const int8_t *)blocks, nullptr, m.nu, nt, true, xv);
-    st_mmvq_body<TYPE, 32, NT, false, true>(m, xv, nt, y, 1, g);
+    st_mmvq_body<TYPE, 32, NT, 1, true>(m, xv, nt, y, 1, g);
 }
 
 template <int TYPE, int NT>
@@ -78,7 +85,7 @@ static st_rt_error st_mmvq_nt(const st_launch &L, const st_mat_dev &m, const st_
     }
     if (rows == 0) {
         const int t = st_lanes_for_units(m.nu, 8);
-        const int rpb = 4 * 32 / t;
+        const int rpb = 4 * 32 / t * (NT > 1 ? 2 : 1);
         const unsigned grid = (unsigned)((m.rows + rpb - 1) / rpb);
 #define ST_DEFAULT_LAUNCH(TT)                                                                         \
     if (stage)                                                                                         \

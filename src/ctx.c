@@ -363,3 +363,9 @@ st_table *st_ctx_swap_table(st_ctx *c, st_table *t)
 }
 
 const void *st_matrix_data(const st_matrix *m) { return m->ctx->backend == ST_BACKEND_GPU ? m->gpu.data : m->host; }
+
+st_status st_ctx_probe_loads(st_ctx *c, const st_matrix *w, float *sink)
+{
+    if (c->backend != ST_BACKEND_GPU) return st_fail(ST_ERR_UNSUPPORTED, "loads-only probe: GPU backend only");
+    return st_gpu_probe_loads(c->gpu, &w->gpu, sink);
+}

@@ -19,6 +19,8 @@ void st_ctx_default_expert_equiv(st_ctx *c, const st_experts *ex, int *gu, int *
 st_status st_ctx_probe_read(st_ctx *c, const void *src, size_t bytes, float *sink);
 st_status st_ctx_probe_copy(st_ctx *c, void *dst, const void *src, size_t bytes);
 st_status st_ctx_probe_empty(st_ctx *c);
+/* GPU only: the weight loads of iq_mmvq without the decode (ablation). */
+st_status st_ctx_probe_loads(st_ctx *c, const st_matrix *w, float *sink);
 /* Device layout bytes of a matrix (what one pass over it streams) and
  * where they are. */
 size_t st_matrix_bytes(const st_matrix *m);

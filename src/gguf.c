@@ -282,9 +282,7 @@ static st_status read_value(reader *r, st_gguf_kv *kv)
         return ST_OK;
     }
     if (kv->type == ST_GGUF_STRING) return read_string(r, &kv->v.str.s, &kv->v.str.len);
-    if (kv->type != ST_GGUF_ARRAY)
-        return st_fail(ST_ERR_PARSE, "gguf: unknown value type %u at byte %zu while reading %s", (unsigned)kv->type,
-                       r->pos - 4, r->what);
+    /* ST_GGUF_ARRAY: the caller checked the type is a known one. */
     uint32_t elem;
     uint64_t count;
     ST_TRY(read_u32(r, &elem));
@@ -326,7 +324,10 @@ static st_status read_kvs(reader *r, st_gguf *g, uint64_t n_kv)
         snprintf(r->what, sizeof r->what, "kv %" PRIu64 " (%s)", i, st_gguf_printable(pk, sizeof pk, key, key_len));
         uint32_t type;
         ST_TRY(read_u32(r, &type));
-        kv->type = (st_gguf_vtype)type; /* read_value refuses unknown types */
+        if (!vtype_valid(type))
+            return st_fail(ST_ERR_PARSE, "gguf: unknown value type %" PRIu32 " at byte %zu while reading %s", type,
+                           r->pos - 4, r->what);
+        kv->type = (st_gguf_vtype)type;
         ST_TRY(read_value(r, kv));
         if (same_name(key, key_len, "general.alignment", 17)) {
             if (kv->type != ST_GGUF_UINT32)

@@ -70,6 +70,9 @@ void st_gpu_default_expert_equiv(int n_embd, int n_ff, const st_dispatch_config 
 st_status st_gpu_probe_read(st_gpu *g, const void *src, size_t bytes, float *sink);
 st_status st_gpu_probe_copy(st_gpu *g, void *dst, const void *src, size_t bytes);
 st_status st_gpu_probe_empty(st_gpu *g);
+/* Ablation: the iq_mmvq default geometry making only the weight loads (no
+ * decode); IQ3_S, IQ4_XS, IQ4_NL. */
+st_status st_gpu_probe_loads(st_gpu *g, const st_gpu_matrix *w, float *sink);
 
 #ifdef __cplusplus
 }

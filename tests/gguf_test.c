@@ -689,7 +689,7 @@ static void gguf_refuses_bad_tensor_infos(void **state)
 
     tspec odd = {"odd", 2, {33, 2, 1, 1}, T_Q8_0};
     w = make_gguf(3, NULL, 0, &odd, 1, 32);
-    expect_refused(w.p, w.n, "row length 33 is not a multiple of the q8_0 block (32 values; type at byte 51)");
+    expect_refused(w.p, w.n, "row length 33 is not a multiple of the q8_0 block (32 values; type at byte 55)");
     free(w.p);
 
     tspec dup[2] = {{"same", 1, {8, 1, 1, 1}, T_F32}, {"same", 1, {8, 1, 1, 1}, T_F32}};

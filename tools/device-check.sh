@@ -7,7 +7,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/device-logs}
-mkdir -p "$OUT" /tmp/deps
+mkdir -p "$OUT" /tmp/deps build
 for f in .device/debs/*.deb; do dpkg -x "$f" /tmp/deps; done
 export PATH=/usr/local/cuda/bin:$PATH
 export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}

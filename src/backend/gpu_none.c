@@ -35,3 +35,4 @@ void st_gpu_default_expert_equiv(int n_embd, int n_ff, const st_dispatch_config 
 st_status st_gpu_probe_read(st_gpu *g, const void *src, size_t bytes, float *sink) { return none(); }
 st_status st_gpu_probe_copy(st_gpu *g, void *dst, const void *src, size_t bytes) { return none(); }
 st_status st_gpu_probe_empty(st_gpu *g) { return none(); }
+st_status st_gpu_probe_loads(st_gpu *g, const st_gpu_matrix *w, float *sink) { return none(); }

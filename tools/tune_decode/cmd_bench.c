@@ -57,6 +57,7 @@ static st_status bench_launch(void *user, int c, long iter)
         }
         return s;
     }
+    if (c == 3) return st_ctx_probe_loads(b->ctx, b->m[k], b->sink);
     const int rows = c == 2 ? b->variant[0] : 0, dn = c == 2 ? b->variant[1] : 0;
     if (!b->expert) return st_iq_mmvq_variant(b->ctx, b->m[k], b->x, b->nt, b->y, rows);
     st_experts ex = {b->m[3 * k], b->m[3 * k + 1], b->m[3 * k + 2], b->n_expert};
@@ -227,8 +228,12 @@ static st_status bench_shape(st_ctx *c, bench_env *e, const st_tune_shape *s, co
     double nt1 = 0;
     for (int i = 0; i < nn && st == ST_OK; i++) {
         b.nt = nts[i];
-        st_timing t[3];
-        st_measure_spec spec = {variant ? 3 : 2, e->quick ? 5 : 15, 0, 2, bench_launch, &b, NULL};
+        st_timing t[4];
+        /* candidates: 0 same-size read, 1 default, 2 variant, 3 loads-only ablation */
+        const bool ablate = !b.expert && st_ctx_backend(c) == ST_BACKEND_GPU &&
+                            (s->type == ST_IQ3_S || s->type == ST_IQ4_XS || s->type == ST_IQ4_NL);
+        if (ablate && !variant) b.variant[0] = b.variant[1] = 0;
+        st_measure_spec spec = {ablate ? 4 : variant ? 3 : 2, e->quick ? 5 : 15, 0, 2, bench_launch, &b, NULL};
         st = st_measure(c, &spec, t);
         if (st != ST_OK) break;
         double bytes = (double)one;
@@ -243,6 +248,7 @@ static st_status bench_shape(st_ctx *c, bench_env *e, const st_tune_shape *s, co
         }
         if (b.nt == 1) nt1 = t[1].median_us;
         emit(e, b.expert ? "expert" : "mmvq", name, b.nt, "default", &t[1], bytes, b.expert ? NULL : &t[0], b.nt == 1 ? 0 : nt1);
+        if (ablate) emit(e, "mmvq", name, b.nt, "loads-only", &t[3], bytes, &t[0], 0);
         if (variant) {
             char vn[16];
             if (b.expert) snprintf(vn, sizeof vn, "rows %d/%d", variant[0], variant[1]);
