@@ -4,6 +4,23 @@
 
 #include "dot.h"
 
+/* q8_1 of one 32-value block held one value per lane (the whole warp takes
+ * part): d = max|x|/127, q = roundf(x/d), s = butterfly sum, d and s as f16.
+ * The one implementation every q8_1 path on the device uses. */
+ST_DEV void st_quantize_warp_block(float v, int &q, uint16_t &d16, uint16_t &s16)
+{
+    float amax = fabsf(v), sum = v;
+#pragma unroll
+    for (int o = 16; o >= 1; o >>= 1) {
+        amax = fmaxf(amax, st_shfl_xor(amax, o, 32));
+        sum = st_fadd(sum, st_shfl_xor(sum, o, 32));
+    }
+    const float d = st_fdiv(amax, 127.0f);
+    q = amax == 0.0f ? 0 : (int)roundf(st_fdiv(v, d));
+    d16 = st_float_to_half(d);
+    s16 = st_float_to_half(sum);
+}
+
 struct st_launch {
     st_rt_stream stream;
     st_grids grids;
@@ -39,6 +56,7 @@ struct st_expert_args {
     float *y;        /* [np][n_embd] (TSUM, V2 down) */
     float *partial;  /* [np][n_ff][2][32] (V2K) */
     int32_t *groups; /* GROUPED_V1 table: [0] = count, [1..256] experts, then per group pair lists */
+    uint32_t *tickets; /* fused down: one counter per row block, left at 0 */
     float *out;      /* [nt][n_embd] */
 };
 
@@ -46,6 +64,7 @@ struct st_expert_plan {
     int gu_t, gu_rows;   /* lanes per row and rows per block of gate-up */
     int dn_t, dn_rows;   /* of down */
     bool stage_grid, v2, v2k, tsum, grouped_v1;
+    bool fused;          /* down per (row block, expert) with the top-k sum done by the last block */
 };
 
 template <int TYPE>

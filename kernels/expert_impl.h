@@ -2,9 +2,10 @@
  *
  * Default chain, 4 launches: q8_1(x) -> gate-up (grid: row blocks x used
  * experts; each block serves every token that chose its expert, so expert
- * weights are read once per step) -> q8_1(h) -> down with the top-k sum
- * fused (grid: row blocks; each row loops over the used experts and sums
- * the k slots of each token in k order). Knob paths (variants.h):
+ * weights are read once per step) -> q8_1(h) -> down (grid: row blocks x
+ * used experts) whose last block per row block sums the k slots of each
+ * token in k order (a ticket counter, no launch of its own). Knob paths
+ * (variants.h):
  * GROUPED_V1 (expert list built by a separate launch, first-seen order),
  * EXPERT_V2 (per-token: one block per (token, slot), no grouping),
  * EXPERT_V2K (gate-up writes the 32 canonical stream partials; a separate
@@ -255,6 +256,78 @@ template <int TYPE> struct st_has_grid {
         }                                                  \
     } while (0)
 
+
+/* ---- the default down: per (row block, expert), top-k sum by the last block */
+/* Down per (row block, used expert): every used expert's rows run in
+ * parallel; per-slot outputs go to a.y, and the last block of each row block
+ * (a ticket counter) sums the top-k slots in k order, so the sum needs no
+ * launch of its own. (Quantizing h in LDS inside every block was measured
+ * slower than the separate q8_1 launch: the per-block quantize latency chain
+ * outweighs the saved launch.) */
+template <int TYPE, int T, int NT, bool STAGE, int THREADS>
+__global__ void __launch_bounds__(THREADS) st_down_fused2_kernel(st_expert_args a, st_grids gg)
+{
+    __shared__ uint32_t s_grid[st_grid_bytes<TYPE>::n / 4 + 1];
+    __shared__ int s_flags[256], s_list[64], s_ids[64];
+    __shared__ unsigned s_last;
+    const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
+    const int np = a.nt * a.topk;
+    constexpr int RPB = THREADS / T;
+    const int rib = threadIdx.x / T, lane = threadIdx.x % T;
+    const int i = blockIdx.x * RPB + rib;
+    const int ii = i < a.n_embd ? i : a.n_embd - 1;
+    const int count = st_expert_list<GROUP_SORTED>(a, s_flags, s_list, s_ids);
+    if ((int)blockIdx.y >= (count > 0 ? count : 1)) return;
+    if ((int)blockIdx.y < count) {
+        const int e = s_list[blockIdx.y];
+        st_for_pairs<NT>(s_ids, np, e, [&](const int *pl, int n) {
+            st_xvec xv[NT];
+#pragma unroll
+            for (int q = 0; q < NT; q++) xv[q] = st_xvec_of(a.hq, q < n ? pl[q] : pl[0]);
+            float yv[NT];
+            st_row_dot<TYPE, T, NT>(a.down, (int64_t)e * a.n_embd + ii, xv, n, g, lane, yv);
+            if (lane == 0 && i < a.n_embd) {
+#pragma unroll
+                for (int q = 0; q < NT; q++)
+                    if (q < n) a.y[(int64_t)pl[q] * a.n_embd + i] = yv[q];
+            }
+        });
+    }
+    /* last block of this row block sums the slots */
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const unsigned want = count > 0 ? (unsigned)count : 1u;
+        const unsigned ticket = atomicAdd(&a.tickets[blockIdx.x], 1u);
+        s_last = ticket + 1 == want;
+        if (s_last) a.tickets[blockIdx.x] = 0; /* ready for the next call */
+    }
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    if (i < a.n_embd)
+        for (int t = lane; t < a.nt; t += T) {
+            float acc = 0.0f;
+            for (int k = 0; k < a.topk; k++) {
+                const int p = t * a.topk + k;
+                const float y = (unsigned)s_ids[p] < (unsigned)a.n_expert ? st_ld_coherent(a.y + (int64_t)p * a.n_embd + i) : 0.0f;
+                acc = st_fma(a.wts[p], y, acc);
+            }
+            a.out[(int64_t)t * a.n_embd + i] = acc;
+        }
+}
+
+template <int TYPE, int NT, int T, int THREADS>
+static st_rt_error st_down_fused2(const st_launch &L, const st_expert_args &a, bool stage, int groups)
+{
+    constexpr int RPB = THREADS / T;
+    constexpr bool SG = st_has_grid<TYPE>::v;
+    dim3 grid((a.n_embd + RPB - 1) / RPB, groups);
+    ST_STAGE_DISPATCH(stage, (st_down_fused2_kernel<TYPE, T, NT, SG, THREADS><<<grid, THREADS, 0, L.stream>>>(a, L.grids)),
+                      (st_down_fused2_kernel<TYPE, T, NT, false, THREADS><<<grid, THREADS, 0, L.stream>>>(a, L.grids)));
+    return st_rt_get_last_error();
+}
+
 template <int TYPE, int NT>
 static st_rt_error st_gate_up_nt(const st_launch &L, const st_expert_args &a, const st_expert_plan &p)
 {
@@ -329,13 +402,16 @@ static st_rt_error st_down_nt(const st_launch &L, const st_expert_args &a, const
         switch (p.gu_rows * 256 + p.dn_rows) {
 #define ST_DN_CASE(GU, DN)                                                                                             \
     case (GU) * 256 + (DN):                                                                                            \
-        st_down_fused_kernel<TYPE, 32, NT, SG, 32 * DN, GROUP_SORTED><<<(a.n_embd + DN - 1) / DN, 32 * DN, 0, L.stream>>>( \
-            a, L.grids);                                                                                               \
-        return st_rt_get_last_error();
+        return st_down_fused2<TYPE, NT, 32, 32 * DN>(L, a, p.stage_grid, groups);
             STRATA_EXPERT_ROWS_VARIANTS(ST_DN_CASE)
 #undef ST_DN_CASE
         default: return ST_RT_INVALID_VALUE;
         }
+    }
+    if (p.fused) {
+        if (p.dn_t == 8) return st_down_fused2<TYPE, NT, 8, 128>(L, a, p.stage_grid, groups);
+        if (p.dn_t == 16) return st_down_fused2<TYPE, NT, 16, 128>(L, a, p.stage_grid, groups);
+        return st_down_fused2<TYPE, NT, 32, 128>(L, a, p.stage_grid, groups);
     }
     if (p.grouped_v1) {
         st_down_fused_kernel<TYPE, 32, NT, SG, 128, GROUP_V1><<<(a.n_embd + 3) / 4, 128, 0, L.stream>>>(a, L.grids);

@@ -27,7 +27,7 @@ struct st_gpu {
     st_rt_event ev[2];
     size_t llc;
     void *grids;
-    st_gpu_buf xq, xblocks, h, hq, y, partial, groups;
+    st_gpu_buf xq, xblocks, h, hq, y, partial, groups, tickets;
 };
 
 static st_status rt_fail(st_rt_error e, const char *what)
@@ -114,7 +114,7 @@ extern "C" st_status st_gpu_open(int device, st_gpu **out, st_identity *id)
 extern "C" void st_gpu_close(st_gpu *g)
 {
     if (!g) return;
-    st_gpu_buf *bufs[] = {&g->xq, &g->xblocks, &g->h, &g->hq, &g->y, &g->partial, &g->groups};
+    st_gpu_buf *bufs[] = {&g->xq, &g->xblocks, &g->h, &g->hq, &g->y, &g->partial, &g->groups, &g->tickets};
     for (st_gpu_buf *b : bufs)
         if (b->p) (void)st_rt_free(b->p);
     if (g->grids) (void)st_rt_free(g->grids);
@@ -292,13 +292,22 @@ extern "C" st_status st_gpu_expert_grouped(st_gpu *g, const st_gpu_experts *ex, 
     } else {
         p.stage_grid = true;
     }
+    p.fused = !p.v2 && !p.v2k && !p.tsum && !p.grouped_v1;
     ST_TRY(xplanes(g->xq, ex->n_embd, nt, &a.xq, "activation scratch"));
     ST_TRY(ensure(g->h, sizeof(float) * (size_t)np * (size_t)ex->n_ff, "expert scratch"));
     a.h = (float *)g->h.p;
     ST_TRY(xplanes(g->hq, ex->n_ff, np, &a.hq, "expert scratch"));
-    if (p.tsum) {
+    if (p.tsum || p.fused) {
         ST_TRY(ensure(g->y, sizeof(float) * (size_t)np * (size_t)ex->n_embd, "expert scratch"));
         a.y = (float *)g->y.p;
+    }
+    if (p.fused) {
+        const size_t tb = sizeof(uint32_t) * (size_t)ex->n_embd;
+        if (g->tickets.n < tb) {
+            ST_TRY(ensure(g->tickets, tb, "expert scratch"));
+            RT_TRY(st_rt_memset(g->tickets.p, 0, tb, g->L.stream), "clear tickets");
+        }
+        a.tickets = (uint32_t *)g->tickets.p;
     }
     if (p.v2k) {
         ST_TRY(ensure(g->partial, sizeof(float) * 64 * (size_t)np * (size_t)ex->n_ff, "expert scratch"));

@@ -11,16 +11,9 @@ __global__ void __launch_bounds__(256) st_quantize_kernel(const float *__restric
     const int64_t gw = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     if (gw >= nbk * n) return; /* whole warps leave together */
     const int64_t t = gw / nbk, b = gw % nbk;
-    const float v = x[t * k + b * 32 + lane];
-    float amax = fabsf(v), sum = v;
-#pragma unroll
-    for (int o = 16; o >= 1; o >>= 1) {
-        amax = fmaxf(amax, st_shfl_xor(amax, o, 32));
-        sum = st_fadd(sum, st_shfl_xor(sum, o, 32));
-    }
-    const float d = st_fdiv(amax, 127.0f);
-    const int q = amax == 0.0f ? 0 : (int)roundf(st_fdiv(v, d));
-    const uint16_t d16 = st_float_to_half(d), s16 = st_float_to_half(sum);
+    int q;
+    uint16_t d16, s16;
+    st_quantize_warp_block(x[t * k + b * 32 + lane], q, d16, s16);
     if (BLOCKS) {
         uint8_t *blk = blocks + gw * 36;
         blk[4 + lane] = (uint8_t)(int8_t)q;

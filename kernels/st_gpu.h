@@ -177,6 +177,17 @@ ST_DEV void st_lut16(uint32_t q, const uint32_t tab[4], uint32_t &lo, uint32_t &
 #endif
 }
 
+/* A load that sees other blocks' stores made before their __threadfence
+ * and a ticket atomic (bypasses the non-coherent L1). */
+ST_DEV float st_ld_coherent(const float *p)
+{
+#if ST_HIP
+    return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+#else
+    return __ldcg(p);
+#endif
+}
+
 /* Read-only global load through the non-coherent cache where it exists. */
 template <typename T> ST_DEV T st_ldg(const T *p)
 {

@@ -496,10 +496,13 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
         if (st == ST_OK) {
             res->table_written = true;
             capture cap = {""};
+            st_log_fn prev_fn;
+            void *prev_user;
+            st_log_get(&prev_fn, &prev_user);
             st_set_log(capture_line, &cap);
             st_table *back = NULL;
             st_status ls = st_table_load(table_path, id, st_ctx_dispatch(ctx), &back);
-            st_set_log(NULL, NULL);
+            st_set_log(prev_fn, prev_user);
             res->engaged = ls == ST_OK && back != NULL;
             st_table_destroy(back);
             snprintf(engage, sizeof engage, "%s", cap.line);
@@ -507,7 +510,7 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
         }
     }
     st_table_destroy(t);
-    if (r && res->shapes > 0) {
+    if (r && res->shapes > 0 && st != ST_ERR_INTERRUPTED) {
         st_status rs = st_tune_write_report(report_path, ctx, o, r, res->shapes, res, engage, verdict);
         if (rs != ST_OK && st == ST_OK) st = rs;
     }

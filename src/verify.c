@@ -342,10 +342,10 @@ static st_status run_gate(st_ctx *c, const st_verify_options *o, const vops *v, 
         st_ctx_reset_stats(c);
         if (s == ST_OK) s = step(c, v, nt);
         if (s == ST_OK) s = outputs(c, v, nt, b);
-        if (nt == 1) {
+        {
             st_ctx_stats stt;
             st_ctx_get_stats(c, &stt);
-            res->table_launches = (int)stt.table_hits;
+            res->table_launches += (int)stt.table_hits;
         }
         st_ctx_swap_table(c, old);
         if (s != ST_OK) break;
@@ -398,7 +398,7 @@ static st_status run_gate(st_ctx *c, const st_verify_options *o, const vops *v, 
                      100 * o->max_slowdown);
         else
             snprintf(res->message, sizeof res->message,
-                     "PASS: %d operations x n_tokens 1..8 byte-identical with the table (%d launches from it per step); "
+                     "PASS: %d operations x n_tokens 1..8 byte-identical with the table (%d launches from it over the 8 steps); "
                      "worst step time %+.1f%% (n_tokens %d; limit %.1f%% beyond the interquartile noise)",
                      v->n, res->table_launches, 100 * worst, worst_nt, 100 * o->max_slowdown);
     }
@@ -417,10 +417,13 @@ st_status st_verify_run(st_ctx *c, const st_verify_options *o, st_verify_result 
     if (opt.rounds < 3) opt.rounds = 3;
     if (opt.rounds > 255) opt.rounds = 255;
     char line[600] = "";
+    st_log_fn prev_fn;
+    void *prev_user;
+    st_log_get(&prev_fn, &prev_user);
     st_set_log(quiet_log, line);
     st_table *tab = NULL;
     st_status s = st_table_load(o->table_path, st_ctx_identity(c), st_ctx_dispatch(c), &tab);
-    st_set_log(NULL, NULL);
+    st_set_log(prev_fn, prev_user);
     if (s != ST_OK) return st_fail(s, "verify: the table does not engage here: %s", line);
     if (!o->quiet) st_log("%s", line);
     st_model *m = NULL;

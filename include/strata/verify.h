@@ -31,7 +31,7 @@ typedef struct {
     bool passed;
     int n_layers, n_ops;      /* expert layers, operations per step */
     double base_us[8], table_us[8], base_spread[8], table_spread[8];
-    int table_launches;       /* launches that came from the table in one step */
+    int table_launches;       /* launches that came from the table over the 8 compared steps */
     char message[512];        /* the verdict, one line */
 } st_verify_result;
 

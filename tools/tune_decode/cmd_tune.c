@@ -4,6 +4,7 @@
 #include "strata/strata.h"
 #include "strata/tuner.h"
 #include "strata/verify.h"
+#include "internal.h"
 #include "table_internal.h"
 
 #include <cjson/cJSON.h>
@@ -319,10 +320,13 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
         return 1;
     }
     char line[1024] = "";
+    st_log_fn prev_fn;
+    void *prev_user;
+    st_log_get(&prev_fn, &prev_user);
     st_set_log(capture_line, line);
     st_table *t = NULL;
     st_status s = st_table_load(pos[1], st_ctx_identity(ctx), st_ctx_dispatch(ctx), &t);
-    st_set_log(NULL, NULL);
+    st_set_log(prev_fn, prev_user);
     const bool engages = s == ST_OK;
     if (!t) {
         /* show coverage of a table made elsewhere too: parse it without the checks */
