@@ -83,6 +83,11 @@ static inline int st_lanes_for_units(int nu, int min_lanes)
     return t < min_lanes ? min_lanes : t;
 }
 
+/* Rows per lane group of the default iq_mmvq: 2 (sharing activation loads)
+ * for several tokens when the matrix has rows enough to keep >= ~2 blocks of
+ * 4 warps per SM slot busy, else 1. */
+static inline int st_mmvq_rows_per_group(int nt, int64_t rows) { return nt > 1 && rows >= 8192 ? 2 : 1; }
+
 static inline int st_nt_bucket(int n) { return n <= 1 ? 1 : n <= 2 ? 2 : n <= 4 ? 4 : 8; }
 
 #define ST_RT_TRY(expr)                                  \

@@ -350,9 +350,11 @@ extern "C" size_t st_gpu_llc_bytes(st_gpu *g) { return g->llc; }
 
 extern "C" int st_gpu_default_mmvq_equiv(const st_gpu_matrix *w, const st_dispatch_config *cfg)
 {
-    /* The default chain with 32 lanes per row and grids from global memory is
-     * the rows-4 kernel's launch: same grid, block and code. */
+    /* The default chain with 32 lanes per row, one row per lane group at every
+     * token count and grids from global memory is the rows-4 kernel's launch:
+     * same grid, block and code. */
     if (cfg->active[ST_KNOB_OLD_IQ_MMVQ] || cfg->active[ST_KNOB_IQ_STAGE_GRID_MMVQ]) return 0;
+    if (st_mmvq_rows_per_group(8, w->rows) != 1) return 0;
     return st_lanes_for_units((int)(w->cols / 32), 8) == 32 ? 4 : 0;
 }
 

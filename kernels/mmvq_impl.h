@@ -42,7 +42,9 @@ ST_DEV void st_xvecs(const int8_t *qs, const float *d, int nu, int nt, bool bloc
     }
 }
 
-template <int TYPE, int T, int NT, bool STAGE>
+/* RW rows per lane group: with several tokens, two rows share each
+ * activation load (used when there are enough rows to keep the grid wide). */
+template <int TYPE, int T, int NT, int RW, bool STAGE>
 __global__ void __launch_bounds__(128) st_mmvq_default_kernel(st_mat_dev m, const int8_t *__restrict__ qs,
                                                               const float *__restrict__ d, int nt,
                                                               float *__restrict__ y, st_grids gg)
@@ -51,8 +53,6 @@ __global__ void __launch_bounds__(128) st_mmvq_default_kernel(st_mat_dev m, cons
     const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
     st_xvec xv[NT];
     st_xvecs<NT>(qs, d, m.nu, nt, false, xv);
-    /* several tokens: two rows per lane group share each activation load */
-    constexpr int RW = NT > 1 ? 2 : 1;
     st_mmvq_body<TYPE, T, NT, RW, false>(m, xv, nt, y, 4 * 32 / T * RW, g);
 }
 
@@ -85,13 +85,20 @@ static st_rt_error st_mmvq_nt(const st_launch &L, const st_mat_dev &m, const st_
     }
     if (rows == 0) {
         const int t = st_lanes_for_units(m.nu, 8);
-        const int rpb = 4 * 32 / t * (NT > 1 ? 2 : 1);
+        const bool rw2 = st_mmvq_rows_per_group(NT, m.rows) == 2;
+        const int rpb = 4 * 32 / t * (rw2 ? 2 : 1);
         const unsigned grid = (unsigned)((m.rows + rpb - 1) / rpb);
-#define ST_DEFAULT_LAUNCH(TT)                                                                         \
-    if (stage)                                                                                         \
-        st_mmvq_default_kernel<TYPE, TT, NT, true><<<grid, 128, 0, L.stream>>>(m, x.qs, x.d, nt, y, L.grids); \
-    else                                                                                               \
-        st_mmvq_default_kernel<TYPE, TT, NT, false><<<grid, 128, 0, L.stream>>>(m, x.qs, x.d, nt, y, L.grids);
+#define ST_DEFAULT_LAUNCH_RW(TT, RWV)                                                                        \
+    if (stage)                                                                                                \
+        st_mmvq_default_kernel<TYPE, TT, NT, RWV, true><<<grid, 128, 0, L.stream>>>(m, x.qs, x.d, nt, y, L.grids); \
+    else                                                                                                      \
+        st_mmvq_default_kernel<TYPE, TT, NT, RWV, false><<<grid, 128, 0, L.stream>>>(m, x.qs, x.d, nt, y, L.grids);
+#define ST_DEFAULT_LAUNCH(TT)              \
+    if (rw2 && NT > 1) {                   \
+        ST_DEFAULT_LAUNCH_RW(TT, (NT > 1 ? 2 : 1)) \
+    } else {                               \
+        ST_DEFAULT_LAUNCH_RW(TT, 1)        \
+    }
         if (t == 8) {
             ST_DEFAULT_LAUNCH(8)
         } else if (t == 16) {
@@ -100,6 +107,7 @@ static st_rt_error st_mmvq_nt(const st_launch &L, const st_mat_dev &m, const st_
             ST_DEFAULT_LAUNCH(32)
         }
 #undef ST_DEFAULT_LAUNCH
+#undef ST_DEFAULT_LAUNCH_RW
         return st_rt_get_last_error();
     }
     switch (rows) {
