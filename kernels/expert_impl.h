@@ -53,26 +53,8 @@ ST_DEV int st_expert_list(const st_expert_args &a, int *s_flags, int *s_list, in
     }
 }
 
-/* Calls FN(kc) with kc an integral constant K >= N from {1, 2, 4, NT}: the
- * row dots then hold exactly K token slots. (Slots past N would otherwise
- * still be loaded: the compiler may speculate loads of valid addresses, and
- * the unused activation traffic made the grouped kernels L1-bound.) */
-template <int NT, typename F>
-ST_DEV void st_call_bucket(int n, F fn)
-{
-    if (n <= 1)
-        fn(std::integral_constant<int, 1>());
-    else if (NT >= 2 && n <= 2)
-        fn(std::integral_constant<int, (NT >= 2 ? 2 : 1)>());
-    else if (NT >= 4 && n <= 4)
-        fn(std::integral_constant<int, (NT >= 4 ? 4 : 1)>());
-    else
-        fn(std::integral_constant<int, NT>());
-}
-
-/* Calls FN(pairs, n, kc) for the pairs (t*topk+k) routed to expert E, in
- * chunks of at most NT, in increasing pair order; kc is the slot bucket
- * (st_call_bucket). Uniform across the block. */
+/* Calls FN(pairs, n) for the pairs (t*topk+k) routed to expert E, in chunks
+ * of at most NT, in increasing pair order. Uniform across the block. */
 template <int NT, typename F>
 ST_DEV void st_for_pairs(const int *s_ids, int np, int e, F fn)
 {
@@ -84,11 +66,11 @@ ST_DEV void st_for_pairs(const int *s_ids, int np, int e, F fn)
         for (int k = 0; k < NT; k++)
             if (k == cnt) pl[k] = p;
         if (++cnt == NT) {
-            st_call_bucket<NT>(cnt, [&](auto kc) { fn(pl, cnt, kc); });
+            fn(pl, cnt);
             cnt = 0;
         }
     }
-    if (cnt) st_call_bucket<NT>(cnt, [&](auto kc) { fn(pl, cnt, kc); });
+    if (cnt) fn(pl, cnt);
 }
 
 ST_DEV st_xvec st_xvec_of(const st_xplanes &x, int idx)
@@ -125,17 +107,16 @@ __global__ void __launch_bounds__(THREADS) st_gate_up_kernel(st_expert_args a, s
     const int count = st_expert_list<MODE>(a, s_flags, s_list, s_ids);
     if ((int)blockIdx.y >= count) return;
     const int e = s_list[blockIdx.y];
-    st_for_pairs<NT>(s_ids, np, e, [&](const int *pl, int n, auto kc) {
-        constexpr int K = decltype(kc)::value;
-        st_xvec xv[K];
+    st_for_pairs<NT>(s_ids, np, e, [&](const int *pl, int n) {
+        st_xvec xv[NT];
 #pragma unroll
-        for (int i = 0; i < K; i++) xv[i] = st_xvec_of(a.xq, (i < n ? pl[i] : pl[0]) / a.topk);
-        float gv[K], uv[K];
-        st_row_dot<TYPE, T, K>(a.gate, (int64_t)e * a.n_ff + rr, xv, n, g, lane, gv);
-        st_row_dot<TYPE, T, K>(a.up, (int64_t)e * a.n_ff + rr, xv, n, g, lane, uv);
+        for (int i = 0; i < NT; i++) xv[i] = st_xvec_of(a.xq, (i < n ? pl[i] : pl[0]) / a.topk);
+        float gv[NT], uv[NT];
+        st_row_dot<TYPE, T, NT>(a.gate, (int64_t)e * a.n_ff + rr, xv, n, g, lane, gv);
+        st_row_dot<TYPE, T, NT>(a.up, (int64_t)e * a.n_ff + rr, xv, n, g, lane, uv);
         if (lane == 0 && r < a.n_ff) {
 #pragma unroll
-            for (int i = 0; i < K; i++)
+            for (int i = 0; i < NT; i++)
                 if (i < n) a.h[(int64_t)pl[i] * a.n_ff + r] = st_silu_mul(gv[i], uv[i]);
         }
     });
@@ -154,16 +135,15 @@ __global__ void __launch_bounds__(128) st_gate_up_v2k_kernel(st_expert_args a, s
     const int count = st_expert_list<GROUP_SORTED>(a, s_flags, s_list, s_ids);
     if ((int)blockIdx.y >= count || r >= a.n_ff) return; /* no shuffles below */
     const int e = s_list[blockIdx.y];
-    st_for_pairs<NT>(s_ids, np, e, [&](const int *pl, int n, auto kc) {
-        constexpr int K = decltype(kc)::value;
-        st_xvec xv[K];
+    st_for_pairs<NT>(s_ids, np, e, [&](const int *pl, int n) {
+        st_xvec xv[NT];
 #pragma unroll
-        for (int i = 0; i < K; i++) xv[i] = st_xvec_of(a.xq, (i < n ? pl[i] : pl[0]) / a.topk);
-        float gv[K], uv[K];
-        st_stream_dot<TYPE, K>(a.gate, (int64_t)e * a.n_ff + r, xv, n, g, s, gv);
-        st_stream_dot<TYPE, K>(a.up, (int64_t)e * a.n_ff + r, xv, n, g, s, uv);
+        for (int i = 0; i < NT; i++) xv[i] = st_xvec_of(a.xq, (i < n ? pl[i] : pl[0]) / a.topk);
+        float gv[NT], uv[NT];
+        st_stream_dot<TYPE, NT>(a.gate, (int64_t)e * a.n_ff + r, xv, n, g, s, gv);
+        st_stream_dot<TYPE, NT>(a.up, (int64_t)e * a.n_ff + r, xv, n, g, s, uv);
 #pragma unroll
-        for (int i = 0; i < K; i++)
+        for (int i = 0; i < NT; i++)
             if (i < n) {
                 float *pp = a.partial + (((int64_t)pl[i] * a.n_ff + r) * 2) * 32;
                 pp[s] = gv[i];
@@ -190,16 +170,15 @@ __global__ void __launch_bounds__(THREADS) st_down_fused_kernel(st_expert_args a
     const int count = st_expert_list<MODE>(a, s_flags, s_list, s_ids);
     for (int gi = 0; gi < count; gi++) {
         const int e = s_list[gi];
-        st_for_pairs<NT>(s_ids, np, e, [&](const int *pl, int n, auto kc) {
-        constexpr int K = decltype(kc)::value;
-            st_xvec xv[K];
+        st_for_pairs<NT>(s_ids, np, e, [&](const int *pl, int n) {
+            st_xvec xv[NT];
 #pragma unroll
-            for (int q = 0; q < K; q++) xv[q] = st_xvec_of(a.hq, q < n ? pl[q] : pl[0]);
-            float yv[K];
-            st_row_dot<TYPE, T, K>(a.down, (int64_t)e * a.n_embd + ii, xv, n, g, lane, yv);
+            for (int q = 0; q < NT; q++) xv[q] = st_xvec_of(a.hq, q < n ? pl[q] : pl[0]);
+            float yv[NT];
+            st_row_dot<TYPE, T, NT>(a.down, (int64_t)e * a.n_embd + ii, xv, n, g, lane, yv);
             if (lane == 0) {
 #pragma unroll
-                for (int q = 0; q < K; q++)
+                for (int q = 0; q < NT; q++)
                     if (q < n) s_y[rib][pl[q]] = yv[q];
             }
         });
@@ -226,16 +205,15 @@ __global__ void __launch_bounds__(128) st_down_slots_kernel(st_expert_args a, st
     const int count = st_expert_list<GROUP_SORTED>(a, s_flags, s_list, s_ids);
     if ((int)blockIdx.y >= count) return;
     const int e = s_list[blockIdx.y];
-    st_for_pairs<NT>(s_ids, np, e, [&](const int *pl, int n, auto kc) {
-        constexpr int K = decltype(kc)::value;
-        st_xvec xv[K];
+    st_for_pairs<NT>(s_ids, np, e, [&](const int *pl, int n) {
+        st_xvec xv[NT];
 #pragma unroll
-        for (int q = 0; q < K; q++) xv[q] = st_xvec_of(a.hq, q < n ? pl[q] : pl[0]);
-        float yv[K];
-        st_row_dot<TYPE, 32, K>(a.down, (int64_t)e * a.n_embd + ii, xv, n, g, lane, yv);
+        for (int q = 0; q < NT; q++) xv[q] = st_xvec_of(a.hq, q < n ? pl[q] : pl[0]);
+        float yv[NT];
+        st_row_dot<TYPE, 32, NT>(a.down, (int64_t)e * a.n_embd + ii, xv, n, g, lane, yv);
         if (lane == 0 && i < a.n_embd) {
 #pragma unroll
-            for (int q = 0; q < K; q++)
+            for (int q = 0; q < NT; q++)
                 if (q < n) a.y[(int64_t)pl[q] * a.n_embd + i] = yv[q];
         }
     });
@@ -302,16 +280,15 @@ __global__ void __launch_bounds__(THREADS) st_down_fused2_kernel(st_expert_args 
     if ((int)blockIdx.y >= (count > 0 ? count : 1)) return;
     if ((int)blockIdx.y < count) {
         const int e = s_list[blockIdx.y];
-        st_for_pairs<NT>(s_ids, np, e, [&](const int *pl, int n, auto kc) {
-        constexpr int K = decltype(kc)::value;
-            st_xvec xv[K];
+        st_for_pairs<NT>(s_ids, np, e, [&](const int *pl, int n) {
+            st_xvec xv[NT];
 #pragma unroll
-            for (int q = 0; q < K; q++) xv[q] = st_xvec_of(a.hq, q < n ? pl[q] : pl[0]);
-            float yv[K];
-            st_row_dot<TYPE, T, K>(a.down, (int64_t)e * a.n_embd + ii, xv, n, g, lane, yv);
+            for (int q = 0; q < NT; q++) xv[q] = st_xvec_of(a.hq, q < n ? pl[q] : pl[0]);
+            float yv[NT];
+            st_row_dot<TYPE, T, NT>(a.down, (int64_t)e * a.n_embd + ii, xv, n, g, lane, yv);
             if (lane == 0 && i < a.n_embd) {
 #pragma unroll
-                for (int q = 0; q < K; q++)
+                for (int q = 0; q < NT; q++)
                     if (q < n) a.y[(int64_t)pl[q] * a.n_embd + i] = yv[q];
             }
         });
@@ -456,24 +433,18 @@ static st_rt_error st_down_nt(const st_launch &L, const st_expert_args &a, const
     return st_rt_get_last_error();
 }
 
+/* Pairs per chunk (NT) is at most 2: a block serves its expert's pairs two
+ * at a time. Measured on the H200: with 8 slots the kernels' register
+ * footprint cut occupancy and the grouped step at n_tokens 8 ran 3x slower
+ * than the per-token path; a third pair re-reads the rows from L2, not DRAM. */
 template <int TYPE>
 st_rt_error st_launch_gate_up(const st_launch &L, const st_expert_args &a, const st_expert_plan &p)
 {
-    switch (st_nt_bucket(a.nt)) {
-    case 1: return st_gate_up_nt<TYPE, 1>(L, a, p);
-    case 2: return st_gate_up_nt<TYPE, 2>(L, a, p);
-    case 4: return st_gate_up_nt<TYPE, 4>(L, a, p);
-    default: return st_gate_up_nt<TYPE, 8>(L, a, p);
-    }
+    return a.nt <= 1 ? st_gate_up_nt<TYPE, 1>(L, a, p) : st_gate_up_nt<TYPE, 2>(L, a, p);
 }
 
 template <int TYPE>
 st_rt_error st_launch_down(const st_launch &L, const st_expert_args &a, const st_expert_plan &p)
 {
-    switch (st_nt_bucket(a.nt)) {
-    case 1: return st_down_nt<TYPE, 1>(L, a, p);
-    case 2: return st_down_nt<TYPE, 2>(L, a, p);
-    case 4: return st_down_nt<TYPE, 4>(L, a, p);
-    default: return st_down_nt<TYPE, 8>(L, a, p);
-    }
+    return a.nt <= 1 ? st_down_nt<TYPE, 1>(L, a, p) : st_down_nt<TYPE, 2>(L, a, p);
 }
