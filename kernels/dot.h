@@ -91,7 +91,7 @@ ST_DEV void st_stream_dot(const st_mat_dev &m, int64_t row, const st_xvec *xv, i
 /* RW rows (ROW0, ROW0 + STRIDE, ...) at once: each lane decodes the RW rows'
  * units and loads each activation block once for all of them, so activation
  * traffic is divided by RW (it dominates for several tokens). */
-template <int TYPE, int T, int NT, int RW, bool XBLOCKS = false>
+template <int TYPE, int T, int NT, int RW, bool XBLOCKS = false, bool WRONG_ORDER = false>
 ST_DEV void st_rows_dot(const st_mat_dev &m, int64_t row0, int64_t stride, const st_xvec *xv, int n,
                         const st_grids &g, int lane, float (*out)[NT])
 {
@@ -132,8 +132,16 @@ ST_DEV void st_rows_dot(const st_mat_dev &m, int64_t row0, int64_t stride, const
             for (int h = 16; h >= T; h >>= 1)
 #pragma unroll
                 for (int j = 0; j < h / T; j++) acc[k][i][j] = st_fadd(acc[k][i][j], acc[k][i][j + h / T]);
+            if (!WRONG_ORDER) {
 #pragma unroll
-            for (int h = T / 2; h >= 1; h >>= 1) acc[k][i][0] = st_fadd(acc[k][i][0], st_shfl_xor(acc[k][i][0], h, T));
+                for (int h = T / 2; h >= 1; h >>= 1) acc[k][i][0] = st_fadd(acc[k][i][0], st_shfl_xor(acc[k][i][0], h, T));
+            } else {
+                /* test builds only (STRATA_TEST_WRONG_VARIANT): the butterfly
+                 * in the opposite level order, to prove the byte compares
+                 * catch a changed summation order */
+#pragma unroll
+                for (int h = 1; h <= T / 2; h <<= 1) acc[k][i][0] = st_fadd(acc[k][i][0], st_shfl_xor(acc[k][i][0], h, T));
+            }
             out[k][i] = acc[k][i][0];
         }
 }

@@ -10,7 +10,7 @@
 #include "strata/variants.h"
 
 /* Each group of T lanes computes RW adjacent rows. */
-template <int TYPE, int T, int NT, int RW, bool XBLOCKS>
+template <int TYPE, int T, int NT, int RW, bool XBLOCKS, bool WRONG = false>
 ST_DEV void st_mmvq_body(const st_mat_dev &m, const st_xvec *xv, int nt, float *__restrict__ y,
                          int rows_per_block, const st_grids &g)
 {
@@ -21,7 +21,7 @@ ST_DEV void st_mmvq_body(const st_mat_dev &m, const st_xvec *xv, int nt, float *
      * takes part in the shuffles; they do not store. */
     const int64_t r0 = row0 < m.rows ? row0 : m.rows - 1;
     const int64_t stride = (RW > 1 && r0 + RW - 1 < m.rows) ? 1 : 0;
-    st_rows_dot<TYPE, T, NT, RW, XBLOCKS>(m, r0, stride, xv, nt, g, lane, out);
+    st_rows_dot<TYPE, T, NT, RW, XBLOCKS, WRONG>(m, r0, stride, xv, nt, g, lane, out);
     if (lane == 0) {
 #pragma unroll
         for (int k = 0; k < RW; k++)
@@ -63,7 +63,11 @@ __global__ void __launch_bounds__(32 * R) st_mmvq_rows_kernel(st_mat_dev m, cons
 {
     st_xvec xv[NT];
     st_xvecs<NT>(qs, d, m.nu, nt, false, xv);
+#ifdef STRATA_TEST_WRONG_VARIANT
+    st_mmvq_body<TYPE, 32, NT, 1, false, R == 16>(m, xv, nt, y, R, g); /* a deliberately wrong variant */
+#else
     st_mmvq_body<TYPE, 32, NT, 1, false>(m, xv, nt, y, R, g);
+#endif
 }
 
 template <int TYPE, int NT>

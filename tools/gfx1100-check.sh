@@ -29,3 +29,6 @@ for f in kernels/*.hip; do
 done
 for p in "${pids[@]}"; do wait "$p"; done
 python3 tools/gfx1100_report.py "$OUT"
+# Vector instructions per 32-weight unit of each format (decode + dot + accumulate).
+"$CXX" "${FLAGS[@]}" --cuda-device-only -S tools/isa/unit_probe.hip -o "$OUT/unit_probe.s"
+python3 tools/isa_count.py "$OUT/unit_probe.s"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job (README.md): installs missing dependencies, builds (CUDA when
-# nvcc and an NVIDIA GPU are present, else the CPU backend), then runs
-# tune_decode on the demo model shipped in tests/data.
+# nvcc and an NVIDIA GPU are present, else the CPU backend), then tunes the
+# demo model shipped in tests/data with tune_decode: table + report in
+# build/tables, the table checked in a fresh process, coverage listed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
@@ -14,6 +15,12 @@ cmake --preset "$preset" >/dev/null
 cmake --build --preset "$preset" -j"$(nproc)"
 bin=build/$preset/tools/tune_decode
 model=tests/data/gguf/tiny-moe.gguf
+out=build/tables
+mkdir -p "$out"
 "$bin" identity
 "$bin" shapes "$model"
-"$bin" vectors tests/data/vectors/*.stqv
+quick=()
+[ "$preset" = cpu ] && quick=(--quick)   # the CPU backend is the slow reference: fewer rounds
+"$bin" tune "$model" --out "$out" --force "${quick[@]}"
+"$bin" table check "$out"
+"$bin" coverage "$model" "$out"

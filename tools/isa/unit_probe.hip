@@ -1,0 +1,26 @@
+/* Instruction-count probe (compiled for gfx1100 by tools/gfx1100-check.sh,
+ * never linked): one lane decodes one 32-weight unit of TYPE from the device
+ * layout and does its int8 dot and float accumulation for one token: exactly
+ * the body of the iq_mmvq / expert inner loops (st_unit_dec + st_unit_fma).
+ * tools/isa_count.py counts the kernel's vector instructions. */
+#include "dot.h"
+
+template <int TYPE>
+__global__ void st_unit_probe(st_mat_dev m, st_xvec x, st_grids g, float *out)
+{
+    const int u = threadIdx.x;
+    st_dunit un;
+    st_unit_dec<TYPE>::get(m, blockIdx.x, u, g, un);
+    int4 a, b;
+    float da;
+    st_load_x<false>(x, u, a, b, da);
+    out[blockIdx.x * 32 + u] = st_unit_fma<TYPE>(un, a, b, da, 0.0f);
+}
+
+template __global__ void st_unit_probe<T_IQ3_S>(st_mat_dev, st_xvec, st_grids, float *);
+template __global__ void st_unit_probe<T_IQ3_XXS>(st_mat_dev, st_xvec, st_grids, float *);
+template __global__ void st_unit_probe<T_IQ2_S>(st_mat_dev, st_xvec, st_grids, float *);
+template __global__ void st_unit_probe<T_IQ4_XS>(st_mat_dev, st_xvec, st_grids, float *);
+template __global__ void st_unit_probe<T_IQ4_NL>(st_mat_dev, st_xvec, st_grids, float *);
+template __global__ void st_unit_probe<T_Q8_0>(st_mat_dev, st_xvec, st_grids, float *);
+template __global__ void st_unit_probe<T_Q4_K>(st_mat_dev, st_xvec, st_grids, float *);
