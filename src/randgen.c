@@ -48,3 +48,22 @@ void st_random_blocks(st_rng *r, st_qtype t, int64_t rows, int64_t cols, void *d
         if (t == ST_Q4_K) put_f16(p + 2, d * 0.5f);
     }
 }
+
+void st_random_routing(st_rng *r, int nt, int topk, int n_expert, int32_t *ids, float *w)
+{
+    for (int t = 0; t < nt; t++) {
+        int32_t *id = ids + t * topk;
+        float *wt = w + t * topk, sum = 0;
+        for (int k = 0; k < topk; k++) {
+            int e, dup;
+            do {
+                e = (int)(st_rng_u32(r) % (uint32_t)n_expert);
+                dup = 0;
+                for (int j = 0; j < k; j++) dup |= id[j] == e;
+            } while (dup);
+            id[k] = e;
+            sum += (wt[k] = 0.1f + (st_rng_float(r) * 0.5f + 0.5f));
+        }
+        for (int k = 0; k < topk; k++) wt[k] /= sum;
+    }
+}

@@ -22,5 +22,8 @@ float st_rng_float(st_rng *r);
  * quant bits, block scales drawn so outputs stay in a sane range. */
 void st_random_blocks(st_rng *r, st_qtype t, int64_t rows, int64_t cols, void *dst);
 void st_random_floats(st_rng *r, float *dst, size_t n, float scale);
+/* Routing for NT tokens: TOPK distinct experts of N_EXPERT each (TOPK <=
+ * N_EXPERT), IDS/W [nt][topk], weights positive and summing to 1 per token. */
+void st_random_routing(st_rng *r, int nt, int topk, int n_expert, int32_t *ids, float *w);
 
 #endif

@@ -76,26 +76,6 @@ static void candidates(const st_tune_shape *s, st_tune_shape_result *res)
     res->n_cand = n;
 }
 
-/* Random distinct top-k routing with softmax-like weights. */
-static void route(st_rng *r, int nt, int topk, int n_expert, int32_t *ids, float *w)
-{
-    for (int t = 0; t < nt; t++) {
-        float sum = 0;
-        for (int k = 0; k < topk; k++) {
-            int e, dup;
-            do {
-                e = (int)(st_rng_u32(r) % (uint32_t)n_expert);
-                dup = 0;
-                for (int j = 0; j < k; j++) dup |= ids[t * topk + j] == e;
-            } while (dup);
-            ids[t * topk + k] = e;
-            w[t * topk + k] = 0.1f + (st_rng_float(r) * 0.5f + 0.5f);
-            sum += w[t * topk + k];
-        }
-        for (int k = 0; k < topk; k++) w[t * topk + k] /= sum;
-    }
-}
-
 static void free_run(run_ctx *r)
 {
     if (r->m)
@@ -168,7 +148,7 @@ static st_status setup(st_ctx *ctx, const st_tune_shape *s, const st_tune_option
     if (st == ST_OK && ex) {
         int32_t ids[64];
         float wts[64];
-        route(&rng, 8, s->topk, s->n_expert, ids, wts);
+        st_random_routing(&rng, 8, s->topk, s->n_expert, ids, wts);
         st = st_ctx_alloc(ctx, sizeof ids, (void **)&r->ids);
         if (st == ST_OK) st = st_ctx_upload(ctx, r->ids, ids, sizeof ids);
         if (st == ST_OK) st = st_ctx_alloc(ctx, sizeof wts, (void **)&r->wts);

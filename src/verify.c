@@ -78,22 +78,6 @@ static void route_router(const float *router, int n_embd, int n_expert, int topk
     for (int k = 0; k < topk; k++) w[k] /= sum;
 }
 
-static void route_random(st_rng *r, int n_expert, int topk, int32_t *ids, float *w)
-{
-    float sum = 0;
-    for (int k = 0; k < topk; k++) {
-        int e, dup;
-        do {
-            e = (int)(st_rng_u32(r) % (uint32_t)n_expert);
-            dup = 0;
-            for (int j = 0; j < k; j++) dup |= ids[j] == e;
-        } while (dup);
-        ids[k] = e;
-        sum += (w[k] = 0.1f + (st_rng_float(r) * 0.5f + 0.5f));
-    }
-    for (int k = 0; k < topk; k++) w[k] /= sum;
-}
-
 static st_status upload_inputs(st_ctx *c, st_rng *r, vop *op, const float *router)
 {
     float *hx = malloc(sizeof(float) * 8 * (size_t)op->in);
@@ -109,7 +93,7 @@ static st_status upload_inputs(st_ctx *c, st_rng *r, vop *op, const float *route
             if (router)
                 route_router(router, op->in, op->n_expert, op->topk, hx + (size_t)t * op->in, ids + t * op->topk, w + t * op->topk);
             else
-                route_random(r, op->n_expert, op->topk, ids + t * op->topk, w + t * op->topk);
+                st_random_routing(r, 1, op->topk, op->n_expert, ids + t * op->topk, w + t * op->topk);
         }
         const size_t n = (size_t)(8 * op->topk);
         s = st_ctx_alloc(c, n * sizeof(int32_t), (void **)&op->ids);

@@ -203,17 +203,7 @@ static st_status bench_shape(st_ctx *c, bench_env *e, const st_tune_shape *s, co
     int32_t ids[64];
     float w[64];
     if (st == ST_OK && b.expert) {
-        for (int t = 0; t < 8; t++) /* distinct random top-k per token */
-            for (int k = 0; k < b.topk; k++) {
-                int x, dup;
-                do {
-                    x = (int)(st_rng_u32(&r) % (uint32_t)b.n_expert);
-                    dup = 0;
-                    for (int j = 0; j < k; j++) dup |= ids[t * b.topk + j] == x;
-                } while (dup);
-                ids[t * b.topk + k] = x;
-                w[t * b.topk + k] = 1.0f / (float)b.topk;
-            }
+        st_random_routing(&r, 8, b.topk, b.n_expert, ids, w);
         st = st_ctx_alloc(c, sizeof ids, (void **)&b.ids);
         if (st == ST_OK) st = st_ctx_upload(c, b.ids, ids, sizeof ids);
         if (st == ST_OK) st = st_ctx_alloc(c, sizeof w, (void **)&b.wts);
