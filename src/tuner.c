@@ -398,6 +398,60 @@ static st_status build_table(st_ctx *ctx, const st_tune_options *o, const st_tun
     return ST_OK;
 }
 
+/* Compares this run's choices with the table already at PATH (same
+ * identity): logs each change with what this run measured between the old
+ * and the new choice, so a second run either keeps the choices or says why
+ * not. Returns the number of changed shapes (-1 when there is no previous
+ * table for this identity). */
+static int compare_previous(const char *path, const st_identity *id, const st_tune_shape_result *r, int n, double thr,
+                            bool quiet)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    st_table *old = NULL;
+    if (access(path, F_OK) != 0 || st_read_file(path, &buf, &len) != ST_OK) return -1;
+    st_status s = st_table_parse_any(buf, len, path, &old, NULL, 0);
+    free(buf);
+    if (s != ST_OK || !st_identity_matches(st_table_identity(old), id)) {
+        st_table_destroy(old);
+        return -1;
+    }
+    int changed = 0, compared = 0;
+    for (int i = 0; i < n; i++) {
+        const st_tune_shape *sh = &r[i].shape;
+        int a = 0, b = 0;
+        bool hit;
+        if (sh->kind == ST_SHAPE_MMVQ) {
+            st_mmvq_key k = {sh->type, sh->rows, sh->cols};
+            hit = st_table_lookup_mmvq(old, &k, &a);
+        } else {
+            st_expert_key k = {sh->type, sh->down_type, sh->n_embd, sh->n_ff, sh->n_tokens};
+            hit = st_table_lookup_expert(old, &k, &a, &b);
+        }
+        int prev = 0; /* the old choice among this run's candidates (0 = default) */
+        for (int c = 1; hit && c < r[i].n_cand; c++) {
+            const st_tune_cand *x = &r[i].cand[c];
+            if (sh->kind == ST_SHAPE_MMVQ ? x->rows == a : (x->gu_rows == a && x->dn_rows == b)) prev = c;
+        }
+        compared++;
+        if (prev == r[i].best) continue;
+        changed++;
+        const double tp = r[i].cand[prev].blended_us, tn = r[i].cand[r[i].best].blended_us;
+        const double d = tp > 0 ? (tp - tn) / tp : 0;
+        char key[128];
+        shape_key(sh, key, sizeof key);
+        if (!quiet)
+            st_log("tune: changed since the previous table: %s: %s -> %s; this run measured the new choice %+.1f%% vs "
+                   "the old%s",
+                   key, r[i].cand[prev].name, r[i].cand[r[i].best].name, 100 * d,
+                   fabs(d) <= thr ? " (within the threshold: noise)" : "");
+    }
+    if (!quiet)
+        st_log("tune: %d of %d choices changed since the previous table for this identity", changed, compared);
+    st_table_destroy(old);
+    return changed;
+}
+
 typedef struct {
     char line[1024];
 } capture;
@@ -415,7 +469,10 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
 {
     memset(res, 0, sizeof *res);
     st_model *model = NULL;
-    if (o->model_path && o->n_shapes == 0) ST_TRY(st_model_open(o->model_path, &model));
+    if (o->model_path && o->n_shapes == 0) {
+        st_status ms = st_model_open(o->model_path, &model);
+        if (ms != ST_OK) return ms; /* st_last_error() names the file and the problem */
+    }
     st_tune_shape *shapes = NULL;
     int n = 0;
     st_status st = st_tune_shapes(o, model, &shapes, &n);
@@ -472,6 +529,7 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
             st_log("tune: the table failed the end-to-end gate and was NOT installed: %s", vr.message);
             st = st_fail(ST_ERR_REFUSED, "table failed the end-to-end gate: %s", vr.message);
         }
+        if (st == ST_OK) res->changed_vs_previous = compare_previous(table_path, id, r, n, o->threshold, o->quiet);
         if (st == ST_OK) st = st_table_write_atomic(t, table_path);
         if (st == ST_OK) {
             res->table_written = true;

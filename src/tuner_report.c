@@ -113,6 +113,7 @@ st_status st_tune_write_report(const char *path, const st_ctx *ctx, const st_tun
     cJSON_AddNumberToObject(sm, "kept_variants", res->kept_variants);
     cJSON_AddNumberToObject(sm, "mismatches", res->mismatches);
     cJSON_AddNumberToObject(sm, "noisy", res->noisy);
+    cJSON_AddNumberToObject(sm, "changed_vs_previous_table", res->changed_vs_previous);
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     if (!text) return st_fail(ST_ERR_NOMEM, "report: out of memory");

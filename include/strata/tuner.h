@@ -56,6 +56,7 @@ typedef struct {
     char report_path[1024];
     bool table_written;  /* false when every shape kept the default... still written with provenance */
     bool engaged;        /* the written table loaded back and engaged */
+    int changed_vs_previous; /* choices that differ from the table this run replaced (-1: none for this identity) */
 } st_tune_result;
 
 /* Runs the whole tune on context CTX. Prints progress through the log sink
