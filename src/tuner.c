@@ -471,7 +471,11 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
     st_model *model = NULL;
     if (o->model_path && o->n_shapes == 0) {
         st_status ms = st_model_open(o->model_path, &model);
-        if (ms != ST_OK) return ms; /* st_last_error() names the file and the problem */
+        if (ms != ST_OK) {
+            char why[400];
+            snprintf(why, sizeof why, "%s", st_last_error());
+            return st_fail(ms, "%s: %s", o->model_path, why);
+        }
     }
     st_tune_shape *shapes = NULL;
     int n = 0;

@@ -222,6 +222,16 @@ static void free_ops(st_ctx *c, vops *v)
     free(v->ops);
 }
 
+/* st_model_open with the path in the message. */
+static st_status open_model(const char *path, st_model **m)
+{
+    st_status s = st_model_open(path, m);
+    if (s == ST_OK) return s;
+    char why[400];
+    snprintf(why, sizeof why, "%s", st_last_error());
+    return st_fail(s, "%s: %s", path, why);
+}
+
 struct st_vmodel {
     vops v;
 };
@@ -234,7 +244,7 @@ st_status st_vmodel_open(st_ctx *c, const st_verify_options *o, st_vmodel **out)
     st_rng r;
     st_rng_seed(&r, 20261129);
     st_model *m = NULL;
-    st_status s = o->model_path ? st_model_open(o->model_path, &m) : ST_OK;
+    st_status s = o->model_path ? open_model(o->model_path, &m) : ST_OK;
     if (s == ST_OK) s = m ? ops_from_model(c, m, &r, &vm->v) : ops_synthetic(c, o, &r, &vm->v);
     st_model_close(m);
     if (s == ST_OK && vm->v.n == 0) s = st_fail(ST_ERR_NOT_FOUND, "decode model: no operation our kernels run");
@@ -411,7 +421,7 @@ st_status st_verify_run(st_ctx *c, const st_verify_options *o, st_verify_result 
     if (s != ST_OK) return st_fail(s, "verify: the table does not engage here: %s", line);
     if (!o->quiet) st_log("%s", line);
     st_model *m = NULL;
-    if (o->model_path) s = st_model_open(o->model_path, &m);
+    if (o->model_path) s = open_model(o->model_path, &m);
     vops v = {NULL, 0, 0};
     st_rng r;
     st_rng_seed(&r, 20261129);
