@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <errno.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 void st_tune_options_default(st_tune_options *o)
@@ -488,6 +490,8 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
     const char *dir = o->out_dir ? o->out_dir : ".";
     snprintf(table_path, sizeof table_path, "%s/strata-%s-%s-%s.table", dir, name, id->arch, id->runtime);
     snprintf(report_path, sizeof report_path, "%s/strata-%s.autotune.json", dir, name);
+    if (st == ST_OK && mkdir(dir, 0777) != 0 && errno != EEXIST)
+        st = st_fail(ST_ERR_IO, "tune: cannot create the output directory %s: %s", dir, strerror(errno));
     if (st == ST_OK) st = check_existing(table_path, id, o->force);
     if (st == ST_OK && !o->quiet)
         st_log("tune: %d shapes on %s (%s), threshold %.1f%%%s", n, id->device_name, id->arch, 100 * o->threshold,

@@ -9,4 +9,7 @@
 #include "strata/table.h"
 #include "strata/reference.h"
 #include "strata/decode.h"
+#include "strata/model.h"
+#include "strata/tuner.h"
+#include "strata/verify.h"
 #endif
