@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L
 /* A table engaged on the GPU: the entry points launch the table's variant
  * (proved by the launch counters) and the output bytes equal the CPU
  * reference; a shape the table lacks runs the default chain. */
