@@ -1,11 +1,14 @@
 /* expert_grouped kernels (instantiated per weight type by expert_<type>.hip).
  *
- * Default chain, 4 launches: q8_1(x) -> gate-up (grid: row blocks x used
- * experts; each block serves every token that chose its expert, so expert
- * weights are read once per step) -> q8_1(h) -> down (grid: row blocks x
- * used experts) whose last block per row block sums the k slots of each
- * token in k order (a ticket counter, no launch of its own). Knob paths
- * (variants.h):
+ * Default chain, 4 launches: q8_1(x) -> gate-up -> q8_1(h) -> down. Gate-up
+ * and down run one (token, slot) pair per block row with the pairs grouped
+ * by expert (sorted by expert id), so the tokens of a shared expert run side
+ * by side: its rows come from DRAM once and from L2 for the others. The
+ * down's last block per row block sums the k slots of each token in k order
+ * (a ticket counter, no launch of its own). Measured on the H200 this beat
+ * one block per expert serving its tokens in turn (2560/640, 64 experts,
+ * top-8: 227 us at n_tokens 8), which serialises and cuts the grid. Knob
+ * paths (variants.h):
  * GROUPED_V1 (expert list built by a separate launch, first-seen order),
  * EXPERT_V2 (per-token: one block per (token, slot), no grouping),
  * EXPERT_V2K (gate-up writes the 32 canonical stream partials; a separate
@@ -14,7 +17,34 @@
 #include "common.h"
 #include "strata/variants.h"
 
-enum { GROUP_SORTED = 0, GROUP_V1 = 1, GROUP_NONE = 2 };
+enum { GROUP_SORTED = 0, GROUP_V1 = 1, GROUP_NONE = 2, GROUP_PAIRS = 3 };
+
+/* GROUP_PAIRS: block y takes the y-th (token, slot) pair in expert order
+ * (pairs sorted by expert id, then by pair index). A shared expert's pairs
+ * are adjacent in the grid, so they run together and its rows come from
+ * DRAM once and from L2 for the others, while every pair keeps its own
+ * blocks (full parallelism). Returns the pair, or -1 past the valid ones.
+ * Every thread calls it. */
+ST_DEV int st_sorted_pair(const st_expert_args &a, int *s_rank_to_pair, int *s_valid)
+{
+    const int np = a.nt * a.topk;
+    if (threadIdx.x == 0) *s_valid = 0;
+    __syncthreads();
+    for (int p = threadIdx.x; p < np; p += blockDim.x) {
+        const int e = a.ids[p];
+        if ((unsigned)e >= (unsigned)a.n_expert) continue;
+        int rank = 0;
+        for (int q = 0; q < np; q++) {
+            const int f = a.ids[q];
+            if ((unsigned)f >= (unsigned)a.n_expert) continue;
+            rank += f < e || (f == e && q < p);
+        }
+        s_rank_to_pair[rank] = p;
+        atomicAdd(s_valid, 1);
+    }
+    __syncthreads();
+    return (int)blockIdx.y < *s_valid ? s_rank_to_pair[blockIdx.y] : -1;
+}
 
 /* Used experts of this step into s_list (increasing id; GROUP_V1: the global
  * list in first-seen order). Every thread calls it. */
@@ -92,9 +122,12 @@ __global__ void __launch_bounds__(THREADS) st_gate_up_kernel(st_expert_args a, s
     constexpr int RPB = THREADS / T;
     const int r = blockIdx.x * RPB + threadIdx.x / T, lane = threadIdx.x % T;
     const int rr = r < a.n_ff ? r : a.n_ff - 1;
-    if (MODE == GROUP_NONE) {
-        /* one (token, slot) per block: weights re-read for every pair */
-        const int p = blockIdx.y;
+    if (MODE == GROUP_NONE || MODE == GROUP_PAIRS) {
+        /* one (token, slot) per block; GROUP_NONE: in pair order (weights
+         * re-read for every pair), GROUP_PAIRS: in expert order */
+        __shared__ int s_valid;
+        const int p = MODE == GROUP_NONE ? (int)blockIdx.y : st_sorted_pair(a, s_list, &s_valid);
+        if (p < 0) return;
         const int e = a.ids[p];
         if ((unsigned)e >= (unsigned)a.n_expert) return;
         st_xvec xv[1] = {st_xvec_of(a.xq, p / a.topk)};
@@ -258,17 +291,17 @@ template <int TYPE> struct st_has_grid {
 
 
 /* ---- the default down: per (row block, expert), top-k sum by the last block */
-/* Down per (row block, used expert): every used expert's rows run in
- * parallel; per-slot outputs go to a.y, and the last block of each row block
- * (a ticket counter) sums the top-k slots in k order, so the sum needs no
- * launch of its own. (Quantizing h in LDS inside every block was measured
- * slower than the separate q8_1 launch: the per-block quantize latency chain
- * outweighs the saved launch.) */
-template <int TYPE, int T, int NT, bool STAGE, int THREADS>
+/* Down per (row block, pair in expert order): per-slot outputs go to a.y,
+ * and the last block of each row block (a ticket counter) sums the top-k
+ * slots in k order, so the sum needs no launch of its own. (Quantizing h in
+ * LDS inside every block was measured slower than the separate q8_1 launch:
+ * the per-block quantize latency chain outweighs the saved launch.) */
+template <int TYPE, int T, bool STAGE, int THREADS>
 __global__ void __launch_bounds__(THREADS) st_down_fused2_kernel(st_expert_args a, st_grids gg)
 {
     __shared__ uint32_t s_grid[st_grid_bytes<TYPE>::n / 4 + 1];
-    __shared__ int s_flags[256], s_list[64], s_ids[64];
+    __shared__ int s_rank[64], s_ids[64];
+    __shared__ int s_valid;
     __shared__ unsigned s_last;
     const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
     const int np = a.nt * a.topk;
@@ -276,30 +309,24 @@ __global__ void __launch_bounds__(THREADS) st_down_fused2_kernel(st_expert_args 
     const int rib = threadIdx.x / T, lane = threadIdx.x % T;
     const int i = blockIdx.x * RPB + rib;
     const int ii = i < a.n_embd ? i : a.n_embd - 1;
-    const int count = st_expert_list<GROUP_SORTED>(a, s_flags, s_list, s_ids);
-    if ((int)blockIdx.y >= (count > 0 ? count : 1)) return;
-    if ((int)blockIdx.y < count) {
-        const int e = s_list[blockIdx.y];
-        st_for_pairs<NT>(s_ids, np, e, [&](const int *pl, int n) {
-            st_xvec xv[NT];
-#pragma unroll
-            for (int q = 0; q < NT; q++) xv[q] = st_xvec_of(a.hq, q < n ? pl[q] : pl[0]);
-            float yv[NT];
-            st_row_dot<TYPE, T, NT>(a.down, (int64_t)e * a.n_embd + ii, xv, n, g, lane, yv);
-            if (lane == 0 && i < a.n_embd) {
-#pragma unroll
-                for (int q = 0; q < NT; q++)
-                    if (q < n) a.y[(int64_t)pl[q] * a.n_embd + i] = yv[q];
-            }
-        });
+    /* one (token, slot) pair per block row, pairs in expert order */
+    const int p = st_sorted_pair(a, s_rank, &s_valid);
+    for (int q = threadIdx.x; q < np; q += blockDim.x) s_ids[q] = a.ids[q];
+    __syncthreads();
+    if ((int)blockIdx.y >= (s_valid > 0 ? s_valid : 1)) return;
+    if (p >= 0) {
+        st_xvec xv[1] = {st_xvec_of(a.hq, p)};
+        float yv[1];
+        st_row_dot<TYPE, T, 1>(a.down, (int64_t)s_ids[p] * a.n_embd + ii, xv, 1, g, lane, yv);
+        if (lane == 0 && i < a.n_embd) a.y[(int64_t)p * a.n_embd + i] = yv[0];
     }
+    const unsigned tickets_want = s_valid > 0 ? (unsigned)s_valid : 1u;
     /* last block of this row block sums the slots */
     __threadfence();
     __syncthreads();
     if (threadIdx.x == 0) {
-        const unsigned want = count > 0 ? (unsigned)count : 1u;
         const unsigned ticket = atomicAdd(&a.tickets[blockIdx.x], 1u);
-        s_last = ticket + 1 == want;
+        s_last = ticket + 1 == tickets_want;
         if (s_last) a.tickets[blockIdx.x] = 0; /* ready for the next call */
     }
     __syncthreads();
@@ -322,9 +349,10 @@ static st_rt_error st_down_fused2(const st_launch &L, const st_expert_args &a, b
 {
     constexpr int RPB = THREADS / T;
     constexpr bool SG = st_has_grid<TYPE>::v;
-    dim3 grid((a.n_embd + RPB - 1) / RPB, groups);
-    ST_STAGE_DISPATCH(stage, (st_down_fused2_kernel<TYPE, T, NT, SG, THREADS><<<grid, THREADS, 0, L.stream>>>(a, L.grids)),
-                      (st_down_fused2_kernel<TYPE, T, NT, false, THREADS><<<grid, THREADS, 0, L.stream>>>(a, L.grids)));
+    (void)groups;
+    dim3 grid((a.n_embd + RPB - 1) / RPB, a.nt * a.topk);
+    ST_STAGE_DISPATCH(stage, (st_down_fused2_kernel<TYPE, T, SG, THREADS><<<grid, THREADS, 0, L.stream>>>(a, L.grids)),
+                      (st_down_fused2_kernel<TYPE, T, false, THREADS><<<grid, THREADS, 0, L.stream>>>(a, L.grids)));
     return st_rt_get_last_error();
 }
 
@@ -351,8 +379,8 @@ static st_rt_error st_gate_up_nt(const st_launch &L, const st_expert_args &a, co
         switch (p.gu_rows * 256 + p.dn_rows) {
 #define ST_GU_CASE(GU, DN)                                                                                       \
     case (GU) * 256 + (DN): {                                                                                    \
-        dim3 grid((a.n_ff + GU - 1) / GU, groups);                                                               \
-        st_gate_up_kernel<TYPE, 32, NT, SG, 32 * GU, GROUP_SORTED><<<grid, 32 * GU, 0, L.stream>>>(a, L.grids); \
+        dim3 grid((a.n_ff + GU - 1) / GU, np);                                                                   \
+        st_gate_up_kernel<TYPE, 32, 1, SG, 32 * GU, GROUP_PAIRS><<<grid, 32 * GU, 0, L.stream>>>(a, L.grids);   \
         return st_rt_get_last_error();                                                                           \
     }
             STRATA_EXPERT_ROWS_VARIANTS(ST_GU_CASE)
@@ -361,6 +389,21 @@ static st_rt_error st_gate_up_nt(const st_launch &L, const st_expert_args &a, co
         }
     }
     const int rpb = 128 / p.gu_t;
+    if (p.fused) { /* the default: one pair per block row, pairs in expert order */
+        dim3 pg((a.n_ff + rpb - 1) / rpb, np);
+#define ST_GU_PAIRS(TT)                                                                                             \
+    ST_STAGE_DISPATCH(p.stage_grid,                                                                                 \
+                      (st_gate_up_kernel<TYPE, TT, 1, SG, 128, GROUP_PAIRS><<<pg, 128, 0, L.stream>>>(a, L.grids)),    \
+                      (st_gate_up_kernel<TYPE, TT, 1, false, 128, GROUP_PAIRS><<<pg, 128, 0, L.stream>>>(a, L.grids)))
+        if (p.gu_t == 8)
+            ST_GU_PAIRS(8);
+        else if (p.gu_t == 16)
+            ST_GU_PAIRS(16);
+        else
+            ST_GU_PAIRS(32);
+#undef ST_GU_PAIRS
+        return st_rt_get_last_error();
+    }
     dim3 grid((a.n_ff + rpb - 1) / rpb, groups);
     if (p.grouped_v1) {
         st_gate_up_kernel<TYPE, 32, NT, SG, 128, GROUP_V1><<<dim3((a.n_ff + 3) / 4, groups), 128, 0, L.stream>>>(a, L.grids);
