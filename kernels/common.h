@@ -57,6 +57,7 @@ struct st_expert_args {
     float *partial;  /* [np][n_ff][2][32] (V2K) */
     int32_t *groups; /* GROUPED_V1 table: [0] = count, [1..256] experts, then per group pair lists */
     uint32_t *tickets; /* fused down: one counter per row block, left at 0 */
+    int ppb;           /* GROUP_PAIRS: pairs per block (expert order) */
     float *out;      /* [nt][n_embd] */
 };
 

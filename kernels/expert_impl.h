@@ -19,31 +19,31 @@
 
 enum { GROUP_SORTED = 0, GROUP_V1 = 1, GROUP_NONE = 2, GROUP_PAIRS = 3 };
 
-/* GROUP_PAIRS: block y takes the y-th (token, slot) pair in expert order
- * (pairs sorted by expert id, then by pair index). A shared expert's pairs
- * are adjacent in the grid, so they run together and its rows come from
- * DRAM once and from L2 for the others, while every pair keeps its own
- * blocks (full parallelism). Returns the pair, or -1 past the valid ones.
- * Every thread calls it. */
-ST_DEV int st_sorted_pair(const st_expert_args &a, int *s_rank_to_pair, int *s_valid)
+/* GROUP_PAIRS: the (token, slot) pairs sorted by expert id (then by pair
+ * index); block y takes ranks [y*ppb, y*ppb + ppb) of that order. A shared
+ * expert's pairs are adjacent, so they run in the same or neighbouring
+ * blocks: its rows come from DRAM once and from L1/L2 for the others, while
+ * the grid stays wide. Fills S_RANK (rank -> pair) and returns the number
+ * of pairs with a valid expert. Every thread calls it. */
+ST_DEV int st_sort_pairs(const st_expert_args &a, int *s_ids, int *s_rank, int *s_valid)
 {
     const int np = a.nt * a.topk;
     if (threadIdx.x == 0) *s_valid = 0;
+    for (int p = threadIdx.x; p < np; p += blockDim.x) s_ids[p] = a.ids[p];
     __syncthreads();
     for (int p = threadIdx.x; p < np; p += blockDim.x) {
-        const int e = a.ids[p];
+        const int e = s_ids[p];
         if ((unsigned)e >= (unsigned)a.n_expert) continue;
         int rank = 0;
         for (int q = 0; q < np; q++) {
-            const int f = a.ids[q];
-            if ((unsigned)f >= (unsigned)a.n_expert) continue;
-            rank += f < e || (f == e && q < p);
+            const int f = s_ids[q];
+            rank += (unsigned)f < (unsigned)a.n_expert && (f < e || (f == e && q < p));
         }
-        s_rank_to_pair[rank] = p;
+        s_rank[rank] = p;
         atomicAdd(s_valid, 1);
     }
     __syncthreads();
-    return (int)blockIdx.y < *s_valid ? s_rank_to_pair[blockIdx.y] : -1;
+    return *s_valid;
 }
 
 /* Used experts of this step into s_list (increasing id; GROUP_V1: the global
@@ -123,18 +123,26 @@ __global__ void __launch_bounds__(THREADS) st_gate_up_kernel(st_expert_args a, s
     const int r = blockIdx.x * RPB + threadIdx.x / T, lane = threadIdx.x % T;
     const int rr = r < a.n_ff ? r : a.n_ff - 1;
     if (MODE == GROUP_NONE || MODE == GROUP_PAIRS) {
-        /* one (token, slot) per block; GROUP_NONE: in pair order (weights
-         * re-read for every pair), GROUP_PAIRS: in expert order */
+        /* GROUP_NONE: one (token, slot) per block in pair order, weights
+         * re-read for every pair; GROUP_PAIRS: a.ppb pairs per block in
+         * expert order */
         __shared__ int s_valid;
-        const int p = MODE == GROUP_NONE ? (int)blockIdx.y : st_sorted_pair(a, s_list, &s_valid);
-        if (p < 0) return;
-        const int e = a.ids[p];
-        if ((unsigned)e >= (unsigned)a.n_expert) return;
-        st_xvec xv[1] = {st_xvec_of(a.xq, p / a.topk)};
-        float gv[1], uv[1];
-        st_row_dot<TYPE, T, 1>(a.gate, (int64_t)e * a.n_ff + rr, xv, 1, g, lane, gv);
-        st_row_dot<TYPE, T, 1>(a.up, (int64_t)e * a.n_ff + rr, xv, 1, g, lane, uv);
-        if (lane == 0 && r < a.n_ff) a.h[(int64_t)p * a.n_ff + r] = st_silu_mul(gv[0], uv[0]);
+        int r0 = blockIdx.y, r1 = blockIdx.y + 1;
+        if (MODE == GROUP_PAIRS) {
+            const int valid = st_sort_pairs(a, s_ids, s_list, &s_valid);
+            r0 = blockIdx.y * a.ppb;
+            r1 = r0 + a.ppb < valid ? r0 + a.ppb : valid;
+        }
+        for (int rk = r0; rk < r1; rk++) {
+            const int p = MODE == GROUP_NONE ? rk : s_list[rk];
+            const int e = a.ids[p];
+            if ((unsigned)e >= (unsigned)a.n_expert) continue;
+            st_xvec xv[1] = {st_xvec_of(a.xq, p / a.topk)};
+            float gv[1], uv[1];
+            st_row_dot<TYPE, T, 1>(a.gate, (int64_t)e * a.n_ff + rr, xv, 1, g, lane, gv);
+            st_row_dot<TYPE, T, 1>(a.up, (int64_t)e * a.n_ff + rr, xv, 1, g, lane, uv);
+            if (lane == 0 && r < a.n_ff) a.h[(int64_t)p * a.n_ff + r] = st_silu_mul(gv[0], uv[0]);
+        }
         return;
     }
     const int count = st_expert_list<MODE>(a, s_flags, s_list, s_ids);
@@ -304,23 +312,23 @@ __global__ void __launch_bounds__(THREADS) st_down_fused2_kernel(st_expert_args 
     __shared__ int s_valid;
     __shared__ unsigned s_last;
     const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
-    const int np = a.nt * a.topk;
     constexpr int RPB = THREADS / T;
     const int rib = threadIdx.x / T, lane = threadIdx.x % T;
     const int i = blockIdx.x * RPB + rib;
     const int ii = i < a.n_embd ? i : a.n_embd - 1;
-    /* one (token, slot) pair per block row, pairs in expert order */
-    const int p = st_sorted_pair(a, s_rank, &s_valid);
-    for (int q = threadIdx.x; q < np; q += blockDim.x) s_ids[q] = a.ids[q];
-    __syncthreads();
-    if ((int)blockIdx.y >= (s_valid > 0 ? s_valid : 1)) return;
-    if (p >= 0) {
+    /* a.ppb pairs per block row, pairs in expert order */
+    const int valid = st_sort_pairs(a, s_ids, s_rank, &s_valid);
+    const int nblk = (valid + a.ppb - 1) / a.ppb;
+    if ((int)blockIdx.y >= (nblk > 0 ? nblk : 1)) return;
+    const int r0 = blockIdx.y * a.ppb, r1 = r0 + a.ppb < valid ? r0 + a.ppb : valid;
+    for (int rk = r0; rk < r1; rk++) {
+        const int p = s_rank[rk];
         st_xvec xv[1] = {st_xvec_of(a.hq, p)};
         float yv[1];
         st_row_dot<TYPE, T, 1>(a.down, (int64_t)s_ids[p] * a.n_embd + ii, xv, 1, g, lane, yv);
         if (lane == 0 && i < a.n_embd) a.y[(int64_t)p * a.n_embd + i] = yv[0];
     }
-    const unsigned tickets_want = s_valid > 0 ? (unsigned)s_valid : 1u;
+    const unsigned tickets_want = nblk > 0 ? (unsigned)nblk : 1u;
     /* last block of this row block sums the slots */
     __threadfence();
     __syncthreads();
@@ -350,7 +358,7 @@ static st_rt_error st_down_fused2(const st_launch &L, const st_expert_args &a, b
     constexpr int RPB = THREADS / T;
     constexpr bool SG = st_has_grid<TYPE>::v;
     (void)groups;
-    dim3 grid((a.n_embd + RPB - 1) / RPB, a.nt * a.topk);
+    dim3 grid((a.n_embd + RPB - 1) / RPB, (a.nt * a.topk + a.ppb - 1) / a.ppb);
     ST_STAGE_DISPATCH(stage, (st_down_fused2_kernel<TYPE, T, SG, THREADS><<<grid, THREADS, 0, L.stream>>>(a, L.grids)),
                       (st_down_fused2_kernel<TYPE, T, false, THREADS><<<grid, THREADS, 0, L.stream>>>(a, L.grids)));
     return st_rt_get_last_error();
@@ -379,7 +387,7 @@ static st_rt_error st_gate_up_nt(const st_launch &L, const st_expert_args &a, co
         switch (p.gu_rows * 256 + p.dn_rows) {
 #define ST_GU_CASE(GU, DN)                                                                                       \
     case (GU) * 256 + (DN): {                                                                                    \
-        dim3 grid((a.n_ff + GU - 1) / GU, np);                                                                   \
+        dim3 grid((a.n_ff + GU - 1) / GU, (np + a.ppb - 1) / a.ppb);                                             \
         st_gate_up_kernel<TYPE, 32, 1, SG, 32 * GU, GROUP_PAIRS><<<grid, 32 * GU, 0, L.stream>>>(a, L.grids);   \
         return st_rt_get_last_error();                                                                           \
     }
@@ -390,7 +398,7 @@ static st_rt_error st_gate_up_nt(const st_launch &L, const st_expert_args &a, co
     }
     const int rpb = 128 / p.gu_t;
     if (p.fused) { /* the default: one pair per block row, pairs in expert order */
-        dim3 pg((a.n_ff + rpb - 1) / rpb, np);
+        dim3 pg((a.n_ff + rpb - 1) / rpb, (np + a.ppb - 1) / a.ppb);
 #define ST_GU_PAIRS(TT)                                                                                             \
     ST_STAGE_DISPATCH(p.stage_grid,                                                                                 \
                       (st_gate_up_kernel<TYPE, TT, 1, SG, 128, GROUP_PAIRS><<<pg, 128, 0, L.stream>>>(a, L.grids)),    \

@@ -309,6 +309,9 @@ extern "C" st_status st_gpu_expert_grouped(st_gpu *g, const st_gpu_experts *ex, 
         }
         a.tickets = (uint32_t *)g->tickets.p;
     }
+    /* pairs per block: one for a few pairs (widest grid), more when there
+     * are many, so blocks are not dominated by their set-up */
+    a.ppb = np <= 8 ? 1 : np <= 16 ? 2 : 4;
     if (p.v2k) {
         ST_TRY(ensure(g->partial, sizeof(float) * 64 * (size_t)np * (size_t)ex->n_ff, "expert scratch"));
         a.partial = (float *)g->partial.p;
