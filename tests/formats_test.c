@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "strata/table.h"
+
 #include "stqv.h"
 #include "strata/formats.h"
 #include "strata/reference.h"
@@ -50,20 +52,13 @@ static uint32_t rng(void)
     return g_rng = x;
 }
 
+/* The whole file, through the library's own reader (strata/table.h). */
 static uint8_t *read_all(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    assert_int_equal(fseek(f, 0, SEEK_END), 0);
-    long n = ftell(f);
-    assert_true(n > 0);
-    rewind(f);
-    uint8_t *b = malloc((size_t)n);
-    assert_non_null(b);
-    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *len = (size_t)n;
-    return b;
+    char *b = NULL;
+    assert_int_equal(st_read_file(path, &b, len), ST_OK);
+    assert_true(*len > 0);
+    return (uint8_t *)b;
 }
 
 /* Paths of the copied vector files of type T ("<name>_M..."), NULL-ended. */

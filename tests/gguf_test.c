@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "strata/table.h"
+
 #include "gguf.h"
 #include "strata/model.h"
 #include "strata/status.h"
@@ -27,20 +29,13 @@ enum { T_F32 = 0, T_F16 = 1, T_Q5_1 = 7, T_Q8_0 = 8, T_IQ4_NL = 20, T_IQ3_S = 21
 
 /* ---- helpers --------------------------------------------------------------- */
 
+/* The whole file, through the library's own reader (strata/table.h). */
 static uint8_t *read_all(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    assert_int_equal(fseek(f, 0, SEEK_END), 0);
-    long n = ftell(f);
-    assert_true(n > 0);
-    rewind(f);
-    uint8_t *b = malloc((size_t)n);
-    assert_non_null(b);
-    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *len = (size_t)n;
-    return b;
+    char *b = NULL;
+    assert_int_equal(st_read_file(path, &b, len), ST_OK);
+    assert_true(*len > 0);
+    return (uint8_t *)b;
 }
 
 static uint64_t fnv1a64(const uint8_t *p, size_t n)
