@@ -33,35 +33,6 @@ ST_DEV void st_load_x(const st_xvec &x, int u, int4 &a, int4 &b, float &da)
     }
 }
 
-/* One unit's contribution to one stream: the contract's float operations
- * (st_canon.h) around an exact integer dot. */
-template <int TYPE>
-ST_DEV float st_unit_fma(const st_dunit &un, const int4 &a, const int4 &b, float da, float acc)
-{
-    int s0 = st_dot4_i8((int)un.w[0], a.x, 0);
-    s0 = st_dot4_i8((int)un.w[1], a.y, s0);
-    s0 = st_dot4_i8((int)un.w[2], a.z, s0);
-    s0 = st_dot4_i8((int)un.w[3], a.w, s0);
-    int s1 = st_dot4_i8((int)un.w[4], b.x, 0);
-    s1 = st_dot4_i8((int)un.w[5], b.y, s1);
-    s1 = st_dot4_i8((int)un.w[6], b.z, s1);
-    s1 = st_dot4_i8((int)un.w[7], b.w, s1);
-    const int isum = (TYPE == T_IQ2_S) ? un.f0 * s0 + un.f1 * s1 : s0 + s1;
-    float v = st_fma(st_fmul(un.W, da), (float)isum, acc);
-    if (TYPE == T_Q4_K) {
-        int q = st_dot4_i8(0x01010101, a.x, 0);
-        q = st_dot4_i8(0x01010101, a.y, q);
-        q = st_dot4_i8(0x01010101, a.z, q);
-        q = st_dot4_i8(0x01010101, a.w, q);
-        q = st_dot4_i8(0x01010101, b.x, q);
-        q = st_dot4_i8(0x01010101, b.y, q);
-        q = st_dot4_i8(0x01010101, b.z, q);
-        q = st_dot4_i8(0x01010101, b.w, q);
-        v = st_fma(-st_fmul(un.M, da), (float)q, v);
-    }
-    return v;
-}
-
 template <int TYPE, bool XBLOCKS>
 ST_DEV float st_unit_acc(const st_dunit &un, const st_xvec &x, int u, float acc)
 {

@@ -12,6 +12,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#if defined(ST_HOST_EMULATION)
+#include "st_gpu_emu.h" /* host C++ stand-ins, for the unit decoders' CPU test */
+#else
+
 #if defined(__HIP__) || defined(__HIPCC__)
 #define ST_HIP 1
 #include <hip/hip_runtime.h>
@@ -198,7 +202,6 @@ template <typename T> ST_DEV T st_ldg(const T *p)
 #endif
 }
 
-#endif
 
 /* Exact f16 -> f32 of raw bits (hardware conversion; exact on both). */
 ST_DEV float st_h2f(uint16_t h)
@@ -221,3 +224,6 @@ ST_DEV uint32_t st_ballot(bool p)
     return __ballot_sync(0xffffffffu, p);
 #endif
 }
+
+#endif /* ST_HOST_EMULATION */
+#endif
