@@ -148,36 +148,23 @@ ST_DEV int st_dot4_i8(int a, int b, int c)
 #endif
 }
 
-/* Table lookup of 8 four-bit indices (the 8 nibbles of Q) in a 16-entry
- * int8 table held in four registers TAB[0..3] (entry i = byte i%4 of
- * TAB[i/4]). LO gets the entries of the low nibbles of Q's bytes 0..3, HI
- * those of the high nibbles. Uses byte permutes, no memory. */
+/* Byte permutes (one per vendor, see st_lut16.h) and the 16-entry nibble
+ * table lookup built on them. */
+#if ST_HIP
+#define st_perm_byte(s0, s1, sel) __builtin_amdgcn_perm(s0, s1, sel)
+#define ST_HAVE_PERM_BYTE 1
+#else
+#define st_perm_nib(x, y, s) __byte_perm(x, y, s)
+#define ST_HAVE_PERM_NIB 1
+#endif
+#include "st_lut16.h"
+
 ST_DEV void st_lut16(uint32_t q, const uint32_t tab[4], uint32_t &lo, uint32_t &hi)
 {
 #if ST_HIP
-    const uint32_t qe = q & 0x0f0f0f0fu, qo = (q >> 4) & 0x0f0f0f0fu;
-    const uint32_t le = __builtin_amdgcn_perm(tab[1], tab[0], qe & 0x07070707u);
-    const uint32_t he = __builtin_amdgcn_perm(tab[3], tab[2], qe & 0x07070707u);
-    const uint32_t lo_ = __builtin_amdgcn_perm(tab[1], tab[0], qo & 0x07070707u);
-    const uint32_t ho = __builtin_amdgcn_perm(tab[3], tab[2], qo & 0x07070707u);
-    lo = __builtin_amdgcn_perm(he, le, 0x03020100u | ((qe & 0x08080808u) >> 1));
-    hi = __builtin_amdgcn_perm(ho, lo_, 0x03020100u | ((qo & 0x08080808u) >> 1));
+    st_lut16_byte(q, tab, lo, hi);
 #else
-    /* prmt selectors are nibbles: the 8 nibbles of q are 8 selectors. */
-    const uint32_t sel = 0x32103210u | ((q & 0x88888888u) >> 1);
-    uint32_t t0, t1;
-    {
-        const uint32_t l = __byte_perm(tab[0], tab[1], q);
-        const uint32_t h = __byte_perm(tab[2], tab[3], q);
-        t0 = __byte_perm(l, h, sel);
-    }
-    {
-        const uint32_t l = __byte_perm(tab[0], tab[1], q >> 16);
-        const uint32_t h = __byte_perm(tab[2], tab[3], q >> 16);
-        t1 = __byte_perm(l, h, sel >> 16);
-    }
-    lo = __byte_perm(t0, t1, 0x6420);
-    hi = __byte_perm(t0, t1, 0x7531);
+    st_lut16_nib(q, tab, lo, hi);
 #endif
 }
 

@@ -129,8 +129,8 @@ static void lut16_matches_a_plain_lookup(void **state)
     for (int it = 0; it < 100000; it++) {
         const uint32_t q = st_rng_u32(&r);
         uint32_t lo[2], hi[2];
-        st_lut16_cuda(q, tab, lo[0], hi[0]);
-        st_lut16_hip(q, tab, lo[1], hi[1]);
+        st_lut16_nib(q, tab, lo[0], hi[0]);
+        st_lut16_byte(q, tab, lo[1], hi[1]);
         for (int k = 0; k < 2; k++)
             for (int j = 0; j < 4; j++) {
                 const int8_t want_lo = st_kvalues_iq4nl[(q >> (8 * j)) & 15];
