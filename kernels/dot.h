@@ -59,10 +59,61 @@ ST_DEV void st_stream_dot(const st_mat_dev &m, int64_t row, const st_xvec *xv, i
     }
 }
 
+/* Issues the weight loads of batch U0 (units U0 + 32 b + lane + T j). */
+template <int TYPE, int T, int B, int J, int RW>
+ST_DEV void st_load_batch(const st_mat_dev &m, int64_t row0, int64_t stride, int u0, int lane,
+                          typename st_unit_dec<TYPE>::raw (&r)[B][J][RW])
+{
+#pragma unroll
+    for (int b = 0; b < B; b++)
+#pragma unroll
+        for (int j = 0; j < J; j++) {
+            const int u = u0 + 32 * b + lane + T * j;
+            if (u < m.nu)
+#pragma unroll
+                for (int k = 0; k < RW; k++) st_unit_dec<TYPE>::load(m, row0 + k * stride, u, r[b][j][k]);
+        }
+}
+
+/* Decodes batch U0 and adds it to the streams, each stream's units in
+ * increasing order. */
+template <int TYPE, int T, int NT, int B, int J, int RW, bool XBLOCKS>
+ST_DEV void st_run_batch(int nu, const st_xvec *xv, int n, const st_grids &g, int u0, int lane,
+                         const typename st_unit_dec<TYPE>::raw (&r)[B][J][RW], float (&acc)[RW][NT][J])
+{
+#pragma unroll
+    for (int b = 0; b < B; b++)
+#pragma unroll
+        for (int j = 0; j < J; j++) {
+            const int u = u0 + 32 * b + lane + T * j;
+            if (u < nu) {
+                st_dunit un[RW];
+#pragma unroll
+                for (int k = 0; k < RW; k++) st_unit_dec<TYPE>::dec(r[b][j][k], u, g, un[k]);
+#pragma unroll
+                for (int i = 0; i < NT; i++)
+                    if (i < n) {
+                        int4 xa, xb;
+                        float da;
+                        st_load_x<XBLOCKS>(xv[i], u, xa, xb, da);
+#pragma unroll
+                        for (int k = 0; k < RW; k++) acc[k][i][j] = st_unit_fma<TYPE>(un[k], xa, xb, da, acc[k][i][j]);
+                    }
+            }
+        }
+}
+
 /* RW rows (ROW0, ROW0 + STRIDE, ...) at once: each lane decodes the RW rows'
  * units and loads each activation block once for all of them, so activation
- * traffic is divided by RW (it dominates for several tokens). */
-template <int TYPE, int T, int NT, int RW, bool XBLOCKS = false, bool WRONG_ORDER = false>
+ * traffic is divided by RW (it dominates for several tokens). PIPE (the
+ * iq_mmvq kernels): with one unit per lane per step and 1-2 tokens the
+ * weight loads are software-pipelined, a batch's loads issued before the
+ * previous batch is decoded, so each lane keeps loads in flight while it
+ * computes. Measured on the H200 (4096x14336, n_tokens 1): IQ3_S 22.7 ->
+ * 20.5 us, IQ4_NL 19.0 -> 17.3 us; for the expert kernels' short rows
+ * (2-3 units per lane) it was slower (29.1 -> 31.2 us per MoE call) and
+ * costs gfx1100 registers, so they do not use it. */
+template <int TYPE, int T, int NT, int RW, bool XBLOCKS = false, bool WRONG_ORDER = false, bool PIPE = false>
 ST_DEV void st_rows_dot(const st_mat_dev &m, int64_t row0, int64_t stride, const st_xvec *xv, int n,
                         const st_grids &g, int lane, float (*out)[NT])
 {
@@ -75,23 +126,50 @@ ST_DEV void st_rows_dot(const st_mat_dev &m, int64_t row0, int64_t stride, const
 #pragma unroll
             for (int j = 0; j < J; j++) acc[k][i][j] = 0.0f;
 
-    for (int u0 = 0; u0 < m.nu; u0 += 32) {
+    if constexpr (PIPE && J * RW == 1 && NT <= 2) {
+        /* one unit per lane per step: pipelined in batches of 2, two
+         * register buffers (2 to 4 units in flight per lane) */
+        constexpr int B = 2, STEP = 32 * B;
+        typename st_unit_dec<TYPE>::raw r0[B][J][RW], r1[B][J][RW];
+        st_load_batch<TYPE, T, B, J, RW>(m, row0, stride, 0, lane, r0);
+        for (int u0 = 0; u0 < m.nu; u0 += 2 * STEP) {
+            st_load_batch<TYPE, T, B, J, RW>(m, row0, stride, u0 + STEP, lane, r1);
+            st_run_batch<TYPE, T, NT, B, J, RW, XBLOCKS>(m.nu, xv, n, g, u0, lane, r0, acc);
+            if (u0 + STEP >= m.nu) break;
+            st_load_batch<TYPE, T, B, J, RW>(m, row0, stride, u0 + 2 * STEP, lane, r0);
+            st_run_batch<TYPE, T, NT, B, J, RW, XBLOCKS>(m.nu, xv, n, g, u0 + STEP, lane, r1, acc);
+        }
+    } else if constexpr (J == 1) {
+        /* one unit per lane per step, several tokens or row pairs: the
+         * loads of the step first, then its decode (no second buffer: long
+         * per-unit token work hides less latency per register) */
+        for (int u0 = 0; u0 < m.nu; u0 += 32) {
+            typename st_unit_dec<TYPE>::raw r[1][J][RW];
+            st_load_batch<TYPE, T, 1, J, RW>(m, row0, stride, u0, lane, r);
+            st_run_batch<TYPE, T, NT, 1, J, RW, XBLOCKS>(m.nu, xv, n, g, u0, lane, r, acc);
+        }
+    } else {
+        /* sub-warp rows: J units per lane per step already; each decoded
+         * as it is loaded, which keeps the J raw units out of registers
+         * (gfx1100: up to 40 VGPRs more with loads first) */
+        for (int u0 = 0; u0 < m.nu; u0 += 32) {
 #pragma unroll
-        for (int j = 0; j < J; j++) {
-            const int u = u0 + lane + T * j;
-            if (u < m.nu) {
-                st_dunit un[RW];
+            for (int j = 0; j < J; j++) {
+                const int u = u0 + lane + T * j;
+                if (u < m.nu) {
+                    st_dunit un[RW];
 #pragma unroll
-                for (int k = 0; k < RW; k++) st_unit_dec<TYPE>::get(m, row0 + k * stride, u, g, un[k]);
+                    for (int k = 0; k < RW; k++) st_unit_dec<TYPE>::get(m, row0 + k * stride, u, g, un[k]);
 #pragma unroll
-                for (int i = 0; i < NT; i++)
-                    if (i < n) {
-                        int4 a, b;
-                        float da;
-                        st_load_x<XBLOCKS>(xv[i], u, a, b, da);
+                    for (int i = 0; i < NT; i++)
+                        if (i < n) {
+                            int4 xa, xb;
+                            float da;
+                            st_load_x<XBLOCKS>(xv[i], u, xa, xb, da);
 #pragma unroll
-                        for (int k = 0; k < RW; k++) acc[k][i][j] = st_unit_fma<TYPE>(un[k], a, b, da, acc[k][i][j]);
-                    }
+                            for (int k = 0; k < RW; k++) acc[k][i][j] = st_unit_fma<TYPE>(un[k], xa, xb, da, acc[k][i][j]);
+                        }
+                }
             }
         }
     }

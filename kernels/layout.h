@@ -9,7 +9,8 @@
  *   Q8_0    0: d u16[R][nu]      1: qs i8[R][nu][32]
  *   IQ4_NL  0: d u16[R][nu]      1: qs u8[R][nu][16]
  *   IQ4_XS  0: d u16[R][nb]      1: qs u8[R][nu][16]  2: scales_h u16[R][nb]  3: scales_l u8[R][nb][4]
- *   IQ3_S   0: d u16[R][nb]      1: qs u8[R][nu][8]   2: qh u8[R][nu]  3: signs u8[R][nu][4]  4: scales u8[R][nb][4]
+ *   IQ3_S   0: d u16[R][nb]      1: qs u8[R][nu][8]   2: qh u8[R][nu]  3: signs u32[R][nu]  4: scales u8[R][nb][4]
+ *           (signs transposed: value 4k + t's sign at bit k + 8t)
  *   IQ3_XXS 0: d u16[R][nb]      1: qs u8[R][nu][8]   2: scales_and_signs u32[R][nu]
  *   IQ2_S   0: d u16[R][nb]      1: qs u8[R][nu][4]   2: signs u8[R][nu][4]  3: qh u8[R][nu]  4: scales u8[R][nu]
  *   Q4_K    0: d u16[R][nb]      1: qs u8[R][nu][16] (unit's 32 nibbles: byte i = elem i | elem i+16 << 4)

@@ -10,7 +10,7 @@
 #include "strata/variants.h"
 
 /* Each group of T lanes computes RW adjacent rows. */
-template <int TYPE, int T, int NT, int RW, bool XBLOCKS, bool WRONG = false>
+template <int TYPE, int T, int NT, int RW, bool XBLOCKS, bool WRONG = false, bool PIPE = false>
 ST_DEV void st_mmvq_body(const st_mat_dev &m, const st_xvec *xv, int nt, float *__restrict__ y,
                          int rows_per_block, const st_grids &g)
 {
@@ -21,13 +21,13 @@ ST_DEV void st_mmvq_body(const st_mat_dev &m, const st_xvec *xv, int nt, float *
      * takes part in the shuffles; they do not store. */
     const int64_t r0 = row0 < m.rows ? row0 : m.rows - 1;
     const int64_t stride = (RW > 1 && r0 + RW - 1 < m.rows) ? 1 : 0;
-    st_rows_dot<TYPE, T, NT, RW, XBLOCKS, WRONG>(m, r0, stride, xv, nt, g, lane, out);
+    st_rows_dot<TYPE, T, NT, RW, XBLOCKS, WRONG, PIPE>(m, r0, stride, xv, nt, g, lane, out);
     if (lane == 0) {
 #pragma unroll
         for (int k = 0; k < RW; k++)
 #pragma unroll
             for (int i = 0; i < NT; i++)
-                if (i < nt && row0 + k < m.rows) y[(int64_t)i * m.rows + row0 + k] = out[stride ? k : 0][i];
+                if (i < nt && row0 + k < m.rows) y[(int64_t)i * m.rows + row0 + k] = stride ? out[k][i] : out[0][i];
     }
 }
 
@@ -43,9 +43,13 @@ ST_DEV void st_xvecs(const int8_t *qs, const float *d, int nu, int nt, bool bloc
 }
 
 /* RW rows per lane group: with several tokens, two rows share each
- * activation load (used when there are enough rows to keep the grid wide). */
+ * activation load (used when there are enough rows to keep the grid wide).
+ * With 1-2 tokens (pipelined weight loads) the NVIDIA build caps registers
+ * at 64 (8 blocks of 4 warps per SM): at 72 the 1024 blocks of a 4096-row
+ * matrix no longer fit one wave on the H200 (IQ3_S n_tokens 2: 35.2 us,
+ * 28.7 us without the pipeline). */
 template <int TYPE, int T, int NT, int RW, bool STAGE>
-__global__ void __launch_bounds__(128) st_mmvq_default_kernel(st_mat_dev m, const int8_t *__restrict__ qs,
+__global__ void ST_LAUNCH_BOUNDS(128, NT <= 2 ? 8 : 0) st_mmvq_default_kernel(st_mat_dev m, const int8_t *__restrict__ qs,
                                                               const float *__restrict__ d, int nt,
                                                               float *__restrict__ y, st_grids gg)
 {
@@ -53,7 +57,7 @@ __global__ void __launch_bounds__(128) st_mmvq_default_kernel(st_mat_dev m, cons
     const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
     st_xvec xv[NT];
     st_xvecs<NT>(qs, d, m.nu, nt, false, xv);
-    st_mmvq_body<TYPE, T, NT, RW, false>(m, xv, nt, y, 4 * 32 / T * RW, g);
+    st_mmvq_body<TYPE, T, NT, RW, false, false, true>(m, xv, nt, y, 4 * 32 / T * RW, g);
 }
 
 template <int TYPE, int NT, int R>

@@ -119,6 +119,16 @@ static inline size_t st_rt_l2_bytes(int device)
 /* ---- device helpers ----------------------------------------------------- */
 #define ST_DEV static __device__ __forceinline__
 
+/* Launch bounds with a minimum of resident blocks per multiprocessor (a
+ * register cap) on NVIDIA; HIP's second argument means waves per EU, so
+ * there only the block size is given (the gfx1100 budget is checked by
+ * tools/gfx1100-check.sh). */
+#if ST_HIP
+#define ST_LAUNCH_BOUNDS(threads, min_blocks) __launch_bounds__(threads)
+#else
+#define ST_LAUNCH_BOUNDS(threads, min_blocks) __launch_bounds__(threads, min_blocks)
+#endif
+
 /* Butterfly exchange within groups of WIDTH lanes. */
 ST_DEV float st_shfl_xor(float v, int mask, int width)
 {
@@ -165,6 +175,15 @@ ST_DEV void st_lut16(uint32_t q, const uint32_t tab[4], uint32_t &lo, uint32_t &
     st_lut16_byte(q, tab, lo, hi);
 #else
     st_lut16_nib(q, tab, lo, hi);
+#endif
+}
+
+ST_DEV uint32_t st_zip_bytes(uint32_t x, uint32_t y, int half)
+{
+#if ST_HIP
+    return st_zip_bytes_byte(x, y, half);
+#else
+    return st_zip_bytes_nib(x, y, half);
 #endif
 }
 

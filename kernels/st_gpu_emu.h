@@ -50,6 +50,11 @@ static inline uint32_t st_perm_byte(uint32_t s0, uint32_t s1, uint32_t sel)
 
 extern int st_emu_use_hip_lut; /* the test picks the vendor path */
 
+ST_DEV uint32_t st_zip_bytes(uint32_t x, uint32_t y, int half)
+{
+    return st_emu_use_hip_lut ? st_zip_bytes_byte(x, y, half) : st_zip_bytes_nib(x, y, half);
+}
+
 ST_DEV void st_lut16(uint32_t q, const uint32_t tab[4], uint32_t &lo, uint32_t &hi)
 {
     if (st_emu_use_hip_lut)

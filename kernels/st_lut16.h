@@ -22,9 +22,18 @@ ST_DEV void st_lut16_nib(uint32_t q, const uint32_t tab[4], uint32_t &lo, uint32
     lo = st_perm_nib(t0, t1, 0x6420);
     hi = st_perm_nib(t0, t1, 0x7531);
 }
+
+/* Byte zips: bytes [x0, y0, x1, y1] (HALF 0) or [x2, y2, x3, y3] (HALF 1),
+ * e.g. two 9-bit grid indices (low byte, high bit) as 16-bit halves. */
+ST_DEV uint32_t st_zip_bytes_nib(uint32_t x, uint32_t y, int half) { return st_perm_nib(x, y, half ? 0x7362u : 0x5140u); }
 #endif
 
 #ifdef ST_HAVE_PERM_BYTE
+ST_DEV uint32_t st_zip_bytes_byte(uint32_t x, uint32_t y, int half)
+{
+    return st_perm_byte(y, x, half ? 0x07030602u : 0x05010400u);
+}
+
 ST_DEV void st_lut16_byte(uint32_t q, const uint32_t tab[4], uint32_t &lo, uint32_t &hi)
 {
     const uint32_t qe = q & 0x0f0f0f0fu, qo = (q >> 4) & 0x0f0f0f0fu;

@@ -1,6 +1,9 @@
 /* ggml block rows <-> the row-planar device layout. Each block field is
  * copied to its plane; Q4_K's nibbles are regrouped so a unit's 32 values
- * sit in 16 bytes (byte i = value i | value i+16 << 4). Lossless. */
+ * sit in 16 bytes (byte i = value i | value i+16 << 4), and IQ3_S's 32 sign
+ * bits of a unit are transposed (the sign of value 4k + t moves from bit
+ * 4k + t to bit k + 8t, so the decoder gets group k's four signs, one per
+ * byte, with a shift and a mask). Lossless. */
 #include "repack.h"
 #include "../kernels/layout.h"
 #include "internal.h"
@@ -56,6 +59,23 @@ static void field(uint8_t *packed, uint8_t *blk, const plan *p, int plane, int64
         memcpy(blk, dst, n);
 }
 
+/* IQ3_S signs: bit 4k + t <-> bit k + 8t of the unit's 32-bit sign word
+ * (little-endian bytes), k = group of 4 values, t = value in the group. */
+static void iq3s_signs(uint8_t *packed, uint8_t *blk, const plan *p, int64_t unit, int to_packed)
+{
+    uint8_t *dst = packed + p->off[3] + (size_t)unit * 4;
+    const uint8_t *from = to_packed ? blk : dst;
+    uint8_t *to = to_packed ? dst : blk;
+    uint32_t in = 0, out = 0;
+    for (int i = 0; i < 4; i++) in |= (uint32_t)from[i] << (8 * i);
+    for (int k = 0; k < 8; k++)
+        for (int t = 0; t < 4; t++) {
+            const int a = 4 * k + t, b = k + 8 * t;
+            if (to_packed ? (in >> a) & 1u : (in >> b) & 1u) out |= 1u << (to_packed ? b : a);
+        }
+    for (int i = 0; i < 4; i++) to[i] = (uint8_t)(out >> (8 * i));
+}
+
 /* Copies block b of row r between the ggml bytes and the planes. */
 static void block_io(st_qtype t, const plan *p, int64_t r, int64_t b, uint8_t *blk, uint8_t *packed, int to_packed)
 {
@@ -80,7 +100,7 @@ static void block_io(st_qtype t, const plan *p, int64_t r, int64_t b, uint8_t *b
         for (int ib = 0; ib < 8; ib++) {
             field(packed, blk + 2 + 8 * ib, p, 1, bi * 8 + ib, 8, to_packed);
             field(packed, blk + 66 + ib, p, 2, bi * 8 + ib, 1, to_packed);
-            field(packed, blk + 74 + 4 * ib, p, 3, bi * 8 + ib, 4, to_packed);
+            iq3s_signs(packed, blk + 74 + 4 * ib, p, bi * 8 + ib, to_packed);
         }
         field(packed, blk + 106, p, 4, bi, 4, to_packed);
         break;
