@@ -59,6 +59,22 @@ ST_DEV void st_stream_dot(const st_mat_dev &m, int64_t row, const st_xvec *xv, i
     }
 }
 
+/* Adds unit U of RW rows (decoded) to stream J of each token's accumulators:
+ * each activation block is loaded once for the RW rows. */
+template <int TYPE, int NT, int J, int RW, bool XBLOCKS>
+ST_DEV void st_add_unit(const st_dunit (&un)[RW], const st_xvec *xv, int n, int u, int j, float (&acc)[RW][NT][J])
+{
+#pragma unroll
+    for (int i = 0; i < NT; i++)
+        if (i < n) {
+            int4 xa, xb;
+            float da;
+            st_load_x<XBLOCKS>(xv[i], u, xa, xb, da);
+#pragma unroll
+            for (int k = 0; k < RW; k++) acc[k][i][j] = st_unit_fma<TYPE>(un[k], xa, xb, da, acc[k][i][j]);
+        }
+}
+
 /* Issues the weight loads of batch U0 (units U0 + 32 b + lane + T j). */
 template <int TYPE, int T, int B, int J, int RW>
 ST_DEV void st_load_batch(const st_mat_dev &m, int64_t row0, int64_t stride, int u0, int lane,
@@ -90,15 +106,7 @@ ST_DEV void st_run_batch(int nu, const st_xvec *xv, int n, const st_grids &g, in
                 st_dunit un[RW];
 #pragma unroll
                 for (int k = 0; k < RW; k++) st_unit_dec<TYPE>::dec(r[b][j][k], u, g, un[k]);
-#pragma unroll
-                for (int i = 0; i < NT; i++)
-                    if (i < n) {
-                        int4 xa, xb;
-                        float da;
-                        st_load_x<XBLOCKS>(xv[i], u, xa, xb, da);
-#pragma unroll
-                        for (int k = 0; k < RW; k++) acc[k][i][j] = st_unit_fma<TYPE>(un[k], xa, xb, da, acc[k][i][j]);
-                    }
+                st_add_unit<TYPE, NT, J, RW, XBLOCKS>(un, xv, n, u, j, acc);
             }
         }
 }
@@ -160,15 +168,7 @@ ST_DEV void st_rows_dot(const st_mat_dev &m, int64_t row0, int64_t stride, const
                     st_dunit un[RW];
 #pragma unroll
                     for (int k = 0; k < RW; k++) st_unit_dec<TYPE>::get(m, row0 + k * stride, u, g, un[k]);
-#pragma unroll
-                    for (int i = 0; i < NT; i++)
-                        if (i < n) {
-                            int4 xa, xb;
-                            float da;
-                            st_load_x<XBLOCKS>(xv[i], u, xa, xb, da);
-#pragma unroll
-                            for (int k = 0; k < RW; k++) acc[k][i][j] = st_unit_fma<TYPE>(un[k], xa, xb, da, acc[k][i][j]);
-                        }
+                    st_add_unit<TYPE, NT, J, RW, XBLOCKS>(un, xv, n, u, j, acc);
                 }
             }
         }
