@@ -997,7 +997,9 @@ static void table_load_prints_one_line_on_success_and_each_refusal(void **state)
     free(body1);
     free(body2);
     free(body3);
-    write_text(dir, "a.table", "gfx1100 1 2 2\n");
+    char other_arch[64];
+    snprintf(other_arch, sizeof other_arch, "gfx1100 1 2 %d\n", STRATA_SELECTION_SPACE);
+    write_text(dir, "a.table", other_arch);
     t = (st_table *)&g_dummy;
     assert_int_equal(load_capture(path, NULL, &t, &cap), ST_ERR_REFUSED);
     assert_null(t);

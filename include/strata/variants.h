@@ -14,8 +14,10 @@
 /* Kernel-selection-space token, written in every table header and compared
  * on load. History: 1 = the 2026-11 prototype (DESIGN.md section 8), never
  * shipped; 2 = S=32 canonical streams, row-planar device layout, the lists
- * below. */
-#define STRATA_SELECTION_SPACE 2
+ * below; 3 = IQ3_S sign plane transposed, pipelined default iq_mmvq (the
+ * same bits, but a table tuned against space 2 compared variants with
+ * other kernels: its choices no longer describe this build). */
+#define STRATA_SELECTION_SPACE 3
 
 /* Exactness contract (DESIGN.md section 2). A row's K values are split into
  * units of ST_CANON_UNIT values (one q8_1 activation block). Unit u belongs
