@@ -2,7 +2,9 @@
  * expert layer through expert_grouped with a realistic routing, every dense
  * matrix through iq_mmvq), for n_tokens 1..8, without and with the table,
  * interleaved in one process. Passes only when every output byte is equal
- * and the step is not slower than the limit. */
+ * and the step is not slower than the limit; a step measured slower is
+ * measured again, and only a confirmed slowdown refuses the table (noisy
+ * machines: the CPU backend on 2 shared cores). */
 #include "strata/model.h"
 #include "strata/verify.h"
 #include "ctx_internal.h"
@@ -313,6 +315,35 @@ static void quiet_log(void *u, const char *line)
     snprintf((char *)u, 600, "%s", line);
 }
 
+/* Interleaved timing of one step without (SA, TA) and with (SB, TB) the
+ * table: ABAB..., the order flipped every round. */
+static st_status time_pair(st_ctx *c, const st_verify_options *o, const vops *v, st_table *tab, int nt, double *sa,
+                           double *sb, st_timing *ta, st_timing *tb)
+{
+    st_status s = ST_OK;
+    for (int r = 0; r < o->rounds && s == ST_OK; r++) {
+        for (int k = 0; k < 2 && s == ST_OK; k++) {
+            const bool with = (k == 0) == (r % 2 == 0);
+            st_table *prev = st_ctx_swap_table(c, with ? tab : NULL);
+            s = timed_step(c, v, nt, with ? &sb[r] : &sa[r]);
+            st_ctx_swap_table(c, prev);
+        }
+    }
+    if (s == ST_OK) {
+        st_timing_from_samples(sa, o->rounds, ta);
+        st_timing_from_samples(sb, o->rounds, tb);
+    }
+    return s;
+}
+
+/* Slower only when the median says so beyond the limit AND the
+ * interquartile ranges do not overlap: a difference inside the noise is
+ * not evidence. */
+static bool beyond_noise(const st_verify_options *o, const st_timing *ta, const st_timing *tb)
+{
+    return tb->median_us / ta->median_us - 1 > o->max_slowdown && tb->p25_us > ta->p75_us;
+}
+
 static st_status run_gate(st_ctx *c, const st_verify_options *o, const vops *v, st_table *tab, st_verify_result *res)
 {
     size_t total = 0;
@@ -352,19 +383,18 @@ static st_status run_gate(st_ctx *c, const st_verify_options *o, const vops *v, 
             }
             off += n;
         }
-        /* interleaved timing: ABAB..., the order flipped every round */
-        for (int r = 0; r < o->rounds && s == ST_OK; r++) {
-            for (int k = 0; k < 2 && s == ST_OK; k++) {
-                const bool with = (k == 0) == (r % 2 == 0);
-                st_table *prev = st_ctx_swap_table(c, with ? tab : NULL);
-                s = timed_step(c, v, nt, with ? &sb[r] : &sa[r]);
-                st_ctx_swap_table(c, prev);
-            }
+        st_timing ta, tb;
+        s = time_pair(c, o, v, tab, nt, sa, sb, &ta, &tb);
+        if (s == ST_OK && beyond_noise(o, &ta, &tb)) {
+            /* one slow measurement on a noisy machine is not yet evidence:
+             * a table is refused only when a second, independent
+             * interleaved measurement says the same */
+            if (!o->quiet)
+                st_log("verify: n_tokens %d: %+.1f%% with the table, beyond the noise; measuring again to confirm", nt,
+                       100 * (tb.median_us / ta.median_us - 1));
+            s = time_pair(c, o, v, tab, nt, sa, sb, &ta, &tb);
         }
         if (s != ST_OK) break;
-        st_timing ta, tb;
-        st_timing_from_samples(sa, o->rounds, &ta);
-        st_timing_from_samples(sb, o->rounds, &tb);
         res->base_us[nt - 1] = ta.median_us;
         res->table_us[nt - 1] = tb.median_us;
         res->base_spread[nt - 1] = ta.spread;
@@ -374,9 +404,7 @@ static st_status run_gate(st_ctx *c, const st_verify_options *o, const vops *v, 
             worst = slow;
             worst_nt = nt;
         }
-        /* Slower only when the median says so AND the interquartile ranges
-         * do not overlap: a difference inside the noise is not evidence. */
-        if (slow > o->max_slowdown && tb.p25_us > ta.p75_us) res->not_slower = false;
+        if (beyond_noise(o, &ta, &tb)) res->not_slower = false;
         if (!o->quiet)
             st_log("verify: n_tokens %d: step %.1f us without the table, %.1f us with it (%+.1f%%; spreads %.1f%% / %.1f%%)%s",
                    nt, ta.median_us, tb.median_us, 100 * slow, 100 * ta.spread, 100 * tb.spread,

@@ -1,6 +1,8 @@
 /* strata-tune: the end-to-end gate. A table may be installed only if a whole
  * decode step with it gives the same output bytes as without it, for every
- * layer and token count, and is not slower than the limit (2%). */
+ * layer and token count, and is not slower than the limit (2%) in two
+ * independent interleaved measurements (a slowdown is confirmed before it
+ * refuses). */
 #ifndef STRATA_VERIFY_H
 #define STRATA_VERIFY_H
 
