@@ -4,6 +4,8 @@
 
 #include "dot.h"
 
+#include <type_traits>
+
 /* q8_1 of one 32-value block held one value per lane (the whole warp takes
  * part): d = max|x|/127, q = roundf(x/d), s = butterfly sum, d and s as f16.
  * The one implementation every q8_1 path on the device uses. */
@@ -88,6 +90,16 @@ static inline int st_lanes_for_units(int nu, int min_lanes)
  * for several tokens when the matrix has rows enough to keep >= ~2 blocks of
  * 4 warps per SM slot busy, else 1. */
 static inline int st_mmvq_rows_per_group(int nt, int64_t rows) { return nt > 1 && rows >= 8192 ? 2 : 1; }
+
+/* Calls F(std::integral_constant<int, T>) for the lanes per row T (8, 16,
+ * else 32) chosen at run time: the one place the launchers turn the
+ * default's sub-warp choice into a template argument. */
+template <typename F> static inline st_rt_error st_by_lanes(int t, F f)
+{
+    if (t == 8) return f(std::integral_constant<int, 8>());
+    if (t == 16) return f(std::integral_constant<int, 16>());
+    return f(std::integral_constant<int, 32>());
+}
 
 static inline int st_nt_bucket(int n) { return n <= 1 ? 1 : n <= 2 ? 2 : n <= 4 ? 4 : 8; }
 

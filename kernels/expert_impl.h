@@ -399,36 +399,26 @@ static st_rt_error st_gate_up_nt(const st_launch &L, const st_expert_args &a, co
     const int rpb = 128 / p.gu_t;
     if (p.fused) { /* the default: one pair per block row, pairs in expert order */
         dim3 pg((a.n_ff + rpb - 1) / rpb, (np + a.ppb - 1) / a.ppb);
-#define ST_GU_PAIRS(TT)                                                                                             \
-    ST_STAGE_DISPATCH(p.stage_grid,                                                                                 \
-                      (st_gate_up_kernel<TYPE, TT, 1, SG, 128, GROUP_PAIRS><<<pg, 128, 0, L.stream>>>(a, L.grids)),    \
-                      (st_gate_up_kernel<TYPE, TT, 1, false, 128, GROUP_PAIRS><<<pg, 128, 0, L.stream>>>(a, L.grids)))
-        if (p.gu_t == 8)
-            ST_GU_PAIRS(8);
-        else if (p.gu_t == 16)
-            ST_GU_PAIRS(16);
-        else
-            ST_GU_PAIRS(32);
-#undef ST_GU_PAIRS
-        return st_rt_get_last_error();
+        return st_by_lanes(p.gu_t, [&](auto tt) {
+            constexpr int TT = decltype(tt)::value;
+            ST_STAGE_DISPATCH(p.stage_grid,
+                              (st_gate_up_kernel<TYPE, TT, 1, SG, 128, GROUP_PAIRS><<<pg, 128, 0, L.stream>>>(a, L.grids)),
+                              (st_gate_up_kernel<TYPE, TT, 1, false, 128, GROUP_PAIRS><<<pg, 128, 0, L.stream>>>(a, L.grids)));
+            return st_rt_get_last_error();
+        });
     }
     dim3 grid((a.n_ff + rpb - 1) / rpb, groups);
     if (p.grouped_v1) {
         st_gate_up_kernel<TYPE, 32, NT, SG, 128, GROUP_V1><<<dim3((a.n_ff + 3) / 4, groups), 128, 0, L.stream>>>(a, L.grids);
         return st_rt_get_last_error();
     }
-#define ST_GU_DEFAULT(TT)                                                                                          \
-    ST_STAGE_DISPATCH(p.stage_grid,                                                                                \
-                      (st_gate_up_kernel<TYPE, TT, NT, SG, 128, GROUP_SORTED><<<grid, 128, 0, L.stream>>>(a, L.grids)), \
-                      (st_gate_up_kernel<TYPE, TT, NT, false, 128, GROUP_SORTED><<<grid, 128, 0, L.stream>>>(a, L.grids)))
-    if (p.gu_t == 8)
-        ST_GU_DEFAULT(8);
-    else if (p.gu_t == 16)
-        ST_GU_DEFAULT(16);
-    else
-        ST_GU_DEFAULT(32);
-#undef ST_GU_DEFAULT
-    return st_rt_get_last_error();
+    return st_by_lanes(p.gu_t, [&](auto tt) {
+        constexpr int TT = decltype(tt)::value;
+        ST_STAGE_DISPATCH(p.stage_grid,
+                          (st_gate_up_kernel<TYPE, TT, NT, SG, 128, GROUP_SORTED><<<grid, 128, 0, L.stream>>>(a, L.grids)),
+                          (st_gate_up_kernel<TYPE, TT, NT, false, 128, GROUP_SORTED><<<grid, 128, 0, L.stream>>>(a, L.grids)));
+        return st_rt_get_last_error();
+    });
 }
 
 template <int TYPE, int NT>
@@ -459,29 +449,23 @@ static st_rt_error st_down_nt(const st_launch &L, const st_expert_args &a, const
         default: return ST_RT_INVALID_VALUE;
         }
     }
-    if (p.fused) {
-        if (p.dn_t == 8) return st_down_fused2<TYPE, NT, 8, 128>(L, a, p.stage_grid, groups);
-        if (p.dn_t == 16) return st_down_fused2<TYPE, NT, 16, 128>(L, a, p.stage_grid, groups);
-        return st_down_fused2<TYPE, NT, 32, 128>(L, a, p.stage_grid, groups);
-    }
+    if (p.fused)
+        return st_by_lanes(p.dn_t, [&](auto tt) {
+            return st_down_fused2<TYPE, NT, decltype(tt)::value, 128>(L, a, p.stage_grid, groups);
+        });
     if (p.grouped_v1) {
         st_down_fused_kernel<TYPE, 32, NT, SG, 128, GROUP_V1><<<(a.n_embd + 3) / 4, 128, 0, L.stream>>>(a, L.grids);
         return st_rt_get_last_error();
     }
     const int rpb = 128 / p.dn_t;
     const unsigned grid = (unsigned)((a.n_embd + rpb - 1) / rpb);
-#define ST_DN_DEFAULT(TT)                                                                                          \
-    ST_STAGE_DISPATCH(p.stage_grid,                                                                                \
-                      (st_down_fused_kernel<TYPE, TT, NT, SG, 128, GROUP_SORTED><<<grid, 128, 0, L.stream>>>(a, L.grids)), \
-                      (st_down_fused_kernel<TYPE, TT, NT, false, 128, GROUP_SORTED><<<grid, 128, 0, L.stream>>>(a, L.grids)))
-    if (p.dn_t == 8)
-        ST_DN_DEFAULT(8);
-    else if (p.dn_t == 16)
-        ST_DN_DEFAULT(16);
-    else
-        ST_DN_DEFAULT(32);
-#undef ST_DN_DEFAULT
-    return st_rt_get_last_error();
+    return st_by_lanes(p.dn_t, [&](auto tt) {
+        constexpr int TT = decltype(tt)::value;
+        ST_STAGE_DISPATCH(p.stage_grid,
+                          (st_down_fused_kernel<TYPE, TT, NT, SG, 128, GROUP_SORTED><<<grid, 128, 0, L.stream>>>(a, L.grids)),
+                          (st_down_fused_kernel<TYPE, TT, NT, false, 128, GROUP_SORTED><<<grid, 128, 0, L.stream>>>(a, L.grids)));
+        return st_rt_get_last_error();
+    });
 }
 
 /* A block serves its expert's pairs one at a time (NT = 1): the rows it

@@ -96,27 +96,22 @@ static st_rt_error st_mmvq_nt(const st_launch &L, const st_mat_dev &m, const st_
         const bool rw2 = st_mmvq_rows_per_group(NT, m.rows) == 2;
         const int rpb = 4 * 32 / t * (rw2 ? 2 : 1);
         const unsigned grid = (unsigned)((m.rows + rpb - 1) / rpb);
-#define ST_DEFAULT_LAUNCH_RW(TT, RWV)                                                                        \
-    if (stage)                                                                                                \
-        st_mmvq_default_kernel<TYPE, TT, NT, RWV, true><<<grid, 128, 0, L.stream>>>(m, x.qs, x.d, nt, y, L.grids); \
-    else                                                                                                      \
-        st_mmvq_default_kernel<TYPE, TT, NT, RWV, false><<<grid, 128, 0, L.stream>>>(m, x.qs, x.d, nt, y, L.grids);
-#define ST_DEFAULT_LAUNCH(TT)              \
-    if (rw2 && NT > 1) {                   \
-        ST_DEFAULT_LAUNCH_RW(TT, (NT > 1 ? 2 : 1)) \
-    } else {                               \
-        ST_DEFAULT_LAUNCH_RW(TT, 1)        \
-    }
-        if (t == 8) {
-            ST_DEFAULT_LAUNCH(8)
-        } else if (t == 16) {
-            ST_DEFAULT_LAUNCH(16)
-        } else {
-            ST_DEFAULT_LAUNCH(32)
-        }
-#undef ST_DEFAULT_LAUNCH
-#undef ST_DEFAULT_LAUNCH_RW
-        return st_rt_get_last_error();
+        return st_by_lanes(t, [&](auto tt) {
+            constexpr int TT = decltype(tt)::value;
+            constexpr int RW2 = NT > 1 ? 2 : 1; /* no two-row kernels for one token */
+            if (rw2 && NT > 1) {
+                if (stage)
+                    st_mmvq_default_kernel<TYPE, TT, NT, RW2, true><<<grid, 128, 0, L.stream>>>(m, x.qs, x.d, nt, y, L.grids);
+                else
+                    st_mmvq_default_kernel<TYPE, TT, NT, RW2, false><<<grid, 128, 0, L.stream>>>(m, x.qs, x.d, nt, y, L.grids);
+            } else {
+                if (stage)
+                    st_mmvq_default_kernel<TYPE, TT, NT, 1, true><<<grid, 128, 0, L.stream>>>(m, x.qs, x.d, nt, y, L.grids);
+                else
+                    st_mmvq_default_kernel<TYPE, TT, NT, 1, false><<<grid, 128, 0, L.stream>>>(m, x.qs, x.d, nt, y, L.grids);
+            }
+            return st_rt_get_last_error();
+        });
     }
     switch (rows) {
 #define ST_ROWS_CASE(R)                                                                                       \
