@@ -11,6 +11,7 @@
 #include "internal.h"
 #include "randgen.h"
 #include "tuner_internal.h"
+#include "verify_internal.h"
 #include "vmodel.h"
 
 #include <math.h>
@@ -336,12 +337,43 @@ static st_status time_pair(st_ctx *c, const st_verify_options *o, const vops *v,
     return s;
 }
 
-/* Slower only when the median says so beyond the limit AND the
- * interquartile ranges do not overlap: a difference inside the noise is
- * not evidence. */
-static bool beyond_noise(const st_verify_options *o, const st_timing *ta, const st_timing *tb)
+bool st_gate_beyond_noise(double max_slowdown, const st_timing *base, const st_timing *with)
 {
-    return tb->median_us / ta->median_us - 1 > o->max_slowdown && tb->p25_us > ta->p75_us;
+    return with->median_us / base->median_us - 1 > max_slowdown && with->p25_us > base->p75_us;
+}
+
+st_status st_gate_judge(st_gate_measure_fn measure, void *user, double max_slowdown, int nt, bool quiet,
+                        st_timing *base, st_timing *with, bool *slower, int *measurements)
+{
+    *slower = false;
+    *measurements = 1;
+    ST_TRY(measure(user, base, with));
+    if (!st_gate_beyond_noise(max_slowdown, base, with)) return ST_OK;
+    /* one slow measurement on a noisy machine is not yet evidence: a table
+     * is refused only when a second, independent interleaved measurement
+     * says the same */
+    if (!quiet)
+        st_log("verify: n_tokens %d: %+.1f%% with the table, beyond the noise; measuring again to confirm", nt,
+               100 * (with->median_us / base->median_us - 1));
+    *measurements = 2;
+    ST_TRY(measure(user, base, with));
+    *slower = st_gate_beyond_noise(max_slowdown, base, with);
+    return ST_OK;
+}
+
+typedef struct {
+    st_ctx *c;
+    const st_verify_options *o;
+    const vops *v;
+    st_table *tab;
+    int nt;
+    double *sa, *sb;
+} pair_job;
+
+static st_status measure_pair(void *user, st_timing *base, st_timing *with)
+{
+    pair_job *j = user;
+    return time_pair(j->c, j->o, j->v, j->tab, j->nt, j->sa, j->sb, base, with);
 }
 
 static st_status run_gate(st_ctx *c, const st_verify_options *o, const vops *v, st_table *tab, st_verify_result *res)
@@ -384,16 +416,10 @@ static st_status run_gate(st_ctx *c, const st_verify_options *o, const vops *v, 
             off += n;
         }
         st_timing ta, tb;
-        s = time_pair(c, o, v, tab, nt, sa, sb, &ta, &tb);
-        if (s == ST_OK && beyond_noise(o, &ta, &tb)) {
-            /* one slow measurement on a noisy machine is not yet evidence:
-             * a table is refused only when a second, independent
-             * interleaved measurement says the same */
-            if (!o->quiet)
-                st_log("verify: n_tokens %d: %+.1f%% with the table, beyond the noise; measuring again to confirm", nt,
-                       100 * (tb.median_us / ta.median_us - 1));
-            s = time_pair(c, o, v, tab, nt, sa, sb, &ta, &tb);
-        }
+        bool slower = false;
+        int measured = 0;
+        pair_job job = {c, o, v, tab, nt, sa, sb};
+        s = st_gate_judge(measure_pair, &job, o->max_slowdown, nt, o->quiet, &ta, &tb, &slower, &measured);
         if (s != ST_OK) break;
         res->base_us[nt - 1] = ta.median_us;
         res->table_us[nt - 1] = tb.median_us;
@@ -404,7 +430,7 @@ static st_status run_gate(st_ctx *c, const st_verify_options *o, const vops *v, 
             worst = slow;
             worst_nt = nt;
         }
-        if (beyond_noise(o, &ta, &tb)) res->not_slower = false;
+        if (slower) res->not_slower = false;
         if (!o->quiet)
             st_log("verify: n_tokens %d: step %.1f us without the table, %.1f us with it (%+.1f%%; spreads %.1f%% / %.1f%%)%s",
                    nt, ta.median_us, tb.median_us, 100 * slow, 100 * ta.spread, 100 * tb.spread,
