@@ -351,19 +351,6 @@ extern "C" st_status st_gpu_timer_stop(st_gpu *g, double *ms)
 
 extern "C" size_t st_gpu_llc_bytes(st_gpu *g) { return g->llc; }
 
-extern "C" int st_gpu_default_mmvq_equiv(const st_gpu_matrix *w, const st_dispatch_config *cfg)
-{
-    /* No rows variant is the default's own launch over a shape's token
-     * mix: with 32 lanes per row the default pipelines its weight loads at
-     * 1-2 tokens (the rows variants do not; at 4-8 tokens it is the rows-4
-     * kernel's code), with fewer lanes it is a sub-warp kernel, and a knob
-     * reroutes it elsewhere. So every variant is a real alternative the
-     * tuner may keep. */
-    (void)w;
-    (void)cfg;
-    return 0;
-}
-
 extern "C" void st_gpu_default_expert_equiv(int n_embd, int n_ff, const st_dispatch_config *cfg, int *gu, int *dn)
 {
     *gu = *dn = 0;

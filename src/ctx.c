@@ -315,12 +315,6 @@ st_status st_ctx_timer_stop(st_ctx *c, double *ms)
 
 size_t st_ctx_llc_bytes(st_ctx *c) { return c->backend == ST_BACKEND_GPU ? st_gpu_llc_bytes(c->gpu) : 0; }
 
-int st_ctx_default_mmvq_equiv(st_ctx *c, const st_matrix *w)
-{
-    if (c->backend == ST_BACKEND_GPU) return st_gpu_default_mmvq_equiv(&w->gpu, &c->cfg);
-    return 0; /* the CPU default splits rows by core count: no fixed rows value */
-}
-
 void st_ctx_default_expert_equiv(st_ctx *c, const st_experts *ex, int *gu, int *dn)
 {
     *gu = *dn = 0;

@@ -12,7 +12,6 @@ st_status st_ctx_timer_stop(st_ctx *c, double *ms);
 size_t st_ctx_llc_bytes(st_ctx *c);
 /* The rows variant (pair) whose launch equals the default chain's for the
  * shape under the context's dispatch, or 0 (0/0) when none does. */
-int st_ctx_default_mmvq_equiv(st_ctx *c, const st_matrix *w);
 void st_ctx_default_expert_equiv(st_ctx *c, const st_experts *ex, int *gu, int *dn);
 /* Probes: streaming read, copy, empty launch (queued; time them with the
  * timer). */

@@ -59,9 +59,8 @@ st_status st_gpu_timer_stop(st_gpu *g, double *ms);
 /* Last-level cache size of the device (L2; a MALL/Infinity Cache where the
  * runtime reports it), 0 when unknown. */
 size_t st_gpu_llc_bytes(st_gpu *g);
-/* The rows variant whose launch is identical to the default chain's for this
- * matrix under CFG, or 0 when the default is not such a launch. */
-int st_gpu_default_mmvq_equiv(const st_gpu_matrix *w, const st_dispatch_config *cfg);
+/* The expert rows pair (GU, DN) whose launches are identical to the default
+ * chain's for this shape under CFG, or 0/0 when there is none. */
 void st_gpu_default_expert_equiv(int n_embd, int n_ff, const st_dispatch_config *cfg, int *gu, int *dn);
 /* Bandwidth probes for the benchmark: a streaming read of BYTES at SRC (the
  * result lands in SINK so the reads cannot be optimised away), a

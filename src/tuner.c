@@ -277,18 +277,16 @@ static st_status tune_shape(st_ctx *ctx, const st_tune_options *o, const st_tune
     }
     rp->s = s;
     run_ctx r = *rp;
-    /* which variant is the default's own launch */
-    if (st == ST_OK) {
-        if (s->kind == ST_SHAPE_MMVQ) {
-            int eq = st_ctx_default_mmvq_equiv(ctx, r.m[0]);
-            for (int c = 1; c < res->n_cand; c++) res->cand[c].same_launch = eq && res->cand[c].rows == eq;
-        } else {
-            int gu, dn;
-            st_experts ex = {r.m[0], r.m[1], r.m[2], s->n_expert};
-            st_ctx_default_expert_equiv(ctx, &ex, &gu, &dn);
-            for (int c = 1; c < res->n_cand; c++)
-                res->cand[c].same_launch = gu && res->cand[c].gu_rows == gu && res->cand[c].dn_rows == dn;
-        }
+    /* which variant is the default's own launch. iq_mmvq has none: on the
+     * GPU its default pipelines the weight loads at 1-2 tokens (the rows
+     * variants do not) or is a sub-warp kernel, on the CPU it splits rows
+     * by core count, so every rows variant is a real alternative. */
+    if (st == ST_OK && s->kind == ST_SHAPE_EXPERT) {
+        int gu, dn;
+        st_experts ex = {r.m[0], r.m[1], r.m[2], s->n_expert};
+        st_ctx_default_expert_equiv(ctx, &ex, &gu, &dn);
+        for (int c = 1; c < res->n_cand; c++)
+            res->cand[c].same_launch = gu && res->cand[c].gu_rows == gu && res->cand[c].dn_rows == dn;
     }
     char key[128];
     shape_key(s, key, sizeof key);

@@ -27,7 +27,6 @@ st_status st_gpu_expert_grouped(st_gpu *g, const st_gpu_experts *ex, const float
 st_status st_gpu_timer_start(st_gpu *g) { return none(); }
 st_status st_gpu_timer_stop(st_gpu *g, double *ms) { return none(); }
 size_t st_gpu_llc_bytes(st_gpu *g) { return 0; }
-int st_gpu_default_mmvq_equiv(const st_gpu_matrix *w, const st_dispatch_config *cfg) { return 0; }
 void st_gpu_default_expert_equiv(int n_embd, int n_ff, const st_dispatch_config *cfg, int *gu, int *dn)
 {
     *gu = *dn = 0;
