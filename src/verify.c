@@ -337,27 +337,25 @@ static st_status time_pair(st_ctx *c, const st_verify_options *o, const vops *v,
     return s;
 }
 
-bool st_gate_beyond_noise(double max_slowdown, const st_timing *base, const st_timing *with)
+static bool beyond_noise(double max_slowdown, const st_timing *base, const st_timing *with)
 {
     return with->median_us / base->median_us - 1 > max_slowdown && with->p25_us > base->p75_us;
 }
 
 st_status st_gate_judge(st_gate_measure_fn measure, void *user, double max_slowdown, int nt, bool quiet,
-                        st_timing *base, st_timing *with, bool *slower, int *measurements)
+                        st_timing *base, st_timing *with, bool *slower)
 {
     *slower = false;
-    *measurements = 1;
     ST_TRY(measure(user, base, with));
-    if (!st_gate_beyond_noise(max_slowdown, base, with)) return ST_OK;
+    if (!beyond_noise(max_slowdown, base, with)) return ST_OK;
     /* one slow measurement on a noisy machine is not yet evidence: a table
      * is refused only when a second, independent interleaved measurement
      * says the same */
     if (!quiet)
         st_log("verify: n_tokens %d: %+.1f%% with the table, beyond the noise; measuring again to confirm", nt,
                100 * (with->median_us / base->median_us - 1));
-    *measurements = 2;
     ST_TRY(measure(user, base, with));
-    *slower = st_gate_beyond_noise(max_slowdown, base, with);
+    *slower = beyond_noise(max_slowdown, base, with);
     return ST_OK;
 }
 
@@ -417,9 +415,8 @@ static st_status run_gate(st_ctx *c, const st_verify_options *o, const vops *v, 
         }
         st_timing ta, tb;
         bool slower = false;
-        int measured = 0;
         pair_job job = {c, o, v, tab, nt, sa, sb};
-        s = st_gate_judge(measure_pair, &job, o->max_slowdown, nt, o->quiet, &ta, &tb, &slower, &measured);
+        s = st_gate_judge(measure_pair, &job, o->max_slowdown, nt, o->quiet, &ta, &tb, &slower);
         if (s != ST_OK) break;
         res->base_us[nt - 1] = ta.median_us;
         res->table_us[nt - 1] = tb.median_us;

@@ -13,17 +13,13 @@
  * the table. */
 typedef st_status (*st_gate_measure_fn)(void *user, st_timing *base, st_timing *with);
 
-/* Slower only when the median says so beyond MAX_SLOWDOWN (a fraction) AND
- * the interquartile ranges do not overlap: a difference inside the noise
- * is not evidence. */
-bool st_gate_beyond_noise(double max_slowdown, const st_timing *base, const st_timing *with);
-
-/* Measures once; when that says slower, logs "measuring again to confirm"
- * (unless QUIET) and measures again. *SLOWER is the second measurement's
- * verdict then (a slowdown is refused only when seen twice), else false.
- * BASE/WITH hold the measurement the verdict rests on; *MEASUREMENTS is 1
- * or 2. */
+/* Measures once; when that says slower (the median beyond MAX_SLOWDOWN, a
+ * fraction, AND the interquartile ranges apart: a difference inside the
+ * noise is not evidence), logs "measuring again to confirm" (unless QUIET)
+ * and measures again. *SLOWER is the second measurement's verdict then (a
+ * slowdown is refused only when seen twice), else false. BASE/WITH hold
+ * the measurement the verdict rests on. */
 st_status st_gate_judge(st_gate_measure_fn measure, void *user, double max_slowdown, int nt, bool quiet,
-                        st_timing *base, st_timing *with, bool *slower, int *measurements);
+                        st_timing *base, st_timing *with, bool *slower);
 
 #endif

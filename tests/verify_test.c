@@ -106,11 +106,12 @@ static st_status scripted(void *user, st_timing *base, st_timing *with)
     return ST_OK;
 }
 
+/* Runs the rule on S; *MEASURED = the measurements it asked for. */
 static void judge(script *s, bool *slower, int *measured, st_timing *with)
 {
     st_timing b;
-    assert_int_equal(st_gate_judge(scripted, s, 0.02, 1, true, &b, with, slower, measured), ST_OK);
-    assert_int_equal(s->calls, *measured);
+    assert_int_equal(st_gate_judge(scripted, s, 0.02, 1, true, &b, with, slower), ST_OK);
+    *measured = s->calls;
 }
 
 static void gate_rule_refuses_only_a_slowdown_seen_twice(void **state)
