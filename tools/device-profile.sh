@@ -4,8 +4,8 @@
 #   SKIP_TESTS=1 tools/device-check.sh tools/device-profile.sh ['SHAPE|REGEX'...]
 # Each job is 'SHAPE|REGEX': a bench shape and the demangled kernel names to
 # profile in it (one launch each after PROFILE_SKIP; speed of light, occupancy, scheduler and warp-state
-# statistics, memory workload, instruction mix), clocks left alone. Reports
-# and the SASS of the matched kernels go to $OUT.
+# statistics, memory workload, instruction mix), clocks left alone. The
+# reports go to $OUT/ncu.txt.
 set -uo pipefail
 OUT=${OUT:-build/device-logs}
 B=${BUILD_DIR:-$PWD/build/device}
@@ -31,9 +31,3 @@ for job in "$@"; do
     "$B/tools/tune_decode" bench --quick --no-suite --layers 0 --shape "$shape" >> "$OUT/ncu.txt" 2>&1
   echo "ncu '$shape' rc=$?"
 done
-if command -v cuobjdump > /dev/null; then
-  for o in $(find "$B" -name 'mmvq_iq3_s*.o' -o -name 'expert_iq3_s*.o' | head -4); do
-    cuobjdump -sass "$o" >> "$OUT/sass.txt" 2>&1
-  done
-  echo "sass: $(wc -l < "$OUT/sass.txt") lines -> sass.txt"
-fi
