@@ -22,9 +22,15 @@ install(EXPORT strata_tuneTargets NAMESPACE strata_tune:: FILE strata_tuneTarget
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/strata_tuneConfig.cmake.in
   ${PROJECT_BINARY_DIR}/strata_tuneConfig.cmake
   INSTALL_DESTINATION ${STRATA_INSTALL_CMAKEDIR})
-# 0.x: the SONAME is libstrata_tune.so.0, so any 0.y satisfies a request for 0.x.
+# Compatible versions follow the SONAME (src/CMakeLists.txt): the same
+# major.minor while the major is 0, the same major from 1.0 on.
+if(PROJECT_VERSION_MAJOR EQUAL 0)
+  set(_st_compat SameMinorVersion)
+else()
+  set(_st_compat SameMajorVersion)
+endif()
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/strata_tuneConfigVersion.cmake
-  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+  VERSION ${PROJECT_VERSION} COMPATIBILITY ${_st_compat})
 install(FILES ${PROJECT_BINARY_DIR}/strata_tuneConfig.cmake ${PROJECT_BINARY_DIR}/strata_tuneConfigVersion.cmake
   DESTINATION ${STRATA_INSTALL_CMAKEDIR})
 

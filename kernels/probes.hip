@@ -4,11 +4,6 @@
  * as the decode kernels. */
 #include "common.h"
 
-extern "C" {
-#include "gpu.h"
-#include "internal.h"
-}
-
 /* Each thread reads 16-byte vectors grid-stride and folds them into one
  * float; one store per block keeps the compiler from dropping the reads. */
 __global__ void __launch_bounds__(256) st_read_kernel(const uint4 *__restrict__ src, size_t n, float *sink)

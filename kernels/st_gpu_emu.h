@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../src/st_canon.h"
+#include "st_canon.h"
 
 #define ST_DEV static inline
 #define ST_WARP 32

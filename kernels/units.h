@@ -8,7 +8,7 @@
 
 #include "st_gpu.h"
 #include "layout.h"
-#include "../src/st_canon.h"
+#include "st_canon.h"
 
 /* ggml type ids */
 enum { T_Q8_0 = 8, T_Q4_K = 12, T_IQ3_XXS = 18, T_IQ4_NL = 20, T_IQ3_S = 21, T_IQ2_S = 22, T_IQ4_XS = 23 };

@@ -18,7 +18,7 @@ cat > "$OUT/gen/st_build_info.h" <<'H'
 H
 CXX=${HIP_CXX:-clang++-19}
 FLAGS=(-xhip --offload-arch=gfx1100 --rocm-path=/usr "--rocm-device-lib-path=$BC" -O3 -std=c++17
-       -ffp-contract=off -Iinclude -Isrc -Ikernels "-I$OUT/gen")
+       -ffp-contract=off -Iinclude -Isrc/contract -Ikernels "-I$OUT/gen")
 pids=()
 for f in kernels/*.hip; do
   n=$(basename "$f" .hip)

@@ -3,6 +3,8 @@
 #ifndef STRATA_FORMATS_H
 #define STRATA_FORMATS_H
 
+#include "strata/version.h"
+
 #include "strata/status.h"
 
 #include <stdbool.h>
@@ -37,34 +39,34 @@ typedef enum {
 #define ST_Q8_1_QK 32
 
 /* Whether T is one of the types above. */
-bool st_qtype_valid(int t);
+ST_API bool st_qtype_valid(int t);
 /* ggml's name ("iq3_s"), or "?" for an unknown type. */
-const char *st_qtype_name(st_qtype t);
+ST_API const char *st_qtype_name(st_qtype t);
 /* Parses a ggml type name (case-insensitive). ST_QTYPE_NONE when unknown. */
-st_qtype st_qtype_from_name(const char *name);
+ST_API st_qtype st_qtype_from_name(const char *name);
 /* Values per block (32 or 256); 0 for an unknown type. */
-int st_qtype_block_values(st_qtype t);
+ST_API int st_qtype_block_values(st_qtype t);
 /* Bytes per block; 0 for an unknown type. */
-int st_qtype_block_bytes(st_qtype t);
+ST_API int st_qtype_block_bytes(st_qtype t);
 /* Bytes of one row of K values; 0 when K is not a multiple of the block. */
-size_t st_qtype_row_bytes(st_qtype t, int64_t k);
+ST_API size_t st_qtype_row_bytes(st_qtype t, int64_t k);
 /* Space-separated list of the supported type names, for messages. */
-const char *st_qtype_names(void);
+ST_API const char *st_qtype_names(void);
 
 /* IEEE binary16 <-> binary32. f16->f32 is exact; f32->f16 rounds to nearest
  * even (overflow -> inf, NaN stays NaN). Same bits on every backend. */
-float st_f16_to_f32(uint16_t h);
-uint16_t st_f32_to_f16(float f);
+ST_API float st_f16_to_f32(uint16_t h);
+ST_API uint16_t st_f32_to_f16(float f);
 
 /* Dequantizes one row of K values from ggml block bytes SRC into DST, bit for
  * bit as ggml's to_float does. K must be a multiple of the block size. */
-st_status st_dequantize_row(st_qtype t, const void *src, float *dst, int64_t k);
+ST_API st_status st_dequantize_row(st_qtype t, const void *src, float *dst, int64_t k);
 
 /* Quantizes K f32 values (K a multiple of 32) to q8_1 blocks
  * (K/32 * 36 bytes): d = max|x|/127 (IEEE division), q = roundf(x/d),
  * s = butterfly sum of x (lane i adds lane i^o for o = 16,8,4,2,1), d and s
  * stored as f16. Produces the same bytes as the GPU kernels. */
-st_status st_quantize_q8_1(const float *x, void *dst, int64_t k);
+ST_API st_status st_quantize_q8_1(const float *x, void *dst, int64_t k);
 
 #ifdef __cplusplus
 }

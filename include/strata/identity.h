@@ -5,6 +5,8 @@
 #ifndef STRATA_IDENTITY_H
 #define STRATA_IDENTITY_H
 
+#include "strata/version.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -26,20 +28,20 @@ typedef struct {
 
 /* The CPU backend's identity: "cpu", the library version, the host compiler
  * hash, the selection space. */
-void st_identity_cpu(st_identity *id);
+ST_API void st_identity_cpu(st_identity *id);
 
 /* Whether the four header tokens of A and B are equal. */
-bool st_identity_matches(const st_identity *a, const st_identity *b);
+ST_API bool st_identity_matches(const st_identity *a, const st_identity *b);
 
 /* Writes "<arch> <runtime> <compiler> <space>" (no newline) into BUF.
  * Returns the length it needed (as snprintf). */
-int st_identity_header(const st_identity *id, char *buf, size_t n);
+ST_API int st_identity_header(const st_identity *id, char *buf, size_t n);
 
 /* Library version string ("0.1.0"). */
-const char *st_version(void);
+ST_API const char *st_version(void);
 
 /* Which GPU backend this build has: "none", "hip" or "cuda". */
-const char *st_gpu_backend_name(void);
+ST_API const char *st_gpu_backend_name(void);
 
 #ifdef __cplusplus
 }

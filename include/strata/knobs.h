@@ -2,6 +2,8 @@
 #ifndef STRATA_KNOBS_H
 #define STRATA_KNOBS_H
 
+#include "strata/version.h"
+
 #include "strata/status.h"
 #include "strata/variants.h"
 
@@ -26,23 +28,23 @@ typedef struct {
 } st_dispatch_config;
 
 /* Environment variable name of a knob ("STRATA_NO_SUB16_GU"). */
-const char *st_knob_env(st_knob k);
+ST_API const char *st_knob_env(st_knob k);
 /* Human description of the path a knob selects. */
-const char *st_knob_what(st_knob k);
+ST_API const char *st_knob_what(st_knob k);
 /* The reroute condition as text: "set (not 0)" or "=0" / "=1". */
-const char *st_knob_when(st_knob k);
+ST_API const char *st_knob_when(st_knob k);
 /* Whether VALUE (NULL = unset) activates knob K. */
-bool st_knob_value_active(st_knob k, const char *value);
+ST_API bool st_knob_value_active(st_knob k, const char *value);
 
 /* All knobs off (the default dispatch). */
-void st_dispatch_config_default(st_dispatch_config *cfg);
+ST_API void st_dispatch_config_default(st_dispatch_config *cfg);
 /* Reads every knob from the process environment. */
-void st_dispatch_config_from_env(st_dispatch_config *cfg);
+ST_API void st_dispatch_config_from_env(st_dispatch_config *cfg);
 /* The first active knob, or -1 when none is active. */
-int st_dispatch_config_first_active(const st_dispatch_config *cfg);
+ST_API int st_dispatch_config_first_active(const st_dispatch_config *cfg);
 /* Short name of the knob setting, as it appears in refusal messages:
  * "STRATA_NO_SUB16_GU" or "STRATA_IQ_STAGE_GRID=0". */
-const char *st_knob_label(st_knob k);
+ST_API const char *st_knob_label(st_knob k);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,8 @@
 #ifndef STRATA_MODEL_H
 #define STRATA_MODEL_H
 
+#include "strata/version.h"
+
 #include "strata/formats.h"
 #include "strata/status.h"
 
@@ -74,47 +76,47 @@ typedef struct {
  * a type the expert kernels do not support (ST_ERR_UNSUPPORTED). Dense
  * matrices of unsupported types do not fail: they are listed with type
  * ST_QTYPE_NONE. */
-st_status st_model_open(const char *path, st_model **out);
+ST_API st_status st_model_open(const char *path, st_model **out);
 
 /* Unmaps the file and frees everything. NULL is ok. */
-void st_model_close(st_model *m);
+ST_API void st_model_close(st_model *m);
 
 /* general.architecture ("qwen3moe"); "" when the file names none. */
-const char *st_model_arch(const st_model *m);
+ST_API const char *st_model_arch(const st_model *m);
 
 /* general.name; when absent, the file's base name without ".gguf". */
-const char *st_model_name(const st_model *m);
+ST_API const char *st_model_name(const st_model *m);
 
 /* <arch>.expert_used_count (experts each token picks); 0 if absent. */
-int st_model_expert_used(const st_model *m);
+ST_API int st_model_expert_used(const st_model *m);
 
 /* The expert layers, in increasing layer order. _at returns NULL past the
  * end. */
-size_t st_model_expert_layer_count(const st_model *m);
-const st_model_expert_layer *st_model_expert_layer_at(const st_model *m, size_t i);
+ST_API size_t st_model_expert_layer_count(const st_model *m);
+ST_API const st_model_expert_layer *st_model_expert_layer_at(const st_model *m, size_t i);
 
 /* The dense matrices in file order: blk.N.attn_*.weight,
  * blk.N.ffn_{gate,up,down}[_shexp].weight, a router blk.N.ffn_gate_inp.weight
  * only when its type is a supported quant type, and output.weight (or, when
  * the file has none, token_embd.weight as the tied output). 1-D tensors
  * (norms) are never listed. _at returns NULL past the end. */
-size_t st_model_matrix_count(const st_model *m);
-const st_model_matrix *st_model_matrix_at(const st_model *m, size_t i);
+ST_API size_t st_model_matrix_count(const st_model *m);
+ST_API const st_model_matrix *st_model_matrix_at(const st_model *m, size_t i);
 
 /* 2-D weights the decode multiplies in float rather than through the quant
  * kernels, so they are no decode shape: routers (blk.N.ffn_gate_inp.weight)
  * stored as f32/f16/any unsupported type. Listed so tools can say so. */
-size_t st_model_skipped_count(const st_model *m);
-const st_model_matrix *st_model_skipped_at(const st_model *m, size_t i);
+ST_API size_t st_model_skipped_count(const st_model *m);
+ST_API const st_model_matrix *st_model_skipped_at(const st_model *m, size_t i);
 
 /* The deduplicated decode shapes the tuner consumes, in first-seen order.
  * Expert shapes are keyed by (gu_type, down_type, n_embd, n_ff), in layer
  * order; mmvq shapes by (type, n_rows, n_cols) over the matrices whose type
  * is supported, in matrix order. _at returns NULL past the end. */
-size_t st_model_expert_shape_count(const st_model *m);
-const st_model_expert_shape *st_model_expert_shape_at(const st_model *m, size_t i);
-size_t st_model_mmvq_shape_count(const st_model *m);
-const st_model_mmvq_shape *st_model_mmvq_shape_at(const st_model *m, size_t i);
+ST_API size_t st_model_expert_shape_count(const st_model *m);
+ST_API const st_model_expert_shape *st_model_expert_shape_at(const st_model *m, size_t i);
+ST_API size_t st_model_mmvq_shape_count(const st_model *m);
+ST_API const st_model_mmvq_shape *st_model_mmvq_shape_at(const st_model *m, size_t i);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,8 @@
 #ifndef STRATA_REFERENCE_H
 #define STRATA_REFERENCE_H
 
+#include "strata/version.h"
+
 #include "strata/formats.h"
 #include "strata/status.h"
 
@@ -23,8 +25,8 @@ typedef struct {
 
 /* y[t][r] = row r of W (ROWS x K, ggml blocks of type T) . token t of XQ
  * (q8_1 blocks, [nt][K/32]) in canonical order, for t < NT (1..8). */
-st_status st_ref_mmvq(st_qtype t, const void *w, int64_t rows, int64_t k,
-                      const void *xq, int nt, float *y, const st_cpu_split *split);
+ST_API st_status st_ref_mmvq(st_qtype t, const void *w, int64_t rows, int64_t k,
+                             const void *xq, int nt, float *y, const st_cpu_split *split);
 
 /* The MoE FFN of one decode step. Expert e's gate and up weights are rows
  * e*n_ff .. e*n_ff+n_ff-1 of [n_expert*n_ff][n_embd] matrices of type
@@ -40,9 +42,9 @@ typedef struct {
  *   h = silu(gate_e . q8_1(x_t)) * (up_e . q8_1(x_t)); hq = q8_1(h);
  *   y = down_e . hq;  out[t] = sum_k wts[t*topk+k] * y in k order (fma).
  * Tokens that chose the same expert share one pass over its weights. */
-st_status st_ref_expert_grouped(const st_expert_weights *ew, const float *x,
-                                const int32_t *ids, const float *wts, int nt,
-                                int topk, float *out, const st_cpu_split *split);
+ST_API st_status st_ref_expert_grouped(const st_expert_weights *ew, const float *x,
+                                       const int32_t *ids, const float *wts, int nt,
+                                       int topk, float *out, const st_cpu_split *split);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,8 @@
 #ifndef STRATA_STATUS_H
 #define STRATA_STATUS_H
 
+#include "strata/version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -35,22 +37,22 @@ typedef enum {
 
 /* Human text for a status ("out of memory"). Never NULL; unknown values give
  * "unknown status". */
-const char *st_status_str(st_status s);
+ST_API const char *st_status_str(st_status s);
 
 /* The enumerator's name ("ST_ERR_NOMEM"). Never NULL. */
-const char *st_status_name(st_status s);
+ST_API const char *st_status_name(st_status s);
 
 /* The detailed message of the last failure on this thread (for example the
  * GPU runtime's own error text, or the parser's line and reason). Empty
  * string when none was recorded. Valid until the next library call on this
  * thread. */
-const char *st_last_error(void);
+ST_API const char *st_last_error(void);
 
 /* Where the library's user-facing lines go (the table engagement or refusal
  * line, progress of long work). LINE has no trailing newline. The default
  * sink writes LINE and a newline to stderr. Pass NULL to restore it. */
 typedef void (*st_log_fn)(void *user, const char *line);
-void st_set_log(st_log_fn fn, void *user);
+ST_API void st_set_log(st_log_fn fn, void *user);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,8 @@
 #ifndef STRATA_TABLE_H
 #define STRATA_TABLE_H
 
+#include "strata/version.h"
+
 #include "strata/formats.h"
 #include "strata/identity.h"
 #include "strata/knobs.h"
@@ -52,66 +54,66 @@ typedef struct {
  * On failure *OUT is NULL, MSG holds the one refusal line
  * ("decode tuning: PATH: ...") and the status is ST_ERR_REFUSED (identity,
  * space or knob) or ST_ERR_PARSE (the text is malformed). MSG may be NULL. */
-st_status st_table_parse(const char *buf, size_t len, const char *path,
-                         const st_identity *id, const st_dispatch_config *cfg,
-                         st_table **out, char *msg, size_t msglen);
+ST_API st_status st_table_parse(const char *buf, size_t len, const char *path,
+                                const st_identity *id, const st_dispatch_config *cfg,
+                                st_table **out, char *msg, size_t msglen);
 
 /* Parses without checking identity or knobs (for `table show` and tools
  * that inspect tables made elsewhere). Structure errors still refuse. */
-st_status st_table_parse_any(const char *buf, size_t len, const char *path,
-                             st_table **out, char *msg, size_t msglen);
+ST_API st_status st_table_parse_any(const char *buf, size_t len, const char *path,
+                                    st_table **out, char *msg, size_t msglen);
 
 /* Loads the table at PATH for identity ID. PATH is a table file, or a
  * directory: then the one *.table file in it whose header matches ID is
  * chosen (the others are skipped quietly; no match or several matches give
  * one clear line). Prints exactly one line through the log sink: the
  * engagement line or the refusal. */
-st_status st_table_load(const char *path, const st_identity *id,
-                        const st_dispatch_config *cfg, st_table **out);
+ST_API st_status st_table_load(const char *path, const st_identity *id,
+                               const st_dispatch_config *cfg, st_table **out);
 
 /* Reads the whole file at PATH into a malloc'd buffer (the caller frees). */
-st_status st_read_file(const char *path, char **buf, size_t *len);
+ST_API st_status st_read_file(const char *path, char **buf, size_t *len);
 
-void st_table_destroy(st_table *t);
+ST_API void st_table_destroy(st_table *t);
 
 /* An empty table for identity ID, for the tuner to fill and write. */
-st_status st_table_create(const st_identity *id, st_table **out);
+ST_API st_status st_table_create(const st_identity *id, st_table **out);
 /* Adds a shape. ST_ERR_INVALID_ARG for a rows value that is not compiled
  * in, a shape that does not fit its type, or a key already present. */
-st_status st_table_add_mmvq(st_table *t, const st_mmvq_key *key, int rows);
-st_status st_table_add_expert(st_table *t, const st_expert_key *key,
-                              int gu_rows, int down_rows);
+ST_API st_status st_table_add_mmvq(st_table *t, const st_mmvq_key *key, int rows);
+ST_API st_status st_table_add_expert(st_table *t, const st_expert_key *key,
+                                     int gu_rows, int down_rows);
 /* Adds a provenance comment (written as "# TEXT" after the header). */
-st_status st_table_add_comment(st_table *t, const char *text);
+ST_API st_status st_table_add_comment(st_table *t, const char *text);
 
 /* Number of shapes. */
-size_t st_table_count(const st_table *t);
+ST_API size_t st_table_count(const st_table *t);
 /* Header tokens of the table. */
-const st_identity *st_table_identity(const st_table *t);
+ST_API const st_identity *st_table_identity(const st_table *t);
 
 /* Lookups: true and the variant on a hit. */
-bool st_table_lookup_mmvq(const st_table *t, const st_mmvq_key *key, int *rows);
-bool st_table_lookup_expert(const st_table *t, const st_expert_key *key,
-                            int *gu_rows, int *down_rows);
+ST_API bool st_table_lookup_mmvq(const st_table *t, const st_mmvq_key *key, int *rows);
+ST_API bool st_table_lookup_expert(const st_table *t, const st_expert_key *key,
+                                   int *gu_rows, int *down_rows);
 
 /* Iteration over rows in file order, for show/coverage. */
-size_t st_table_mmvq_count(const st_table *t);
-size_t st_table_expert_count(const st_table *t);
-void st_table_mmvq_at(const st_table *t, size_t i, st_mmvq_key *key, int *rows);
-void st_table_expert_at(const st_table *t, size_t i, st_expert_key *key,
-                        int *gu_rows, int *down_rows);
+ST_API size_t st_table_mmvq_count(const st_table *t);
+ST_API size_t st_table_expert_count(const st_table *t);
+ST_API void st_table_mmvq_at(const st_table *t, size_t i, st_mmvq_key *key, int *rows);
+ST_API void st_table_expert_at(const st_table *t, size_t i, st_expert_key *key,
+                               int *gu_rows, int *down_rows);
 
 /* The table as text (header, comments, rows); malloc'd, caller frees. */
-st_status st_table_format(const st_table *t, char **text, size_t *len);
+ST_API st_status st_table_format(const st_table *t, char **text, size_t *len);
 
 /* Writes the table to PATH atomically: a temporary file in the same
  * directory, fsync, rename over PATH, fsync of the directory. On any failure
  * PATH is untouched and the temporary file removed. */
-st_status st_table_write_atomic(const st_table *t, const char *path);
+ST_API st_status st_table_write_atomic(const st_table *t, const char *path);
 
 /* Whether rows value R is a compiled-in mmvq variant; likewise the pair. */
-bool st_mmvq_rows_valid(int r);
-bool st_expert_rows_valid(int gu, int dn);
+ST_API bool st_mmvq_rows_valid(int r);
+ST_API bool st_expert_rows_valid(int gu, int dn);
 
 #ifdef __cplusplus
 }

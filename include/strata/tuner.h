@@ -14,6 +14,8 @@
 #ifndef STRATA_TUNER_H
 #define STRATA_TUNER_H
 
+#include "strata/version.h"
+
 #include "strata/decode.h"
 #include "strata/status.h"
 
@@ -45,7 +47,7 @@ typedef struct {
     volatile int *stop;     /* set non-zero (e.g. by SIGINT) to stop cleanly; no table is written */
 } st_tune_options;
 
-void st_tune_options_default(st_tune_options *o);
+ST_API void st_tune_options_default(st_tune_options *o);
 
 typedef struct {
     int shapes;          /* shapes tuned */
@@ -63,7 +65,7 @@ typedef struct {
  * unless quiet. Returns ST_ERR_MISMATCH if any candidate disagreed with the
  * default (the table is still written without it), ST_ERR_INTERRUPTED when
  * stopped (nothing written). */
-st_status st_tune_run(st_ctx *ctx, const st_tune_options *opt, st_tune_result *res);
+ST_API st_status st_tune_run(st_ctx *ctx, const st_tune_options *opt, st_tune_result *res);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,8 @@
 #ifndef STRATA_VERIFY_H
 #define STRATA_VERIFY_H
 
+#include "strata/version.h"
+
 #include "strata/decode.h"
 
 #ifdef __cplusplus
@@ -25,7 +27,7 @@ typedef struct {
     volatile int *stop;
 } st_verify_options;
 
-void st_verify_options_default(st_verify_options *o);
+ST_API void st_verify_options_default(st_verify_options *o);
 
 typedef struct {
     bool bytes_equal;         /* every layer, every token count */
@@ -40,7 +42,7 @@ typedef struct {
 /* Runs the gate on CTX (whose own engaged table, if any, is left as it was).
  * ST_OK with res->passed true or false; other statuses for errors (bad
  * model, table that does not engage here, ...). */
-st_status st_verify_run(st_ctx *ctx, const st_verify_options *opt, st_verify_result *res);
+ST_API st_status st_verify_run(st_ctx *ctx, const st_verify_options *opt, st_verify_result *res);
 
 #ifdef __cplusplus
 }

@@ -72,8 +72,8 @@ if [ -e "$L/libstrata_tune.so" ]; then
   SHARED=1
   real=$(readlink -f "$L/libstrata_tune.so")
   case "$(basename "$real")" in libstrata_tune.so.*.*.*) ;; *) fail "libstrata_tune.so -> $real is not versioned" ;; esac
-  major=${real##*/libstrata_tune.so.}
-  soname=libstrata_tune.so.${major%%.*}
+  soname=$(objdump -p "$real" | awk '$1 == "SONAME" {print $2}')
+  case "$soname" in libstrata_tune.so.*) ;; *) fail "libstrata_tune has no SONAME ($soname)" ;; esac
   [ -L "$L/$soname" ] || fail "no SONAME link $soname in $L"
   echo "shared: libstrata_tune.so -> $soname -> $(basename "$real")"
 elif [ -e "$L/libstrata_tune.a" ]; then

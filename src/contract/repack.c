@@ -5,7 +5,7 @@
  * 4k + t to bit k + 8t, so the decoder gets group k's four signs, one per
  * byte, with a shift and a mask). Lossless. */
 #include "repack.h"
-#include "../kernels/layout.h"
+#include "layout.h"
 #include "internal.h"
 
 #include <string.h>
