@@ -3,6 +3,7 @@
 #define ST_KERNELS_COMMON_H
 
 #include "dot.h"
+#include "strata/limits.h"
 
 #include <type_traits>
 
@@ -57,7 +58,7 @@ struct st_expert_args {
     st_xplanes hq;   /* pairs, n_ff */
     float *y;        /* [np][n_embd] (TSUM, V2 down) */
     float *partial;  /* [np][n_ff][2][32] (V2K) */
-    int32_t *groups; /* GROUPED_V1 table: [0] = count, [1..256] experts, then per group pair lists */
+    int32_t *groups; /* GROUPED_V1 table: [0] = count, [1..count] the used experts (at most ST_MAX_PAIRS) */
     uint32_t *tickets; /* fused down: one counter per row block, left at 0 */
     int ppb;           /* GROUP_PAIRS: pairs per block (expert order) */
     float *out;      /* [nt][n_embd] */

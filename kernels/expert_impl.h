@@ -19,6 +19,11 @@
 
 enum { GROUP_SORTED = 0, GROUP_V1 = 1, GROUP_NONE = 2, GROUP_PAIRS = 3 };
 
+/* The shared arrays below are sized by the public limits: one flag per
+ * expert (a ballot of 32 per step), one slot per (token, slot) pair. */
+static_assert(ST_MAX_EXPERTS % 32 == 0, "st_expert_list ballots 32 experts at a time");
+static_assert(ST_MAX_PAIRS == ST_MAX_TOKENS * ST_MAX_TOPK, "pairs are tokens x top-k");
+
 /* GROUP_PAIRS: the (token, slot) pairs sorted by expert id (then by pair
  * index); block y takes ranks [y*ppb, y*ppb + ppb) of that order. A shared
  * expert's pairs are adjacent, so they run in the same or neighbouring
@@ -55,14 +60,14 @@ ST_DEV int st_expert_list(const st_expert_args &a, int *s_flags, int *s_list, in
     const int np = a.nt * a.topk;
     for (int p = threadIdx.x; p < np; p += blockDim.x) s_ids[p] = a.ids[p];
     if constexpr (MODE == GROUP_V1) {
-        for (int i = threadIdx.x; i <= 64; i += blockDim.x) {
-            if (i == 0) s_count = a.groups[0];
-            else s_list[i - 1] = a.groups[i];
-        }
+        /* only the COUNT entries the grouping launch wrote are read */
+        if (threadIdx.x == 0) s_count = a.groups[0];
+        __syncthreads();
+        for (int i = threadIdx.x; i < s_count; i += blockDim.x) s_list[i] = a.groups[1 + i];
         __syncthreads();
         return s_count;
     } else {
-    for (int e = threadIdx.x; e < 256; e += blockDim.x) s_flags[e] = 0;
+    for (int e = threadIdx.x; e < ST_MAX_EXPERTS; e += blockDim.x) s_flags[e] = 0;
     __syncthreads();
     for (int p = threadIdx.x; p < np; p += blockDim.x)
         if ((unsigned)s_ids[p] < (unsigned)a.n_expert) s_flags[s_ids[p]] = 1;
@@ -70,7 +75,7 @@ ST_DEV int st_expert_list(const st_expert_args &a, int *s_flags, int *s_list, in
     if (threadIdx.x < 32) {
         const int lane = threadIdx.x;
         int c = 0;
-        for (int chunk = 0; chunk < 8; chunk++) {
+        for (int chunk = 0; chunk < ST_MAX_EXPERTS / 32; chunk++) {
             const bool f = s_flags[chunk * 32 + lane] != 0;
             const uint32_t mask = st_ballot(f);
             if (f) s_list[c + st_popc(mask & ((1u << lane) - 1u))] = chunk * 32 + lane;
@@ -116,7 +121,7 @@ template <int TYPE, int T, int NT, bool STAGE, int THREADS, int MODE>
 __global__ void __launch_bounds__(THREADS) st_gate_up_kernel(st_expert_args a, st_grids gg)
 {
     __shared__ uint32_t s_grid[st_grid_bytes<TYPE>::n / 4 + 1];
-    __shared__ int s_flags[256], s_list[64], s_ids[64];
+    __shared__ int s_flags[ST_MAX_EXPERTS], s_list[ST_MAX_PAIRS], s_ids[ST_MAX_PAIRS];
     const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
     const int np = a.nt * a.topk;
     constexpr int RPB = THREADS / T;
@@ -169,7 +174,7 @@ template <int TYPE, int NT, bool STAGE>
 __global__ void __launch_bounds__(128) st_gate_up_v2k_kernel(st_expert_args a, st_grids gg)
 {
     __shared__ uint32_t s_grid[st_grid_bytes<TYPE>::n / 4 + 1];
-    __shared__ int s_flags[256], s_list[64], s_ids[64];
+    __shared__ int s_flags[ST_MAX_EXPERTS], s_list[ST_MAX_PAIRS], s_ids[ST_MAX_PAIRS];
     const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
     const int np = a.nt * a.topk;
     const int r = blockIdx.x * 8 + threadIdx.x / 16, s = 16 * blockIdx.z + threadIdx.x % 16;
@@ -200,14 +205,14 @@ __global__ void __launch_bounds__(THREADS) st_down_fused_kernel(st_expert_args a
 {
     constexpr int RPB = THREADS / T;
     __shared__ uint32_t s_grid[st_grid_bytes<TYPE>::n / 4 + 1];
-    __shared__ int s_flags[256], s_list[64], s_ids[64];
-    __shared__ float s_y[RPB][64];
+    __shared__ int s_flags[ST_MAX_EXPERTS], s_list[ST_MAX_PAIRS], s_ids[ST_MAX_PAIRS];
+    __shared__ float s_y[RPB][ST_MAX_PAIRS];
     const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
     const int np = a.nt * a.topk;
     const int rib = threadIdx.x / T, lane = threadIdx.x % T;
     const int i = blockIdx.x * RPB + rib;
     const int ii = i < a.n_embd ? i : a.n_embd - 1;
-    for (int k = lane; k < 64; k += T) s_y[rib][k] = 0.0f; /* pairs with invalid ids add 0 */
+    for (int k = lane; k < ST_MAX_PAIRS; k += T) s_y[rib][k] = 0.0f; /* pairs with invalid ids add 0 */
     const int count = st_expert_list<MODE>(a, s_flags, s_list, s_ids);
     for (int gi = 0; gi < count; gi++) {
         const int e = s_list[gi];
@@ -238,7 +243,7 @@ template <int TYPE, int NT, bool STAGE>
 __global__ void __launch_bounds__(128) st_down_slots_kernel(st_expert_args a, st_grids gg)
 {
     __shared__ uint32_t s_grid[st_grid_bytes<TYPE>::n / 4 + 1];
-    __shared__ int s_flags[256], s_list[64], s_ids[64];
+    __shared__ int s_flags[ST_MAX_EXPERTS], s_list[ST_MAX_PAIRS], s_ids[ST_MAX_PAIRS];
     const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
     const int np = a.nt * a.topk;
     const int i = blockIdx.x * 4 + threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -308,7 +313,7 @@ template <int TYPE, int T, bool STAGE, int THREADS>
 __global__ void __launch_bounds__(THREADS) st_down_fused2_kernel(st_expert_args a, st_grids gg)
 {
     __shared__ uint32_t s_grid[st_grid_bytes<TYPE>::n / 4 + 1];
-    __shared__ int s_rank[64], s_ids[64];
+    __shared__ int s_rank[ST_MAX_PAIRS], s_ids[ST_MAX_PAIRS];
     __shared__ int s_valid;
     __shared__ unsigned s_last;
     const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);

@@ -14,6 +14,7 @@
 #include "strata/formats.h"
 #include "strata/identity.h"
 #include "strata/knobs.h"
+#include "strata/limits.h"
 #include "strata/status.h"
 #include "strata/table.h"
 

@@ -1,7 +1,9 @@
 /* strata-tune: exact, tuned LLM decode kernels. The whole public API. */
 #ifndef STRATA_STRATA_H
 #define STRATA_STRATA_H
+#include "strata/version.h"
 #include "strata/status.h"
+#include "strata/limits.h"
 #include "strata/variants.h"
 #include "strata/knobs.h"
 #include "strata/identity.h"

@@ -18,6 +18,7 @@
 #include "strata/formats.h"
 #include "strata/identity.h"
 #include "strata/knobs.h"
+#include "strata/limits.h"
 #include "strata/status.h"
 
 #include <stdbool.h>
@@ -34,7 +35,7 @@ typedef struct {
     st_qtype down_type; /* down weights */
     int n_embd;         /* K of gate/up, rows of down */
     int n_ff;           /* rows of gate/up, K of down */
-    int n_tokens;       /* 1..8 */
+    int n_tokens;       /* 1..ST_MAX_TOKENS */
 } st_expert_key;
 
 typedef struct {
@@ -45,7 +46,7 @@ typedef struct {
 
 /* Limits the parser enforces on a shape. */
 #define ST_TABLE_MAX_DIM (1 << 20)
-#define ST_TABLE_MAX_TOKENS 8
+#define ST_TABLE_MAX_TOKENS ST_MAX_TOKENS
 
 /* Parses table text BUF[0..LEN) (need not be NUL-terminated) named PATH
  * (used only in messages) and checks it against identity ID and dispatch
@@ -66,10 +67,19 @@ ST_API st_status st_table_parse_any(const char *buf, size_t len, const char *pat
 /* Loads the table at PATH for identity ID. PATH is a table file, or a
  * directory: then the one *.table file in it whose header matches ID is
  * chosen (the others are skipped quietly; no match or several matches give
- * one clear line). Prints exactly one line through the log sink: the
- * engagement line or the refusal. */
+ * one clear line). Prints exactly one line through the process's log sink
+ * (st_set_log): the engagement line or the refusal. */
 ST_API st_status st_table_load(const char *path, const st_identity *id,
                                const st_dispatch_config *cfg, st_table **out);
+
+/* The same without printing: the one line (engagement or refusal, at most
+ * MSGLEN - 1 bytes) is written to MSG instead. This is how a caller with its
+ * own log (a context, a tool) gets the line; nothing process-wide is
+ * touched. ST_TABLE_MSG_MAX bytes always hold the whole line. */
+#define ST_TABLE_MSG_MAX 8192
+ST_API st_status st_table_load_msg(const char *path, const st_identity *id,
+                                   const st_dispatch_config *cfg, st_table **out,
+                                   char *msg, size_t msglen);
 
 /* Reads the whole file at PATH into a malloc'd buffer (the caller frees). */
 ST_API st_status st_read_file(const char *path, char **buf, size_t *len);

@@ -17,6 +17,7 @@
 #include "strata/version.h"
 
 #include "strata/decode.h"
+#include "strata/limits.h"
 #include "strata/status.h"
 
 #ifdef __cplusplus
@@ -27,9 +28,9 @@ typedef struct {
     const char *model_path; /* GGUF model, or NULL for the demo set */
     const char *out_dir;    /* where the table and report go ("." if NULL) */
     double threshold;       /* keep threshold, fraction (0.01 = 1%) */
-    int ntok_mix[8];        /* decode mix for mmvq shapes (token counts) */
+    int ntok_mix[ST_MAX_TOKENS];        /* decode mix for mmvq shapes (token counts) */
     int n_ntok_mix;         /* 0 = 1..8 */
-    int expert_ntok[8];     /* token counts tuned for expert shapes */
+    int expert_ntok[ST_MAX_TOKENS];     /* token counts tuned for expert shapes */
     int n_expert_ntok;      /* 0 = same as the mix */
     bool do_expert, do_mmvq;
     bool quick;             /* fewer rounds and smaller rotation (for CI / smoke runs) */

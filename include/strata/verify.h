@@ -9,6 +9,7 @@
 #include "strata/version.h"
 
 #include "strata/decode.h"
+#include "strata/limits.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -34,7 +35,7 @@ typedef struct {
     bool not_slower;          /* every token count within max_slowdown */
     bool passed;
     int n_layers, n_ops;      /* expert layers, operations per step */
-    double base_us[8], table_us[8], base_spread[8], table_spread[8];
+    double base_us[ST_MAX_TOKENS], table_us[ST_MAX_TOKENS], base_spread[ST_MAX_TOKENS], table_spread[ST_MAX_TOKENS];
     int table_launches;       /* launches that came from the table over the 8 compared steps */
     char message[512];        /* the verdict, one line */
 } st_verify_result;

@@ -17,9 +17,6 @@ st_status st_fail(st_status s, const char *fmt, ...) ST_PRINTF(2, 3);
 void st_clear_error(void);
 /* One user-facing line through the st_set_log() sink. */
 void st_log(const char *fmt, ...) ST_PRINTF(1, 2);
-/* The current sink (NULL fn = the default), to restore after a temporary
- * capture with st_set_log. */
-void st_log_get(st_log_fn *fn, void **user);
 
 /* Propagate a failure: every error path is one line. */
 #define ST_TRY(expr)                          \

@@ -55,12 +55,6 @@ void st_set_log(st_log_fn fn, void *user)
     g_log_user = fn ? user : NULL;
 }
 
-void st_log_get(st_log_fn *fn, void **user)
-{
-    *fn = g_log_fn == default_log ? NULL : g_log_fn;
-    *user = g_log_user;
-}
-
 void st_log(const char *fmt, ...)
 {
     char line[8192];

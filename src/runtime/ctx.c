@@ -203,7 +203,8 @@ st_status st_iq_mmvq_variant(st_ctx *c, const st_matrix *w, const float *x, int 
 {
     if (!c || !w || !x || !y) return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: NULL argument");
     if (w->ctx != c) return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: matrix belongs to another context");
-    if (nt < 1 || nt > 8) return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: n_tokens %d is out of range 1..8", nt);
+    if (nt < 1 || nt > ST_MAX_TOKENS)
+        return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: n_tokens %d is out of range 1..%d (ST_MAX_TOKENS)", nt, ST_MAX_TOKENS);
     if (rows != 0 && !st_mmvq_rows_valid(rows))
         return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: rows %d is not a compiled-in variant", rows);
     if (rows)
@@ -233,8 +234,9 @@ static st_status check_experts(const st_ctx *c, const st_experts *ex)
     if (!ex || !ex->gate || !ex->up || !ex->down) return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: NULL weights");
     if (ex->gate->ctx != c || ex->up->ctx != c || ex->down->ctx != c)
         return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: weights belong to another context");
-    if (ex->n_expert < 1 || ex->n_expert > 256)
-        return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: n_expert %d is out of range 1..256", ex->n_expert);
+    if (ex->n_expert < 1 || ex->n_expert > ST_MAX_EXPERTS)
+        return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: n_expert %d is out of range 1..%d (ST_MAX_EXPERTS)", ex->n_expert,
+                       ST_MAX_EXPERTS);
     const st_matrix *g = ex->gate, *u = ex->up, *d = ex->down;
     if (g->type != u->type || g->rows != u->rows || g->cols != u->cols)
         return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: gate and up differ in type or shape");
@@ -253,8 +255,10 @@ st_status st_expert_grouped_variant(st_ctx *c, const st_experts *ex, const float
 {
     if (!c) return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: NULL context");
     ST_TRY(check_experts(c, ex));
-    if (nt < 1 || nt > 8) return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: n_tokens %d is out of range 1..8", nt);
-    if (topk < 1 || topk > 8) return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: top-k %d is out of range 1..8", topk);
+    if (nt < 1 || nt > ST_MAX_TOKENS)
+        return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: n_tokens %d is out of range 1..%d (ST_MAX_TOKENS)", nt, ST_MAX_TOKENS);
+    if (topk < 1 || topk > ST_MAX_TOPK)
+        return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: top-k %d is out of range 1..%d (ST_MAX_TOPK)", topk, ST_MAX_TOPK);
     bool dflt = gu_rows == 0 && down_rows == 0;
     if (!dflt && !st_expert_rows_valid(gu_rows, down_rows))
         return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: rows %d/%d is not a compiled-in variant", gu_rows, down_rows);

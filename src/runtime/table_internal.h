@@ -13,7 +13,6 @@
 #define ST_TABLE_MSG_PREFIX "decode tuning: "
 
 /* Room for one message line (path included). */
-#define ST_TABLE_MSG_MAX 8192
 
 typedef enum { ST_ROW_MMVQ, ST_ROW_EXPERT } st_row_kind;
 

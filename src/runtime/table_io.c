@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -93,21 +94,30 @@ st_status st_read_file(const char *path, char **buf, size_t *len)
 
 /* ---- loading ------------------------------------------------------------- */
 
+/* The one line of a load goes into MSG (never to a log sink here). */
+static void say(char *msg, size_t n, const char *fmt, ...) ST_PRINTF(3, 4);
+static void say(char *msg, size_t n, const char *fmt, ...)
+{
+    if (!msg || !n) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, n, fmt, ap);
+    va_end(ap);
+}
+
 static st_status load_file(const char *path, const st_identity *id, const st_dispatch_config *cfg,
-                           st_table **out)
+                           st_table **out, char *msg, size_t msglen)
 {
     char *buf = NULL;
     size_t len = 0;
     int err = 0;
     st_status s = st_read_file_err(path, &buf, &len, &err);
     if (s != ST_OK) {
-        st_log(ST_TABLE_MSG_PREFIX "%s: cannot read: %s", path, strerror(err ? err : EIO));
+        say(msg, msglen, ST_TABLE_MSG_PREFIX "%s: cannot read: %s", path, strerror(err ? err : EIO));
         return s;
     }
-    char msg[ST_TABLE_MSG_MAX];
-    s = st_table_parse(buf, len, path, id, cfg, out, msg, sizeof msg);
+    s = st_table_parse(buf, len, path, id, cfg, out, msg, msglen);
     free(buf);
-    st_log("%s", msg);
     return s;
 }
 
@@ -193,14 +203,14 @@ static bool header_matches(const char *path, const st_identity *id)
 }
 
 static st_status load_dir(const char *dir, const st_identity *id, const st_dispatch_config *cfg,
-                          st_table **out)
+                          st_table **out, char *msg, size_t msglen)
 {
     char **names = NULL;
     size_t n = 0;
     int err = 0;
     st_status s = list_tables(dir, &names, &n, &err);
     if (s != ST_OK) {
-        st_log(ST_TABLE_MSG_PREFIX "%s: cannot read: %s", dir, strerror(err ? err : EIO));
+        say(msg, msglen, ST_TABLE_MSG_PREFIX "%s: cannot read: %s", dir, strerror(err ? err : EIO));
         return s;
     }
     size_t matches = 0, first = 0;
@@ -220,18 +230,16 @@ static st_status load_dir(const char *dir, const st_identity *id, const st_dispa
     }
     if (matches == 1) {
         char *full = join(dir, names[first]);
-        s = full ? load_file(full, id, cfg, out) : ST_ERR_NOMEM;
-        if (!full) st_log(ST_TABLE_MSG_PREFIX "%s: cannot read: %s", dir, strerror(ENOMEM));
+        s = full ? load_file(full, id, cfg, out, msg, msglen) : ST_ERR_NOMEM;
+        if (!full) say(msg, msglen, ST_TABLE_MSG_PREFIX "%s: cannot read: %s", dir, strerror(ENOMEM));
         free(full);
     } else if (matches == 0) {
         char hdr[4 * ST_TOKEN_MAX + 16];
         st_identity_header(id, hdr, sizeof hdr);
-        st_log(ST_TABLE_MSG_PREFIX "%s: no table matches this process (%s); %zu tables skipped",
-               dir, hdr, n);
+        say(msg, msglen, ST_TABLE_MSG_PREFIX "%s: no table matches this process (%s); %zu tables skipped", dir, hdr, n);
         s = st_fail(ST_ERR_NOT_FOUND, "%s: no table matches this process", dir);
     } else {
-        st_log(ST_TABLE_MSG_PREFIX "%s: %zu tables match this process (%s): keep one", dir,
-               matches, list);
+        say(msg, msglen, ST_TABLE_MSG_PREFIX "%s: %zu tables match this process (%s): keep one", dir, matches, list);
         s = st_fail(ST_ERR_REFUSED, "%s: %zu tables match this process", dir, matches);
     }
     for (size_t i = 0; i < n; i++) free(names[i]);
@@ -239,22 +247,32 @@ static st_status load_dir(const char *dir, const st_identity *id, const st_dispa
     return s;
 }
 
-st_status st_table_load(const char *path, const st_identity *id, const st_dispatch_config *cfg,
-                        st_table **out)
+st_status st_table_load_msg(const char *path, const st_identity *id, const st_dispatch_config *cfg,
+                            st_table **out, char *msg, size_t msglen)
 {
+    if (msg && msglen) msg[0] = '\0';
     if (out) *out = NULL;
     if (!path || !id || !out) {
-        st_log(ST_TABLE_MSG_PREFIX "%s: cannot load: invalid arguments", path ? path : "(null)");
+        say(msg, msglen, ST_TABLE_MSG_PREFIX "%s: cannot load: invalid arguments", path ? path : "(null)");
         return st_fail(ST_ERR_INVALID_ARG, "table_load: NULL argument");
     }
     struct stat st;
     if (stat(path, &st) != 0) {
         int e = errno;
-        st_log(ST_TABLE_MSG_PREFIX "%s: cannot read: %s", path, strerror(e));
+        say(msg, msglen, ST_TABLE_MSG_PREFIX "%s: cannot read: %s", path, strerror(e));
         return st_fail(ST_ERR_IO, "%s: cannot read: %s", path, strerror(e));
     }
-    if (S_ISDIR(st.st_mode)) return load_dir(path, id, cfg, out);
-    return load_file(path, id, cfg, out);
+    if (S_ISDIR(st.st_mode)) return load_dir(path, id, cfg, out, msg, msglen);
+    return load_file(path, id, cfg, out, msg, msglen);
+}
+
+st_status st_table_load(const char *path, const st_identity *id, const st_dispatch_config *cfg,
+                        st_table **out)
+{
+    char msg[ST_TABLE_MSG_MAX];
+    st_status s = st_table_load_msg(path, id, cfg, out, msg, sizeof msg);
+    st_log("%s", msg);
+    return s;
 }
 
 /* ---- the atomic write ---------------------------------------------------- */

@@ -4,6 +4,7 @@
 #include "strata/model.h"
 #include "gguf.h"
 #include "internal.h"
+#include "strata/limits.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -232,6 +233,9 @@ static st_status build_layer(st_model *m, const expert_slots *s, int64_t expert_
     ST_TRY(check_expert_dims(gate, L.n_embd, L.n_ff, L.n_expert));
     ST_TRY(check_expert_dims(up, L.n_embd, L.n_ff, L.n_expert));
     ST_TRY(check_expert_dims(down, L.n_ff, L.n_embd, L.n_expert));
+    if (L.n_expert > ST_MAX_EXPERTS)
+        return st_fail(ST_ERR_UNSUPPORTED, "model: %s has %d experts, more than ST_MAX_EXPERTS (%d), the most experts per "
+                       "layer this build serves", gate->name, L.n_expert, ST_MAX_EXPERTS);
     if (expert_count >= 0 && expert_count != L.n_expert)
         return st_fail(ST_ERR_PARSE, "model: %s has %d experts, but %s.expert_count says %" PRId64, gate->name,
                        L.n_expert, m->arch, expert_count);
@@ -293,6 +297,12 @@ static st_status build(st_model *m, const char *name_fallback)
     int64_t used, expert_count;
     ST_TRY(arch_int(m, "expert_used_count", &used));
     ST_TRY(arch_int(m, "expert_count", &expert_count));
+    if (used > ST_MAX_TOPK)
+        return st_fail(ST_ERR_UNSUPPORTED, "model: %s.expert_used_count is %" PRId64 ", more than ST_MAX_TOPK (%d), the most "
+                       "experts per token this build serves", m->arch, used, ST_MAX_TOPK);
+    if (expert_count > ST_MAX_EXPERTS)
+        return st_fail(ST_ERR_UNSUPPORTED, "model: %s.expert_count is %" PRId64 ", more than ST_MAX_EXPERTS (%d), the most "
+                       "experts per layer this build serves", m->arch, expert_count, ST_MAX_EXPERTS);
     m->expert_used = used < 0 ? 0 : (int)used;
 
     bool has_output = st_gguf_find_tensor(m->g, "output.weight") != NULL;

@@ -140,17 +140,17 @@ static st_status setup(st_ctx *ctx, const st_tune_shape *s, const st_tune_option
     if (st != ST_OK) return st;
     /* inputs for up to 8 tokens */
     const int in = ex ? s->n_embd : s->cols, outn = ex ? s->n_embd : s->rows;
-    float *hx = malloc(sizeof(float) * 8 * (size_t)in);
+    float *hx = malloc(sizeof(float) * ST_MAX_TOKENS * (size_t)in);
     if (!hx) return st_fail(ST_ERR_NOMEM, "tune: out of memory");
-    st_random_floats(&rng, hx, 8 * (size_t)in, 1.0f);
-    st = st_ctx_alloc(ctx, sizeof(float) * 8 * (size_t)in, (void **)&r->x);
-    if (st == ST_OK) st = st_ctx_upload(ctx, r->x, hx, sizeof(float) * 8 * (size_t)in);
-    if (st == ST_OK) st = st_ctx_alloc(ctx, sizeof(float) * 8 * (size_t)outn, (void **)&r->y);
+    st_random_floats(&rng, hx, ST_MAX_TOKENS * (size_t)in, 1.0f);
+    st = st_ctx_alloc(ctx, sizeof(float) * ST_MAX_TOKENS * (size_t)in, (void **)&r->x);
+    if (st == ST_OK) st = st_ctx_upload(ctx, r->x, hx, sizeof(float) * ST_MAX_TOKENS * (size_t)in);
+    if (st == ST_OK) st = st_ctx_alloc(ctx, sizeof(float) * ST_MAX_TOKENS * (size_t)outn, (void **)&r->y);
     free(hx);
     if (st == ST_OK && ex) {
-        int32_t ids[64];
-        float wts[64];
-        st_random_routing(&rng, 8, s->topk, s->n_expert, ids, wts);
+        int32_t ids[ST_MAX_PAIRS];
+        float wts[ST_MAX_PAIRS];
+        st_random_routing(&rng, ST_MAX_TOKENS, s->topk, s->n_expert, ids, wts);
         st = st_ctx_alloc(ctx, sizeof ids, (void **)&r->ids);
         if (st == ST_OK) st = st_ctx_upload(ctx, r->ids, ids, sizeof ids);
         if (st == ST_OK) st = st_ctx_alloc(ctx, sizeof wts, (void **)&r->wts);
@@ -260,8 +260,8 @@ static st_status tune_shape(st_ctx *ctx, const st_tune_options *o, const st_tune
             memcpy(res->nts, o->ntok_mix, sizeof(int) * (size_t)o->n_ntok_mix);
             res->n_nts = o->n_ntok_mix;
         } else {
-            for (int i = 0; i < 8; i++) res->nts[i] = i + 1;
-            res->n_nts = 8;
+            for (int i = 0; i < ST_TUNE_MAX_NT; i++) res->nts[i] = i + 1;
+            res->n_nts = ST_TUNE_MAX_NT;
         }
     } else {
         res->nts[0] = s->n_tokens;
@@ -452,16 +452,6 @@ static int compare_previous(const char *path, const st_identity *id, const st_tu
     return changed;
 }
 
-typedef struct {
-    char line[1024];
-} capture;
-
-static void capture_line(void *user, const char *line)
-{
-    capture *c = user;
-    snprintf(c->line, sizeof c->line, "%s", line);
-}
-
 st_status st_tune_gate(st_ctx *ctx, const st_tune_options *o, const st_tune_shape_result *r, int n, const char *table_path,
                        st_verify_result *vr);
 
@@ -509,7 +499,7 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
     if (cache[0].s) free_run(&cache[0]);
     snprintf(res->table_path, sizeof res->table_path, "%s", table_path);
     snprintf(res->report_path, sizeof res->report_path, "%s", report_path);
-    char engage[1100] = "", verdict[600] = "";
+    char engage[ST_TABLE_MSG_MAX] = "", verdict[600] = "";
     st_table *t = NULL;
     if (st == ST_OK) st = build_table(ctx, o, r, n, report_path, &t, &res->kept_variants);
     if (st == ST_OK) {
@@ -539,18 +529,13 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
         if (st == ST_OK) st = st_table_write_atomic(t, table_path);
         if (st == ST_OK) {
             res->table_written = true;
-            capture cap = {""};
-            st_log_fn prev_fn;
-            void *prev_user;
-            st_log_get(&prev_fn, &prev_user);
-            st_set_log(capture_line, &cap);
+            char line[ST_TABLE_MSG_MAX];
             st_table *back = NULL;
-            st_status ls = st_table_load(table_path, id, st_ctx_dispatch(ctx), &back);
-            st_set_log(prev_fn, prev_user);
+            st_status ls = st_table_load_msg(table_path, id, st_ctx_dispatch(ctx), &back, line, sizeof line);
             res->engaged = ls == ST_OK && back != NULL;
             st_table_destroy(back);
-            snprintf(engage, sizeof engage, "%s", cap.line);
-            st_log("%s", cap.line);
+            snprintf(engage, sizeof engage, "%s", line);
+            st_log("%s", line);
         }
     }
     st_table_destroy(t);

@@ -7,7 +7,7 @@
 #include "strata/tuner.h"
 
 #define ST_TUNE_MAX_CAND 16
-#define ST_TUNE_MAX_NT 8
+#define ST_TUNE_MAX_NT ST_MAX_TOKENS
 
 typedef enum { ST_SHAPE_MMVQ = 0, ST_SHAPE_EXPERT = 1 } st_shape_kind;
 

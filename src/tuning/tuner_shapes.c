@@ -1,4 +1,5 @@
 /* The tuner's list of shapes: a model's, hand-given ones, or the demo set. */
+#include "strata/limits.h"
 #include "internal.h"
 #include "tuner_internal.h"
 
@@ -27,11 +28,14 @@ static st_status fits(const st_tune_shape *s)
     if (s->n_ff < 1 || s->n_ff % st_qtype_block_values(s->down_type))
         return st_fail(ST_ERR_INVALID_ARG, "expert: n_ff %d is not a positive multiple of %d, the block of %s",
                        s->n_ff, st_qtype_block_values(s->down_type), st_qtype_name(s->down_type));
-    if (s->n_tokens < 1 || s->n_tokens > 8)
-        return st_fail(ST_ERR_INVALID_ARG, "expert: n_tokens %d is out of range 1..8", s->n_tokens);
-    if (s->n_expert < 1 || s->n_expert > 256 || s->topk < 1 || s->topk > 8 || s->topk > s->n_expert)
-        return st_fail(ST_ERR_INVALID_ARG, "expert: %d experts with top-%d is out of range (1..256, 1..8)", s->n_expert,
-                       s->topk);
+    if (s->n_tokens < 1 || s->n_tokens > ST_MAX_TOKENS)
+        return st_fail(ST_ERR_INVALID_ARG, "expert: n_tokens %d is out of range 1..%d (ST_MAX_TOKENS)", s->n_tokens,
+                       ST_MAX_TOKENS);
+    if (s->n_expert < 1 || s->n_expert > ST_MAX_EXPERTS || s->topk < 1 || s->topk > ST_MAX_TOPK || s->topk > s->n_expert)
+        return st_fail(ST_ERR_INVALID_ARG,
+                       "expert: %d experts with top-%d is out of range (experts 1..%d ST_MAX_EXPERTS, top-k 1..%d ST_MAX_TOPK, "
+                       "at most the experts)",
+                       s->n_expert, s->topk, ST_MAX_EXPERTS, ST_MAX_TOPK);
     return ST_OK;
 }
 
@@ -109,13 +113,13 @@ static int expert_nts(const st_tune_options *o, int *nts)
         memcpy(nts, o->ntok_mix, sizeof(int) * (size_t)o->n_ntok_mix);
         return o->n_ntok_mix;
     }
-    for (int i = 0; i < 8; i++) nts[i] = i + 1;
-    return 8;
+    for (int i = 0; i < ST_TUNE_MAX_NT; i++) nts[i] = i + 1;
+    return ST_TUNE_MAX_NT;
 }
 
 static st_status from_model(const st_tune_options *o, const st_model *m, list *l)
 {
-    int nts[8], nn = expert_nts(o, nts);
+    int nts[ST_MAX_TOKENS], nn = expert_nts(o, nts);
     if (o->do_expert)
         for (size_t i = 0; i < st_model_expert_shape_count(m); i++) {
             const st_model_expert_shape *es = st_model_expert_shape_at(m, i);
@@ -145,7 +149,7 @@ static st_status from_model(const st_tune_options *o, const st_model *m, list *l
 
 static st_status demo(const st_tune_options *o, list *l)
 {
-    int nts[8], nn = expert_nts(o, nts);
+    int nts[ST_MAX_TOKENS], nn = expert_nts(o, nts);
     if (o->do_expert)
         for (size_t i = 0; i < sizeof DEMO_GU / sizeof DEMO_GU[0]; i++)
             for (int k = 0; k < nn; k++) {

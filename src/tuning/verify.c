@@ -60,7 +60,7 @@ static st_status add_op(vops *v, vop *op)
  * weights softmax-normalised over the chosen k, as qwen3moe routes. */
 static void route_router(const float *router, int n_embd, int n_expert, int topk, const float *x, int32_t *ids, float *w)
 {
-    float logit[256];
+    float logit[ST_MAX_EXPERTS];
     for (int e = 0; e < n_expert; e++) {
         double acc = 0;
         for (int k = 0; k < n_embd; k++) acc += (double)router[(size_t)e * n_embd + k] * x[k];
@@ -83,15 +83,15 @@ static void route_router(const float *router, int n_embd, int n_expert, int topk
 
 static st_status upload_inputs(st_ctx *c, st_rng *r, vop *op, const float *router)
 {
-    float *hx = malloc(sizeof(float) * 8 * (size_t)op->in);
+    float *hx = malloc(sizeof(float) * ST_MAX_TOKENS * (size_t)op->in);
     if (!hx) return st_fail(ST_ERR_NOMEM, "verify: out of memory");
-    st_random_floats(r, hx, 8 * (size_t)op->in, 1.0f);
-    st_status s = st_ctx_alloc(c, sizeof(float) * 8 * (size_t)op->in, (void **)&op->x);
-    if (s == ST_OK) s = st_ctx_upload(c, op->x, hx, sizeof(float) * 8 * (size_t)op->in);
-    if (s == ST_OK) s = st_ctx_alloc(c, sizeof(float) * 8 * (size_t)op->out, (void **)&op->y);
+    st_random_floats(r, hx, ST_MAX_TOKENS * (size_t)op->in, 1.0f);
+    st_status s = st_ctx_alloc(c, sizeof(float) * ST_MAX_TOKENS * (size_t)op->in, (void **)&op->x);
+    if (s == ST_OK) s = st_ctx_upload(c, op->x, hx, sizeof(float) * ST_MAX_TOKENS * (size_t)op->in);
+    if (s == ST_OK) s = st_ctx_alloc(c, sizeof(float) * ST_MAX_TOKENS * (size_t)op->out, (void **)&op->y);
     if (s == ST_OK && op->kind == ST_SHAPE_EXPERT) {
-        int32_t ids[64];
-        float w[64];
+        int32_t ids[ST_MAX_PAIRS];
+        float w[ST_MAX_PAIRS];
         for (int t = 0; t < 8; t++) {
             if (router)
                 route_router(router, op->in, op->n_expert, op->topk, hx + (size_t)t * op->in, ids + t * op->topk, w + t * op->topk);
@@ -286,7 +286,7 @@ size_t st_vmodel_weight_bytes(st_ctx *c, const st_vmodel *vm, int nt)
             total += (size_t)st_matrix_rows(op->m[0]) * st_qtype_row_bytes(st_matrix_type(op->m[0]), st_matrix_cols(op->m[0]));
             continue;
         }
-        int32_t ids[64];
+        int32_t ids[ST_MAX_PAIRS];
         if (st_ctx_download(c, ids, op->ids, sizeof(int32_t) * (size_t)(nt * op->topk)) != ST_OK) continue;
         int used = 0;
         for (int p = 0; p < nt * op->topk; p++) {
@@ -309,11 +309,6 @@ static st_status timed_step(st_ctx *c, const vops *v, int nt, double *us)
     ST_TRY(st_ctx_timer_stop(c, &ms));
     *us = ms * 1000.0;
     return ST_OK;
-}
-
-static void quiet_log(void *u, const char *line)
-{
-    snprintf((char *)u, 600, "%s", line);
 }
 
 /* Interleaved timing of one step without (SA, TA) and with (SB, TB) the
@@ -377,7 +372,7 @@ static st_status measure_pair(void *user, st_timing *base, st_timing *with)
 static st_status run_gate(st_ctx *c, const st_verify_options *o, const vops *v, st_table *tab, st_verify_result *res)
 {
     size_t total = 0;
-    for (int i = 0; i < v->n; i++) total += 8 * (size_t)v->ops[i].out;
+    for (int i = 0; i < v->n; i++) total += ST_MAX_TOKENS * (size_t)v->ops[i].out;
     float *a = malloc(total * sizeof(float)), *b = malloc(total * sizeof(float));
     double *sa = malloc(sizeof(double) * (size_t)(o->rounds + 1)), *sb = malloc(sizeof(double) * (size_t)(o->rounds + 1));
     st_status s = (a && b && sa && sb) ? ST_OK : st_fail(ST_ERR_NOMEM, "verify: out of memory");
@@ -385,7 +380,7 @@ static st_status run_gate(st_ctx *c, const st_verify_options *o, const vops *v, 
     char first_bad[200] = "";
     double worst = -1;
     int worst_nt = 0;
-    for (int nt = 1; nt <= 8 && s == ST_OK; nt++) {
+    for (int nt = 1; nt <= ST_MAX_TOKENS && s == ST_OK; nt++) {
         if (o->stop && *o->stop) {
             s = st_fail(ST_ERR_INTERRUPTED, "interrupted");
             break;
@@ -461,14 +456,9 @@ st_status st_verify_run(st_ctx *c, const st_verify_options *o, st_verify_result 
     st_verify_options opt = *o;
     if (opt.rounds < 3) opt.rounds = 3;
     if (opt.rounds > 255) opt.rounds = 255;
-    char line[600] = "";
-    st_log_fn prev_fn;
-    void *prev_user;
-    st_log_get(&prev_fn, &prev_user);
-    st_set_log(quiet_log, line);
+    char line[ST_TABLE_MSG_MAX] = "";
     st_table *tab = NULL;
-    st_status s = st_table_load(o->table_path, st_ctx_identity(c), st_ctx_dispatch(c), &tab);
-    st_set_log(prev_fn, prev_user);
+    st_status s = st_table_load_msg(o->table_path, st_ctx_identity(c), st_ctx_dispatch(c), &tab, line, sizeof line);
     if (s != ST_OK) return st_fail(s, "verify: the table does not engage here: %s", line);
     if (!o->quiet) st_log("%s", line);
     st_model *m = NULL;

@@ -191,19 +191,19 @@ static st_status bench_shape(st_ctx *c, bench_env *e, const st_tune_shape *s, co
     free(h1);
     free(h2);
     const int in = b.expert ? s->n_embd : s->cols, out = b.expert ? s->n_embd : s->rows;
-    float *hx = malloc(sizeof(float) * 8 * (size_t)in);
+    float *hx = malloc(sizeof(float) * ST_MAX_TOKENS * (size_t)in);
     if (st == ST_OK && hx) {
-        st_random_floats(&r, hx, 8 * (size_t)in, 1.0f);
-        st = st_ctx_alloc(c, sizeof(float) * 8 * (size_t)in, (void **)&b.x);
-        if (st == ST_OK) st = st_ctx_upload(c, b.x, hx, sizeof(float) * 8 * (size_t)in);
-        if (st == ST_OK) st = st_ctx_alloc(c, sizeof(float) * 8 * (size_t)out, (void **)&b.y);
+        st_random_floats(&r, hx, ST_MAX_TOKENS * (size_t)in, 1.0f);
+        st = st_ctx_alloc(c, sizeof(float) * ST_MAX_TOKENS * (size_t)in, (void **)&b.x);
+        if (st == ST_OK) st = st_ctx_upload(c, b.x, hx, sizeof(float) * ST_MAX_TOKENS * (size_t)in);
+        if (st == ST_OK) st = st_ctx_alloc(c, sizeof(float) * ST_MAX_TOKENS * (size_t)out, (void **)&b.y);
         if (st == ST_OK) st = st_ctx_alloc(c, 4096 * sizeof(float), (void **)&b.sink);
     }
     free(hx);
-    int32_t ids[64];
-    float w[64];
+    int32_t ids[ST_MAX_PAIRS];
+    float w[ST_MAX_PAIRS];
     if (st == ST_OK && b.expert) {
-        st_random_routing(&r, 8, b.topk, b.n_expert, ids, w);
+        st_random_routing(&r, ST_MAX_TOKENS, b.topk, b.n_expert, ids, w);
         st = st_ctx_alloc(c, sizeof ids, (void **)&b.ids);
         if (st == ST_OK) st = st_ctx_upload(c, b.ids, ids, sizeof ids);
         if (st == ST_OK) st = st_ctx_alloc(c, sizeof w, (void **)&b.wts);
@@ -264,7 +264,7 @@ static st_status bench_model(st_ctx *c, bench_env *e, const st_verify_options *v
     const int ops = st_vmodel_ops(vm, &layers);
     st_status s = ST_OK;
     double nt1 = 0;
-    for (int nt = 1; nt <= 8 && s == ST_OK; nt++) {
+    for (int nt = 1; nt <= ST_MAX_TOKENS && s == ST_OK; nt++) {
         const int rounds = e->quick ? 5 : 15;
         double us[64];
         for (int w = 0; w < 2 && s == ST_OK; w++) s = st_vmodel_step(c, vm, nt);

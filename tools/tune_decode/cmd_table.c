@@ -113,28 +113,17 @@ static int print_json(cJSON *o)
 
 /* ---- table check ---------------------------------------------------------- */
 
-typedef struct {
-    char line[ST_TABLE_MSG_MAX];
-    int count;
-} td_capture;
-
-static void capture_line(void *user, const char *line)
-{
-    td_capture *c = user;
-    if (c->count++ == 0) snprintf(c->line, sizeof c->line, "%s", line);
-}
-
 static int table_check(const char *path, const td_global *g)
 {
     st_identity id;
     st_dispatch_config cfg;
     if (td_process_identity(g, &id) != 0) return 1;
     st_dispatch_config_from_env(&cfg);
-    td_capture cap = {{0}, 0};
-    st_set_log(capture_line, &cap);
+    struct {
+        char line[ST_TABLE_MSG_MAX];
+    } cap;
     st_table *t = NULL;
-    st_status s = st_table_load(path, &id, &cfg, &t);
-    st_set_log(NULL, NULL);
+    st_status s = st_table_load_msg(path, &id, &cfg, &t, cap.line, sizeof cap.line);
     bool engages = s == ST_OK && t != NULL;
     st_table_destroy(t);
     if (g->json) {

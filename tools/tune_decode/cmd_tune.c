@@ -257,7 +257,7 @@ int cmd_verify(int argc, char **argv, const td_global *g)
         cJSON_AddBoolToObject(j, "not_slower", r.not_slower);
         cJSON_AddStringToObject(j, "message", r.message);
         cJSON *a = cJSON_AddArrayToObject(j, "steps");
-        for (int nt = 0; nt < 8; nt++) {
+        for (int nt = 0; nt < ST_MAX_TOKENS; nt++) {
             cJSON *e = cJSON_CreateObject();
             cJSON_AddNumberToObject(e, "n_tokens", nt + 1);
             cJSON_AddNumberToObject(e, "without_us", r.base_us[nt]);
@@ -293,8 +293,6 @@ static bool tuned_default(const st_table *t, const char *key)
     return false;
 }
 
-static void capture_line(void *u, const char *line) { snprintf((char *)u, 1024, "%s", line); }
-
 int cmd_coverage(int argc, char **argv, const td_global *g)
 {
     const char *pos[2];
@@ -319,14 +317,9 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
         st_model_close(m);
         return 1;
     }
-    char line[1024] = "";
-    st_log_fn prev_fn;
-    void *prev_user;
-    st_log_get(&prev_fn, &prev_user);
-    st_set_log(capture_line, line);
+    char line[ST_TABLE_MSG_MAX] = "";
     st_table *t = NULL;
-    st_status s = st_table_load(pos[1], st_ctx_identity(ctx), st_ctx_dispatch(ctx), &t);
-    st_set_log(prev_fn, prev_user);
+    st_status s = st_table_load_msg(pos[1], st_ctx_identity(ctx), st_ctx_dispatch(ctx), &t, line, sizeof line);
     const bool engages = s == ST_OK;
     if (!t) {
         /* show coverage of a table made elsewhere too: parse it without the checks */
@@ -341,7 +334,7 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
     char key[160];
     for (size_t i = 0; i < st_model_expert_shape_count(m); i++) {
         const st_model_expert_shape *es = st_model_expert_shape_at(m, i);
-        for (int nt = 1; nt <= 8; nt++) {
+        for (int nt = 1; nt <= ST_MAX_TOKENS; nt++) {
             st_expert_key k = {es->gu_type, es->down_type, es->n_embd, es->n_ff, nt};
             int a, b;
             snprintf(key, sizeof key, "expert %s %s %d %d %d", st_qtype_name(es->gu_type), st_qtype_name(es->down_type),

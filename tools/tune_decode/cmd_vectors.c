@@ -1,6 +1,7 @@
 /* tune_decode vectors FILE...: checks STQV reference-vector files against the
  * library's dequantizers, its q8_1 quantizer and the CPU reference MMVQ. */
 #include "commands.h"
+#include "strata/limits.h"
 #include "internal.h"
 #include "stqv.h"
 #include "strata/formats.h"
@@ -19,7 +20,7 @@
 #define VEC_DOT_REL_TOL 1e-4
 #define VEC_DOT_TINY 1e-30
 /* st_ref_mmvq takes at most this many tokens per call. */
-#define VEC_MAX_NT 8
+#define VEC_MAX_NT ST_MAX_TOKENS
 
 static const char VECTORS_HELP[] =
     "usage: tune_decode [-q] [--json] vectors FILE...\n"

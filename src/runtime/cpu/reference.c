@@ -1,6 +1,7 @@
 /* The CPU reference: canonical-order dot products (DESIGN.md section 2).
  * Each row is computed by one thread from start to end, so the split of rows
  * over threads cannot change a bit. */
+#include "strata/limits.h"
 #include "strata/reference.h"
 #include "strata/variants.h"
 #include "cpu_pool.h"
@@ -12,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_TOK 64 /* tokens sharing one row pass (expert pairs included) */
+#define MAX_TOK ST_MAX_PAIRS /* vectors sharing one row pass (expert pairs included) */
 
 /* Dots of one row of type T (K values at ROW) with N q8_1 vectors XQ[i],
  * in canonical order; results in Y[i]. */
@@ -77,7 +78,7 @@ typedef struct {
     const uint8_t *w;
     size_t row_bytes;
     int64_t rows, k;
-    const uint8_t *xq[8];
+    const uint8_t *xq[ST_MAX_TOKENS];
     int nt;
     float *y;
 } mmvq_job;
@@ -85,7 +86,7 @@ typedef struct {
 static void mmvq_range(void *ctx, int64_t b, int64_t e)
 {
     mmvq_job *j = ctx;
-    float out[8];
+    float out[ST_MAX_TOKENS];
     for (int64_t r = b; r < e; r++) {
         row_dot(j->t, j->w + (size_t)r * j->row_bytes, j->k, j->xq, j->nt, out);
         for (int i = 0; i < j->nt; i++) j->y[(size_t)i * (size_t)j->rows + (size_t)r] = out[i];
@@ -97,7 +98,8 @@ st_status st_ref_mmvq(st_qtype t, const void *w, int64_t rows, int64_t k, const 
 {
     ST_TRY(check_matrix(t, w, rows, k));
     if (!xq || !y) return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: NULL activations or output");
-    if (nt < 1 || nt > 8) return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: n_tokens %d is out of range 1..8", nt);
+    if (nt < 1 || nt > ST_MAX_TOKENS)
+        return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: n_tokens %d is out of range 1..%d (ST_MAX_TOKENS)", nt, ST_MAX_TOKENS);
     mmvq_job j = {t, w, st_qtype_row_bytes(t, k), rows, k, {0}, nt, y};
     for (int i = 0; i < nt; i++)
         j.xq[i] = (const uint8_t *)xq + (size_t)i * (size_t)(k / 32) * ST_Q8_1_BLOCK_BYTES;
@@ -109,10 +111,10 @@ st_status st_ref_mmvq(st_qtype t, const void *w, int64_t rows, int64_t k, const 
 typedef struct {
     const st_expert_weights *ew;
     int n_used;             /* unique experts, first-seen order */
-    int expert[64];         /* expert id of group g */
-    int first[65];          /* pairs of group g: pair_list[first[g] .. first[g+1]) */
-    int pair_list[64];      /* pair index p = t*topk + k */
-    const uint8_t *xq_pair[64];
+    int expert[ST_MAX_PAIRS];        /* expert id of group g */
+    int first[ST_MAX_PAIRS + 1];     /* pairs of group g: pair_list[first[g] .. first[g+1]) */
+    int pair_list[ST_MAX_PAIRS];     /* pair index p = t*topk + k */
+    const uint8_t *xq_pair[ST_MAX_PAIRS];
     float *h;               /* [pairs][n_ff] */
     uint8_t *hq;            /* [pairs][n_ff/32 * 36] */
     float *y;               /* [pairs][n_embd] */
@@ -124,8 +126,8 @@ static void gate_up_range(void *ctx, int64_t b, int64_t e)
     expert_job *j = ctx;
     const st_expert_weights *ew = j->ew;
     const size_t rb = st_qtype_row_bytes(ew->gu_type, ew->n_embd);
-    const uint8_t *xs[64];
-    float g[64], u[64];
+    const uint8_t *xs[ST_MAX_PAIRS];
+    float g[ST_MAX_PAIRS], u[ST_MAX_PAIRS];
     for (int64_t item = b; item < e; item++) {
         int grp = (int)(item / ew->n_ff);
         int r = (int)(item % ew->n_ff);
@@ -144,8 +146,8 @@ static void down_range(void *ctx, int64_t b, int64_t e)
     expert_job *j = ctx;
     const st_expert_weights *ew = j->ew;
     const size_t rb = st_qtype_row_bytes(ew->down_type, ew->n_ff);
-    const uint8_t *hs[64];
-    float y[64];
+    const uint8_t *hs[ST_MAX_PAIRS];
+    float y[ST_MAX_PAIRS];
     for (int64_t item = b; item < e; item++) {
         int grp = (int)(item / ew->n_embd);
         int r = (int)(item % ew->n_embd);
@@ -162,10 +164,13 @@ static st_status check_experts(const st_expert_weights *ew, const float *x, cons
                                const float *wts, int nt, int topk, const float *out)
 {
     if (!ew || !x || !ids || !wts || !out) return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: NULL argument");
-    if (nt < 1 || nt > 8) return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: n_tokens %d is out of range 1..8", nt);
-    if (topk < 1 || topk > 8) return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: top-k %d is out of range 1..8", topk);
-    if (ew->n_expert < 1 || ew->n_expert > 256)
-        return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: n_expert %d is out of range 1..256", ew->n_expert);
+    if (nt < 1 || nt > ST_MAX_TOKENS)
+        return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: n_tokens %d is out of range 1..%d (ST_MAX_TOKENS)", nt, ST_MAX_TOKENS);
+    if (topk < 1 || topk > ST_MAX_TOPK)
+        return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: top-k %d is out of range 1..%d (ST_MAX_TOPK)", topk, ST_MAX_TOPK);
+    if (ew->n_expert < 1 || ew->n_expert > ST_MAX_EXPERTS)
+        return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: n_expert %d is out of range 1..%d (ST_MAX_EXPERTS)", ew->n_expert,
+                       ST_MAX_EXPERTS);
     ST_TRY(check_matrix(ew->gu_type, ew->gate, (int64_t)ew->n_ff * ew->n_expert, ew->n_embd));
     ST_TRY(check_matrix(ew->gu_type, ew->up, (int64_t)ew->n_ff * ew->n_expert, ew->n_embd));
     ST_TRY(check_matrix(ew->down_type, ew->down, (int64_t)ew->n_embd * ew->n_expert, ew->n_ff));

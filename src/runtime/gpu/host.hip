@@ -317,7 +317,7 @@ extern "C" st_status st_gpu_expert_grouped(st_gpu *g, const st_gpu_experts *ex, 
         a.partial = (float *)g->partial.p;
     }
     if (p.grouped_v1) {
-        ST_TRY(ensure(g->groups, sizeof(int32_t) * 80, "expert scratch"));
+        ST_TRY(ensure(g->groups, sizeof(int32_t) * (1 + ST_MAX_PAIRS), "expert scratch"));
         a.groups = (int32_t *)g->groups.p;
     }
     const st_launch &L = g->L;

@@ -1,0 +1,22 @@
+/* strata-tune: the limits of the decode entry points.
+ *
+ * Every entry point (st_iq_mmvq, st_expert_grouped and their _variant
+ * forms), the CPU reference, the model reader, the tuner, the gate and the
+ * table parser check these and refuse a value beyond them with one message
+ * that names the limit; nothing is sized by anything else. A context may
+ * serve less (st_ctx_params): its own limits are checked the same way. The
+ * kernels' shared-memory arrays are tied to these constants by static
+ * assertions. */
+#ifndef STRATA_LIMITS_H
+#define STRATA_LIMITS_H
+
+/* Activation vectors (tokens) of one call. */
+#define ST_MAX_TOKENS 8
+/* Experts each token is routed to (top-k). */
+#define ST_MAX_TOPK 8
+/* Experts of one MoE layer. */
+#define ST_MAX_EXPERTS 256
+/* (token, slot) pairs of one expert_grouped call. */
+#define ST_MAX_PAIRS (ST_MAX_TOKENS * ST_MAX_TOPK)
+
+#endif
