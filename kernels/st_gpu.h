@@ -54,6 +54,7 @@ typedef hipEvent_t st_rt_event;
 #define st_rt_get_device_count hipGetDeviceCount
 #define st_rt_runtime_version hipRuntimeGetVersion
 #define st_rt_driver_version hipDriverGetVersion
+#define st_rt_mem_info hipMemGetInfo
 #define st_rt_func_set_smem(f, n) hipFuncSetAttribute((const void *)(f), hipFuncAttributeMaxDynamicSharedMemorySize, n)
 #else
 typedef cudaError_t st_rt_error;
@@ -81,6 +82,7 @@ typedef cudaEvent_t st_rt_event;
 #define st_rt_get_device_count cudaGetDeviceCount
 #define st_rt_runtime_version cudaRuntimeGetVersion
 #define st_rt_driver_version cudaDriverGetVersion
+#define st_rt_mem_info cudaMemGetInfo
 #define st_rt_func_set_smem(f, n) cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, n)
 #endif
 

@@ -81,7 +81,14 @@ ST_API st_status st_table_load_msg(const char *path, const st_identity *id,
                                    const st_dispatch_config *cfg, st_table **out,
                                    char *msg, size_t msglen);
 
-/* Reads the whole file at PATH into a malloc'd buffer (the caller frees). */
+/* The largest table file the loader, st_read_file and the tools read
+ * (16 MiB; a table of every decode shape of a large model is a few KB). */
+#define ST_TABLE_MAX_BYTES ((size_t)16 << 20)
+
+/* Reads the whole file at PATH into a malloc'd, NUL-terminated buffer (the
+ * caller frees; the NUL is not counted in *LEN). Refuses, without reading
+ * and without blocking, anything that is not a regular file (a FIFO, a
+ * device, a directory) and a file larger than ST_TABLE_MAX_BYTES. */
 ST_API st_status st_read_file(const char *path, char **buf, size_t *len);
 
 ST_API void st_table_destroy(st_table *t);

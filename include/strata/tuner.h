@@ -50,13 +50,17 @@ typedef struct {
 
 ST_API void st_tune_options_default(st_tune_options *o);
 
+/* The longest output path (folder included) a tune writes; a longer one is
+ * refused before the sweep (the system's own limit, PATH_MAX on Linux). */
+#define ST_TUNE_PATH_MAX 4096
+
 typedef struct {
     int shapes;          /* shapes tuned */
     int kept_variants;   /* shapes where a variant beat the default */
     int mismatches;      /* candidates disqualified by the byte compare (bugs) */
     int noisy;           /* decisions whose spread exceeded the threshold */
-    char table_path[1024];
-    char report_path[1024];
+    char table_path[ST_TUNE_PATH_MAX];
+    char report_path[ST_TUNE_PATH_MAX];
     bool table_written;  /* false when every shape kept the default... still written with provenance */
     bool engaged;        /* the written table loaded back and engaged */
     int changed_vs_previous; /* choices that differ from the table this run replaced (-1: none for this identity) */

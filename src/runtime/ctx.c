@@ -7,6 +7,7 @@
 #include "internal.h"
 #include "reference_internal.h"
 #include "ctx_internal.h"
+#include "host_mem.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -315,6 +316,12 @@ st_status st_ctx_timer_stop(st_ctx *c, double *ms)
     if (c->backend == ST_BACKEND_GPU) return st_gpu_timer_stop(c->gpu, ms);
     *ms = now_ms() - c->t0;
     return ST_OK;
+}
+
+st_status st_ctx_mem_info(st_ctx *c, size_t *free_bytes, size_t *total_bytes)
+{
+    if (c->backend == ST_BACKEND_GPU) return st_gpu_mem_info(c->gpu, free_bytes, total_bytes);
+    return st_host_mem_info(free_bytes, total_bytes);
 }
 
 size_t st_ctx_llc_bytes(st_ctx *c) { return c->backend == ST_BACKEND_GPU ? st_gpu_llc_bytes(c->gpu) : 0; }

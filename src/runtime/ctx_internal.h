@@ -8,6 +8,11 @@
  * the wall clock on the CPU (whose calls are synchronous). */
 st_status st_ctx_timer_start(st_ctx *c);
 st_status st_ctx_timer_stop(st_ctx *c, double *ms);
+/* Memory the context's buffers and weights come from: the device's free
+ * and total bytes on the GPU backend, the host's available and total
+ * physical memory on the CPU backend (st_host_mem_info). Sizes are checked
+ * against it before anything large is allocated. */
+st_status st_ctx_mem_info(st_ctx *c, size_t *free_bytes, size_t *total_bytes);
 /* Last-level cache bytes (0 when unknown, e.g. the CPU backend). */
 size_t st_ctx_llc_bytes(st_ctx *c);
 /* The rows variant (pair) whose launch equals the default chain's for the

@@ -5,6 +5,7 @@
 #define STRATA_TABLE_INTERNAL_H
 
 #include "strata/table.h"
+#include "file_io.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -61,14 +62,12 @@ const char *st_table_type_names(void);
  * a table out of a directory). */
 st_status st_table_read_header(const char *buf, size_t len, st_identity *hdr);
 
-/* st_read_file that also reports the errno of a failure in *ERR (0 when the
- * failure was not a system error). The buffer is NUL-terminated (not
- * counted in *LEN). */
-st_status st_read_file_err(const char *path, char **buf, size_t *len, int *err);
+/* st_read_file that also gives the reason of a failure, without the path,
+ * in WHY (ST_FILE_WHY_MAX bytes of file_io.h; may be NULL). The buffer is
+ * NUL-terminated (not counted in *LEN). */
+st_status st_read_file_err(const char *path, char **buf, size_t *len, char *why);
 
-/* Test hook for st_table_write_atomic: when >= 0, the write of the
- * temporary file fails (EIO) after this many bytes, exercising the cleanup
- * path. -1 (the default) disables it. Not for production use. */
-extern long st_table_write_fail_after_bytes;
+/* The test hook st_table_write_fail_after_bytes of st_table_write_atomic
+ * lives in file_io.h. */
 
 #endif

@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "table_internal.h"
 #include "internal.h"
+#include "file_io.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -16,75 +17,12 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-long st_table_write_fail_after_bytes = -1;
-
 /* ---- reading ------------------------------------------------------------- */
 
-st_status st_read_file_err(const char *path, char **buf, size_t *len, int *err)
+st_status st_read_file_err(const char *path, char **buf, size_t *len, char *why)
 {
-    int e = 0;
-    if (err) *err = 0;
     if (!path || !buf || !len) return st_fail(ST_ERR_INVALID_ARG, "read_file: NULL argument");
-    *buf = NULL;
-    *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        e = errno;
-        goto fail;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        e = errno;
-        goto fail;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        e = EISDIR;
-        goto fail;
-    }
-    /* The size is only a hint: the file may grow or be a pipe. */
-    size_t cap = (S_ISREG(st.st_mode) && st.st_size > 0) ? (size_t)st.st_size + 1 : 4096;
-    size_t n = 0;
-    char *p = malloc(cap);
-    if (!p) {
-        e = ENOMEM;
-        goto fail;
-    }
-    for (;;) {
-        if (cap - n < 2) {
-            if (cap > ((size_t)-1) / 2) {
-                free(p);
-                e = EFBIG;
-                goto fail;
-            }
-            char *q = realloc(p, cap * 2);
-            if (!q) {
-                free(p);
-                e = ENOMEM;
-                goto fail;
-            }
-            p = q;
-            cap *= 2;
-        }
-        ssize_t r = read(fd, p + n, cap - n - 1);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            e = errno;
-            free(p);
-            goto fail;
-        }
-        if (r == 0) break;
-        n += (size_t)r;
-    }
-    close(fd);
-    p[n] = '\0';
-    *buf = p;
-    *len = n;
-    return ST_OK;
-fail:
-    if (fd >= 0) close(fd);
-    if (err) *err = e;
-    return st_fail(e == ENOMEM ? ST_ERR_NOMEM : ST_ERR_IO, "%s: cannot read: %s", path,
-                   strerror(e));
+    return st_file_read_all(path, ST_TABLE_MAX_BYTES, buf, len, why, NULL);
 }
 
 st_status st_read_file(const char *path, char **buf, size_t *len)
@@ -108,12 +46,11 @@ static void say(char *msg, size_t n, const char *fmt, ...)
 static st_status load_file(const char *path, const st_identity *id, const st_dispatch_config *cfg,
                            st_table **out, char *msg, size_t msglen)
 {
-    char *buf = NULL;
+    char *buf = NULL, why[ST_FILE_WHY_MAX] = "";
     size_t len = 0;
-    int err = 0;
-    st_status s = st_read_file_err(path, &buf, &len, &err);
+    st_status s = st_read_file_err(path, &buf, &len, why);
     if (s != ST_OK) {
-        say(msg, msglen, ST_TABLE_MSG_PREFIX "%s: cannot read: %s", path, strerror(err ? err : EIO));
+        say(msg, msglen, ST_TABLE_MSG_PREFIX "%s: cannot read: %s", path, why[0] ? why : st_status_str(s));
         return s;
     }
     s = st_table_parse(buf, len, path, id, cfg, out, msg, msglen);
@@ -277,92 +214,16 @@ st_status st_table_load(const char *path, const st_identity *id, const st_dispat
 
 /* ---- the atomic write ---------------------------------------------------- */
 
-static int write_all(int fd, const char *p, size_t n)
-{
-    long limit = st_table_write_fail_after_bytes;
-    size_t done = 0;
-    while (done < n) {
-        size_t chunk = n - done;
-        if (limit >= 0) {
-            if (done >= (size_t)limit) {
-                errno = EIO;
-                return -1;
-            }
-            if (chunk > (size_t)limit - done) chunk = (size_t)limit - done;
-        }
-        ssize_t w = write(fd, p + done, chunk);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) return -1;
-        done += (size_t)w;
-    }
-    return 0;
-}
-
-/* fsync of the directory holding PATH, so the rename itself is durable. */
-static int sync_parent(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-    if (!dir) {
-        errno = ENOMEM;
-        return -1;
-    }
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    free(dir);
-    if (fd < 0) return -1;
-    int r = fsync(fd);
-    /* Some file systems cannot sync a directory; the rename still stands. */
-    if (r != 0 && (errno == EINVAL || errno == EROFS)) r = 0;
-    int e = errno;
-    close(fd);
-    errno = e;
-    return r;
-}
-
 st_status st_table_write_atomic(const st_table *t, const char *path)
 {
-    static atomic_uint counter;
     if (!t || !path || !path[0]) return st_fail(ST_ERR_INVALID_ARG, "table_write: NULL argument");
-    char *text = NULL;
+    char *text = NULL, *tmp = NULL;
     size_t len = 0;
+    int slot = -1;
     ST_TRY(st_table_format(t, &text, &len));
-    size_t tn = strlen(path) + 64;
-    char *tmp = malloc(tn);
-    if (!tmp) {
-        free(text);
-        return st_fail(ST_ERR_NOMEM, "table_write: out of memory");
-    }
-    snprintf(tmp, tn, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&counter, 1));
-    const char *step = "create";
-    int r = 0;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    bool created = fd >= 0; /* never unlink a file O_EXCL found in the way */
-    if (fd < 0) goto fail;
-    step = "write";
-    if (write_all(fd, text, len) != 0) goto fail;
-    step = "sync";
-    if (fsync(fd) != 0) goto fail;
-    step = "close";
-    r = close(fd);
-    fd = -1;
-    if (r != 0) goto fail;
-    step = "rename";
-    if (rename(tmp, path) != 0) goto fail;
+    st_status s = st_file_write_temp(path, text, len, &tmp, &slot);
     free(text);
-    free(tmp);
-    /* PATH holds the new table now; a failed directory sync only means the
-     * rename might not survive a crash. */
-    if (sync_parent(path) != 0)
-        return st_fail(ST_ERR_IO, "%s: written, but syncing its directory failed: %s", path,
-                       strerror(errno));
-    return ST_OK;
-fail: {
-    int e = errno;
-    if (fd >= 0) close(fd);
-    if (created) unlink(tmp);
-    st_status s = st_fail(ST_ERR_IO, "%s: cannot %s %s: %s", path, step, tmp, strerror(e));
-    free(text);
+    if (s == ST_OK) s = st_file_commit(path, tmp, slot, NULL);
     free(tmp);
     return s;
-}
 }

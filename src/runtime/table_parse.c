@@ -18,6 +18,8 @@
 
 /* ---- lines and tokens ---------------------------------------------------- */
 
+#define UTF8_BOM "\xef\xbb\xbf"
+
 typedef struct {
     const char *s;
     size_t n;
@@ -86,14 +88,16 @@ static bool next_line(reader *r, line_t *ln)
 
 static bool tok_is(tok t, const char *s) { return t.n == strlen(s) && memcmp(t.s, s, t.n) == 0; }
 
-/* A token as message text: at most MAX bytes, control bytes as '?', "..."
- * when cut. BUF needs MAX + 4 bytes. */
+/* A token as message text: at most MAX bytes, every byte that is not
+ * printable ASCII as '?' (a token of a valid table is ASCII; the line goes
+ * to a terminal, where control bytes and stray UTF-8 would act or hide),
+ * "..." when cut. BUF needs MAX + 4 bytes. */
 static const char *show_n(char *buf, tok t, size_t max)
 {
     size_t n = t.n < max ? t.n : max;
     for (size_t i = 0; i < n; i++) {
         unsigned char ch = (unsigned char)t.s[i];
-        buf[i] = (ch < 0x20 || ch == 0x7f) ? '?' : (char)ch;
+        buf[i] = (ch < 0x20 || ch >= 0x7f) ? '?' : (char)ch;
     }
     strcpy(buf + n, t.n > max ? "..." : "");
     return buf;
@@ -391,6 +395,11 @@ static st_status parse_impl(const char *buf, size_t len, const char *path, const
     *out = NULL;
     if ((!buf && len) || (check && !id)) return say(&c, ST_ERR_INVALID_ARG, "invalid arguments");
 
+    /* An editor's byte order mark would become part of the arch token and
+     * give "made for cpu, this device is cpu": name it instead. */
+    if (len >= 3 && memcmp(buf, UTF8_BOM, 3) == 0)
+        return say_line(&c, ST_ERR_PARSE, 1, "starts with a UTF-8 byte order mark (bytes EF BB BF): save the table "
+                                             "without it");
     st_table *t = NULL;
     ST_TRY(st_table_create(&(st_identity){.arch = "-", .runtime = "-", .compiler = "-"}, &t));
     reader r = {buf, len, 0, 0};
@@ -444,7 +453,10 @@ st_status st_table_read_header(const char *buf, size_t len, st_identity *hdr)
 {
     pctx c = {"(table)", NULL, 0};
     if (!hdr || (!buf && len)) return ST_ERR_INVALID_ARG;
-    reader r = {buf, len, 0, 0};
+    /* past a byte order mark, so a directory picks the table and its load
+     * names the mark */
+    const size_t bom = len >= 3 && memcmp(buf, UTF8_BOM, 3) == 0 ? 3 : 0;
+    reader r = {buf + bom, len - bom, 0, 0};
     line_t ln;
     ST_TRY(find_header(&c, &r, NULL, &ln));
     return parse_header(&c, &ln, hdr);

@@ -8,6 +8,7 @@
 
 #include "gguf.h"
 #include "internal.h"
+#include "file_io.h"
 #include "strata/formats.h"
 
 #include <errno.h>
@@ -17,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* Smallest possible encodings: a KV is a key length, a value type and at
@@ -547,23 +547,17 @@ st_status st_gguf_open(const char *path, st_gguf **out)
 {
     if (!out || !path) return st_fail(ST_ERR_INVALID_ARG, "gguf: no path or output pointer");
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return st_fail(ST_ERR_IO, "gguf: cannot open (%s)", strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int e = errno;
-        close(fd);
-        return st_fail(ST_ERR_IO, "gguf: cannot stat (%s)", strerror(e));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return st_fail(ST_ERR_IO, "gguf: not a regular file");
-    }
-    if ((uint64_t)sb.st_size > SIZE_MAX) {
+    /* Refuses a FIFO or a device without blocking on it (file_io.h); a
+     * regular file is mapped, so its size costs address space only. */
+    int fd;
+    uint64_t size;
+    char why[ST_FILE_WHY_MAX];
+    if (st_file_open_regular(path, &fd, &size, why, NULL) != ST_OK) return st_fail(ST_ERR_IO, "gguf: cannot open: %s", why);
+    if (size > SIZE_MAX) {
         close(fd);
         return st_fail(ST_ERR_IO, "gguf: file too large to map");
     }
-    size_t len = (size_t)sb.st_size;
+    size_t len = (size_t)size;
     void *map = NULL;
     if (len > 0) {
         map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);

@@ -3,6 +3,7 @@
 #include "stqv.h"
 
 #include "internal.h"
+#include "file_io.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -194,35 +195,13 @@ st_status st_stqv_open(const char *path, st_stqv **out)
     if (!out) return st_fail(ST_ERR_INVALID_ARG, "stqv: out is NULL");
     *out = NULL;
     if (!path) return st_fail(ST_ERR_INVALID_ARG, "stqv: path is NULL");
-    FILE *f = fopen(path, "rb");
-    if (!f) return st_fail(ST_ERR_IO, "cannot open: %s", strerror(errno));
-    /* Read in chunks rather than trusting a size from stat(): works for
-     * pipes too, and the cap bounds what a huge file can cost. */
-    size_t cap = 1 << 16, len = 0;
-    uint8_t *buf = malloc(cap);
-    st_status rc = ST_OK;
-    while (buf) {
-        if (len == cap) {
-            if (cap >= ST_STQV_MAX_BYTES) {
-                rc = PARSE_FAIL("file is too large (limit %zu bytes)", ST_STQV_MAX_BYTES);
-                break;
-            }
-            uint8_t *nb = realloc(buf, cap * 2);
-            if (!nb) break;
-            buf = nb;
-            cap *= 2;
-        }
-        size_t n = fread(buf + len, 1, cap - len, f);
-        len += n;
-        if (n == 0) {
-            if (ferror(f)) rc = st_fail(ST_ERR_IO, "read error: %s", strerror(errno));
-            break;
-        }
-    }
-    bool nomem = rc == ST_OK && (!buf || (len == cap && !feof(f)));
-    fclose(f);
-    if (nomem) rc = st_fail(ST_ERR_NOMEM, "out of memory reading the file");
-    if (rc == ST_OK) rc = st_stqv_parse(buf, len, out);
+    /* A FIFO or a device is refused without blocking and the size bounds
+     * what a huge file can cost (file_io.h). */
+    char *buf = NULL, why[ST_FILE_WHY_MAX];
+    size_t len = 0;
+    st_status rc = st_file_read_all(path, ST_STQV_MAX_BYTES, &buf, &len, why, NULL);
+    if (rc != ST_OK) return st_fail(rc, "cannot read: %s", why);
+    rc = st_stqv_parse(buf, len, out);
     free(buf);
     return rc;
 }

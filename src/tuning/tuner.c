@@ -9,6 +9,8 @@
 #include "randgen.h"
 #include "table_internal.h"
 #include "tuner_internal.h"
+#include "tune_out.h"
+#include "tmpfiles.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -121,6 +123,10 @@ static st_status setup(st_ctx *ctx, const st_tune_shape *s, const st_tune_option
     if (copies < 1) copies = 1;
     if (copies > 64) copies = 64;
     while (copies > 1 && (size_t)copies * one > (size_t)6 << 30) copies--;
+    size_t avail = 0, total = 0; /* and never more than half the free memory */
+    if (st_ctx_mem_info(ctx, &avail, &total) == ST_OK)
+        while (copies > 1 && (size_t)copies * one > avail / 2) copies--;
+    st_clear_error();
     r->copies = copies;
     res->copies = copies;
     res->rotation_bytes = r->rotation_bytes = (size_t)copies * one;
@@ -322,39 +328,6 @@ static st_status tune_shape(st_ctx *ctx, const st_tune_options *o, const st_tune
     return st;
 }
 
-static void sanitize(const char *in, char *out, size_t n)
-{
-    size_t j = 0;
-    for (size_t i = 0; in[i] && j + 1 < n; i++) {
-        char c = in[i];
-        out[j++] = ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.') ? c : '-';
-    }
-    out[j] = '\0';
-    if (!j) snprintf(out, n, "model");
-}
-
-/* Refuses to overwrite a table made for another identity. */
-static st_status check_existing(const char *path, const st_identity *id, bool force)
-{
-    if (access(path, F_OK) != 0 || force) return ST_OK;
-    char *buf = NULL;
-    size_t len = 0;
-    if (st_read_file(path, &buf, &len) != ST_OK) return ST_OK;
-    st_table *t = NULL;
-    st_status s = st_table_parse_any(buf, len, path, &t, NULL, 0);
-    free(buf);
-    if (s != ST_OK) return st_fail(ST_ERR_EXISTS, "%s exists and is not a table this tool wrote; remove it or use --force", path);
-    const bool same = st_identity_matches(st_table_identity(t), id);
-    char theirs[256], ours[256];
-    st_identity_header(st_table_identity(t), theirs, sizeof theirs);
-    st_identity_header(id, ours, sizeof ours);
-    st_table_destroy(t);
-    if (!same)
-        return st_fail(ST_ERR_EXISTS, "%s holds a table for '%s', this process is '%s': use another --out or --force", path,
-                       theirs, ours);
-    return ST_OK;
-}
-
 static st_status build_table(st_ctx *ctx, const st_tune_options *o, const st_tune_shape_result *r, int n,
                              const char *report_path, st_table **out, int *kept)
 {
@@ -398,24 +371,14 @@ static st_status build_table(st_ctx *ctx, const st_tune_options *o, const st_tun
     return ST_OK;
 }
 
-/* Compares this run's choices with the table already at PATH (same
- * identity): logs each change with what this run measured between the old
- * and the new choice, so a second run either keeps the choices or says why
- * not. Returns the number of changed shapes (-1 when there is no previous
- * table for this identity). */
-static int compare_previous(const char *path, const st_identity *id, const st_tune_shape_result *r, int n, double thr,
-                            bool quiet)
+/* Compares this run's choices with OLD, the table for this identity this
+ * run merges into: logs each change with what this run measured between
+ * the old and the new choice, so a second run either keeps the choices or
+ * says why not. Returns the number of changed shapes (-1 when there is no
+ * previous table for this identity). */
+static int compare_previous(const st_table *old, const st_tune_shape_result *r, int n, double thr, bool quiet)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    st_table *old = NULL;
-    if (access(path, F_OK) != 0 || st_read_file(path, &buf, &len) != ST_OK) return -1;
-    st_status s = st_table_parse_any(buf, len, path, &old, NULL, 0);
-    free(buf);
-    if (s != ST_OK || !st_identity_matches(st_table_identity(old), id)) {
-        st_table_destroy(old);
-        return -1;
-    }
+    if (!old) return -1;
     int changed = 0, compared = 0;
     for (int i = 0; i < n; i++) {
         const st_tune_shape *sh = &r[i].shape;
@@ -448,16 +411,102 @@ static int compare_previous(const char *path, const st_identity *id, const st_tu
     }
     if (!quiet)
         st_log("tune: %d of %d choices changed since the previous table for this identity", changed, compared);
-    st_table_destroy(old);
     return changed;
 }
 
 st_status st_tune_gate(st_ctx *ctx, const st_tune_options *o, const st_tune_shape_result *r, int n, const char *table_path,
                        st_verify_result *vr);
 
+/* What the table and the report will take, with room to spare: the probe
+ * before the sweep writes this much (a report is about 5 KB per shape on
+ * the CPU backend; the figure is doubled and rounded up). */
+static size_t output_bytes(int n_shapes) { return ((size_t)64 << 10) + (size_t)n_shapes * ((size_t)16 << 10); }
+
+/* A failure's message, kept across later work (the report) that may fail
+ * and record its own. */
+static st_status keep_error(st_status s, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s", st_last_error());
+    return s;
+}
+
+/* Builds, gates and installs the table of R[0..N) into OUT; fills RES. */
+static st_status install(st_ctx *ctx, const st_tune_options *o, const st_tune_shape_result *r, int n, st_tune_out *out,
+                         st_tune_result *res, char *verdict, size_t vn)
+{
+    const st_identity *id = st_ctx_identity(ctx);
+    st_table *t = NULL;
+    st_status st = build_table(ctx, o, r, n, out->report_path, &t, &res->kept_variants);
+    if (st == ST_OK) st = st_tune_out_merge(out, t, r, n);
+    char *text = NULL;
+    size_t len = 0;
+    if (st == ST_OK) st = st_table_format(t, &text, &len);
+    /* The gate runs on a candidate file beside the table; only a passing
+     * table is installed. */
+    char *cand = NULL;
+    /* the table as it will be installed: merged rows from an earlier run
+     * can reach this model's step too */
+    if (st == ST_OK && !o->no_verify && st_table_count(t) > 0) {
+        const size_t cn = strlen(out->table_path) + 16;
+        cand = malloc(cn);
+        if (!cand) st = st_fail(ST_ERR_NOMEM, "tune: out of memory");
+        else snprintf(cand, cn, "%s.candidate", out->table_path);
+    }
+    const int slot = cand ? st_tmpfile_track(cand) : -1;
+    if (cand) {
+        st_verify_result vr;
+        memset(&vr, 0, sizeof vr);
+        st = st_table_write_atomic(t, cand);
+        if (st == ST_OK) st = st_tune_gate(ctx, o, r, n, cand, &vr);
+        unlink(cand);
+        st_tmpfile_untrack(slot);
+        if (st == ST_OK) {
+            snprintf(verdict, vn, "%s", vr.message);
+            if (!o->quiet) st_log("tune: gate: %s", vr.message);
+            if (!vr.passed) {
+                st_log("tune: the table failed the end-to-end gate and was NOT installed: %s", vr.message);
+                st = st_fail(ST_ERR_REFUSED, "table failed the end-to-end gate: %s", vr.message);
+            }
+        }
+    } else if (st == ST_OK) {
+        snprintf(verdict, vn, "%s", o->no_verify ? "gate skipped (--no-verify)"
+                                                 : "gate not needed: the table names no variant (every shape kept the default)");
+    }
+    free(cand);
+    if (st == ST_OK) res->changed_vs_previous = compare_previous(out->existing, r, n, o->threshold, o->quiet);
+    /* What loading it will say, from the very bytes: the report records it
+     * and is written before the table is put in place. */
+    char engage[ST_TABLE_MSG_MAX] = "";
+    if (st == ST_OK) {
+        st_table *back = NULL;
+        res->table_written = true;
+        res->engaged = st_table_parse(text, len, out->table_path, id, st_ctx_dispatch(ctx), &back, engage,
+                                      sizeof engage) == ST_OK;
+        st_table_destroy(back);
+        st_clear_error();
+        char *report = st_tune_report_text(ctx, o, r, n, res, engage, verdict);
+        st = report ? st_tune_out_install(out, text, len, report, strlen(report))
+                    : st_fail(ST_ERR_NOMEM, "report: out of memory");
+        free(report);
+        if (st != ST_OK) res->table_written = res->engaged = false;
+    }
+    if (st == ST_OK) { /* the table as any process finds it */
+        char line[ST_TABLE_MSG_MAX];
+        st_table *back = NULL;
+        res->engaged = st_table_load_msg(out->table_path, id, st_ctx_dispatch(ctx), &back, line, sizeof line) == ST_OK &&
+                       back != NULL;
+        st_table_destroy(back);
+        st_log("%s", line);
+    }
+    free(text);
+    st_table_destroy(t);
+    return st;
+}
+
 st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res)
 {
     memset(res, 0, sizeof *res);
+    res->changed_vs_previous = -1;
     st_model *model = NULL;
     if (o->model_path && o->n_shapes == 0) {
         st_status ms = st_model_open(o->model_path, &model);
@@ -470,17 +519,24 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
     st_tune_shape *shapes = NULL;
     int n = 0;
     st_status st = st_tune_shapes(o, model, &shapes, &n);
+    if (st == ST_OK) st = st_tune_shapes_fit(ctx, shapes, n, o);
     st_tune_shape_result *r = st == ST_OK ? calloc((size_t)n, sizeof *r) : NULL;
     if (st == ST_OK && !r) st = st_fail(ST_ERR_NOMEM, "tune: out of memory");
-    char name[128], table_path[1024], report_path[1024];
-    sanitize(model ? st_model_name(model) : o->n_shapes ? "shapes" : "demo", name, sizeof name);
+    char name[128];
+    st_tune_file_name(model ? st_model_name(model) : o->n_shapes ? "shapes" : "demo", name, sizeof name);
     const st_identity *id = st_ctx_identity(ctx);
-    const char *dir = o->out_dir ? o->out_dir : ".";
-    snprintf(table_path, sizeof table_path, "%s/strata-%s-%s-%s.table", dir, name, id->arch, id->runtime);
-    snprintf(report_path, sizeof report_path, "%s/strata-%s.autotune.json", dir, name);
-    if (st == ST_OK && mkdir(dir, 0777) != 0 && errno != EEXIST)
-        st = st_fail(ST_ERR_IO, "tune: cannot create the output directory %s: %s", dir, strerror(errno));
-    if (st == ST_OK) st = check_existing(table_path, id, o->force);
+    st_tune_out out;
+    memset(&out, 0, sizeof out);
+    out.lock_fd = -1;
+    if (st == ST_OK) st = st_tune_out_open(&out, o->out_dir ? o->out_dir : ".", name, id, o->force, output_bytes(n));
+    if (st == ST_OK) {
+        snprintf(res->table_path, sizeof res->table_path, "%s", out.table_path);
+        snprintf(res->report_path, sizeof res->report_path, "%s", out.report_path);
+        if (!o->quiet && out.existing)
+            st_log("tune: %s is this process's table in %s: this run's shapes are merged into it (its other %zu rows "
+                   "stay)",
+                   out.table_path, out.dir, st_table_count(out.existing));
+    }
     if (st == ST_OK && !o->quiet)
         st_log("tune: %d shapes on %s (%s), threshold %.1f%%%s", n, id->device_name, id->arch, 100 * o->threshold,
                o->quick ? ", quick" : "");
@@ -497,52 +553,19 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
         }
     }
     if (cache[0].s) free_run(&cache[0]);
-    snprintf(res->table_path, sizeof res->table_path, "%s", table_path);
-    snprintf(res->report_path, sizeof res->report_path, "%s", report_path);
-    char engage[ST_TABLE_MSG_MAX] = "", verdict[600] = "";
-    st_table *t = NULL;
-    if (st == ST_OK) st = build_table(ctx, o, r, n, report_path, &t, &res->kept_variants);
-    if (st == ST_OK) {
-        /* The gate runs on a candidate file; only a passing table is installed. */
-        char cand_path[1100];
-        snprintf(cand_path, sizeof cand_path, "%s.candidate", table_path);
-        st = st_table_write_atomic(t, cand_path);
-        st_verify_result vr;
-        memset(&vr, 0, sizeof vr);
-        bool pass = true;
-        if (st == ST_OK && !o->no_verify && res->kept_variants > 0) {
-            st = st_tune_gate(ctx, o, r, n, cand_path, &vr);
-            pass = st == ST_OK && vr.passed;
-            snprintf(verdict, sizeof verdict, "%s", vr.message);
-            if (!o->quiet && st == ST_OK) st_log("tune: gate: %s", vr.message);
-        } else if (o->no_verify) {
-            snprintf(verdict, sizeof verdict, "gate skipped (--no-verify)");
-        } else {
-            snprintf(verdict, sizeof verdict, "gate not needed: the table names no variant (every shape kept the default)");
-        }
-        unlink(cand_path);
-        if (st == ST_OK && !pass) {
-            st_log("tune: the table failed the end-to-end gate and was NOT installed: %s", vr.message);
-            st = st_fail(ST_ERR_REFUSED, "table failed the end-to-end gate: %s", vr.message);
-        }
-        if (st == ST_OK) res->changed_vs_previous = compare_previous(table_path, id, r, n, o->threshold, o->quiet);
-        if (st == ST_OK) st = st_table_write_atomic(t, table_path);
-        if (st == ST_OK) {
-            res->table_written = true;
-            char line[ST_TABLE_MSG_MAX];
-            st_table *back = NULL;
-            st_status ls = st_table_load_msg(table_path, id, st_ctx_dispatch(ctx), &back, line, sizeof line);
-            res->engaged = ls == ST_OK && back != NULL;
-            st_table_destroy(back);
-            snprintf(engage, sizeof engage, "%s", line);
-            st_log("%s", line);
-        }
+    char verdict[600] = "", why[1024] = "";
+    const bool swept = st == ST_OK;
+    if (st == ST_OK) st = install(ctx, o, r, n, &out, res, verdict, sizeof verdict);
+    /* a run that installed nothing still reports what it measured, unless
+     * it was interrupted or its outputs are what failed */
+    if (st != ST_OK && r && res->shapes > 0 && st != ST_ERR_INTERRUPTED && out.report_path &&
+        (!swept || st == ST_ERR_REFUSED)) {
+        keep_error(st, why, sizeof why);
+        if (st_tune_write_report(out.report_path, ctx, o, r, res->shapes, res, "", verdict) != ST_OK)
+            st_log("tune: %s", st_last_error());
+        st_fail(st, "%s", why);
     }
-    st_table_destroy(t);
-    if (r && res->shapes > 0 && st != ST_ERR_INTERRUPTED) {
-        st_status rs = st_tune_write_report(report_path, ctx, o, r, res->shapes, res, engage, verdict);
-        if (rs != ST_OK && st == ST_OK) st = rs;
-    }
+    st_tune_out_close(&out);
     if (st == ST_OK && res->mismatches) st = st_fail(ST_ERR_MISMATCH, "%d candidates differed from the default", res->mismatches);
     free(r);
     free(shapes);

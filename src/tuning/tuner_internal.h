@@ -51,7 +51,24 @@ st_status st_tune_shapes(const st_tune_options *opt, const st_model *model, st_t
 /* Parses "expert GU DN N_EMBD N_FF N_TOKENS" / "mmvq TYPE ROWS COLS". */
 st_status st_tune_parse_shape(const char *text, int n_expert, int topk, st_tune_shape *s);
 
-/* Writes the JSON report; the path goes into RES. */
+/* ---- sizes against memory (mem_fit.c) ---- */
+/* Weight bytes of a shape (mmvq: the matrix; expert: gate, up and down of
+ * every expert) and of its activations and outputs for ST_MAX_TOKENS;
+ * SIZE_MAX when the product overflows. */
+size_t st_tune_shape_weight_bytes(const st_tune_shape *s);
+size_t st_tune_shape_io_bytes(const st_tune_shape *s);
+/* Refuses (ST_ERR_NOMEM, one line giving the bytes) when HOST bytes of host
+ * memory and DEV bytes of the context's memory (the same memory on the CPU
+ * backend) exceed what is available now. WHAT starts the message. */
+st_status st_mem_fit(st_ctx *c, const char *what, size_t host, size_t dev);
+/* Every shape's set-up in the tuner (st_mem_fit). */
+st_status st_tune_shapes_fit(st_ctx *c, const st_tune_shape *s, int n, const st_tune_options *o);
+
+/* The JSON report (with a final newline) as malloc'd text; NULL when out
+ * of memory. */
+char *st_tune_report_text(const st_ctx *ctx, const st_tune_options *opt, const st_tune_shape_result *r, int n,
+                          const st_tune_result *res, const char *engage_line, const char *verify_line);
+/* Writes the JSON report atomically (a run that installs no table). */
 st_status st_tune_write_report(const char *path, const st_ctx *ctx, const st_tune_options *opt,
                                const st_tune_shape_result *r, int n, const st_tune_result *res,
                                const char *engage_line, const char *verify_line);

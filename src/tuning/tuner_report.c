@@ -3,6 +3,8 @@
  * timings and byte-compare result, each decision with its delta, and where
  * the table went. */
 #include "internal.h"
+#include "file_io.h"
+#include "text.h"
 #include "tuner_internal.h"
 
 #include <cjson/cJSON.h>
@@ -10,6 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* Strings from files and the command line (tensor names, paths) made
+ * valid UTF-8, so the report is always valid JSON. */
+static void add_str(cJSON *o, const char *name, const char *s)
+{
+    char *v = st_text_utf8_dup(s ? s : "");
+    cJSON_AddStringToObject(o, name, v ? v : "");
+    free(v);
+}
 
 static cJSON *timing_json(const st_timing *t, int nt)
 {
@@ -43,7 +54,7 @@ static cJSON *shape_json(const st_tune_shape_result *r)
         cJSON_AddNumberToObject(o, "n_expert", s->n_expert);
         cJSON_AddNumberToObject(o, "topk", s->topk);
     }
-    cJSON_AddStringToObject(o, "weights", s->w[0] ? s->source : "random valid blocks");
+    add_str(o, "weights", s->w[0] ? s->source : "random valid blocks");
     cJSON_AddNumberToObject(o, "weight_copies", r->copies);
     cJSON_AddNumberToObject(o, "rotation_bytes", (double)r->rotation_bytes);
     cJSON *cands = cJSON_AddArrayToObject(o, "candidates");
@@ -60,7 +71,7 @@ static cJSON *shape_json(const st_tune_shape_result *r)
         cJSON_AddBoolToObject(j, "is_default", c == 0);
         cJSON_AddBoolToObject(j, "same_launch_as_default", x->same_launch);
         cJSON_AddStringToObject(j, "byte_compare", c == 0 ? "reference" : x->bytes_match ? "identical" : "MISMATCH");
-        if (!x->bytes_match) cJSON_AddStringToObject(j, "mismatch", x->mismatch);
+        if (!x->bytes_match) add_str(j, "mismatch", x->mismatch);
         cJSON_AddNumberToObject(j, "blended_median_us", x->blended_us);
         cJSON *ts = cJSON_AddArrayToObject(j, "timings");
         for (int k = 0; k < r->n_nts; k++) cJSON_AddItemToArray(ts, timing_json(&x->t[k], r->nts[k]));
@@ -74,9 +85,8 @@ static cJSON *shape_json(const st_tune_shape_result *r)
     return o;
 }
 
-st_status st_tune_write_report(const char *path, const st_ctx *ctx, const st_tune_options *opt,
-                               const st_tune_shape_result *r, int n, const st_tune_result *res,
-                               const char *engage_line, const char *verify_line)
+char *st_tune_report_text(const st_ctx *ctx, const st_tune_options *opt, const st_tune_shape_result *r, int n,
+                          const st_tune_result *res, const char *engage_line, const char *verify_line)
 {
     cJSON *root = cJSON_CreateObject();
     const st_identity *id = st_ctx_identity(ctx);
@@ -88,26 +98,26 @@ st_status st_tune_write_report(const char *path, const st_ctx *ctx, const st_tun
     gmtime_r(&now, &tmv);
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tmv);
     cJSON_AddStringToObject(root, "date", date);
-    cJSON_AddStringToObject(root, "command_line", opt->command_line ? opt->command_line : "");
+    add_str(root, "command_line", opt->command_line ? opt->command_line : "");
     cJSON *idj = cJSON_AddObjectToObject(root, "identity");
     cJSON_AddStringToObject(idj, "arch", id->arch);
     cJSON_AddStringToObject(idj, "runtime", id->runtime);
     cJSON_AddStringToObject(idj, "compiler", id->compiler);
     cJSON_AddNumberToObject(idj, "space", id->space);
-    cJSON_AddStringToObject(idj, "device", id->device_name);
-    cJSON_AddStringToObject(idj, "driver", id->driver);
+    add_str(idj, "device", id->device_name);
+    add_str(idj, "driver", id->driver);
     cJSON *op = cJSON_AddObjectToObject(root, "options");
     cJSON_AddNumberToObject(op, "threshold_pct", 100 * opt->threshold);
     cJSON_AddBoolToObject(op, "quick", opt->quick);
-    cJSON_AddStringToObject(op, "model", opt->model_path ? opt->model_path : "");
+    add_str(op, "model", opt->model_path ? opt->model_path : "");
     cJSON *shapes = cJSON_AddArrayToObject(root, "shapes");
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(shapes, shape_json(&r[i]));
     cJSON *tj = cJSON_AddObjectToObject(root, "table");
-    cJSON_AddStringToObject(tj, "path", res->table_path);
+    add_str(tj, "path", res->table_path);
     cJSON_AddBoolToObject(tj, "written", res->table_written);
     cJSON_AddBoolToObject(tj, "engaged", res->engaged);
-    cJSON_AddStringToObject(tj, "engagement_line", engage_line ? engage_line : "");
-    cJSON_AddStringToObject(tj, "gate", verify_line ? verify_line : "");
+    add_str(tj, "engagement_line", engage_line ? engage_line : "");
+    add_str(tj, "gate", verify_line ? verify_line : "");
     cJSON *sm = cJSON_AddObjectToObject(root, "summary");
     cJSON_AddNumberToObject(sm, "shapes", res->shapes);
     cJSON_AddNumberToObject(sm, "kept_variants", res->kept_variants);
@@ -116,15 +126,26 @@ st_status st_tune_write_report(const char *path, const st_ctx *ctx, const st_tun
     cJSON_AddNumberToObject(sm, "changed_vs_previous_table", res->changed_vs_previous);
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
+    const size_t n_text = text ? strlen(text) : 0;
+    char *line = text ? realloc(text, n_text + 2) : NULL;
+    if (!line) {
+        free(text);
+        return NULL;
+    }
+    memcpy(line + n_text, "\n", 2);
+    return line;
+}
+
+st_status st_tune_write_report(const char *path, const st_ctx *ctx, const st_tune_options *opt,
+                               const st_tune_shape_result *r, int n, const st_tune_result *res,
+                               const char *engage_line, const char *verify_line)
+{
+    char *text = st_tune_report_text(ctx, opt, r, n, res, engage_line, verify_line), *tmp = NULL;
     if (!text) return st_fail(ST_ERR_NOMEM, "report: out of memory");
-    char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    st_status s = ST_OK;
-    if (!f || fputs(text, f) < 0 || fputc('\n', f) < 0) s = st_fail(ST_ERR_IO, "report: cannot write %s", tmp);
-    if (f && fclose(f) != 0 && s == ST_OK) s = st_fail(ST_ERR_IO, "report: cannot write %s", tmp);
-    if (s == ST_OK && rename(tmp, path) != 0) s = st_fail(ST_ERR_IO, "report: cannot rename %s to %s", tmp, path);
-    if (s != ST_OK) remove(tmp);
+    int slot = -1;
+    st_status s = st_file_write_temp(path, text, strlen(text), &tmp, &slot);
+    if (s == ST_OK) s = st_file_commit(path, tmp, slot, NULL);
+    free(tmp);
     free(text);
     return s;
 }

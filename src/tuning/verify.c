@@ -248,8 +248,28 @@ st_status st_vmodel_open(st_ctx *c, const st_verify_options *o, st_vmodel **out)
     st_rng_seed(&r, 20261129);
     st_model *m = NULL;
     st_status s = o->model_path ? open_model(o->model_path, &m) : ST_OK;
+    if (s == ST_OK) s = st_vmodel_fit(c, o, m);
     if (s == ST_OK) s = m ? ops_from_model(c, m, &r, &vm->v) : ops_synthetic(c, o, &r, &vm->v);
     st_model_close(m);
+    if (s == ST_OK && vm->v.n == 0) s = st_fail(ST_ERR_NOT_FOUND, "decode model: no operation our kernels run");
+    if (s != ST_OK) {
+        free_ops(c, &vm->v);
+        free(vm);
+        return s;
+    }
+    *out = vm;
+    return ST_OK;
+}
+
+st_status st_vmodel_open_model(st_ctx *c, const st_model *m, st_vmodel **out)
+{
+    *out = NULL;
+    st_vmodel *vm = calloc(1, sizeof *vm);
+    if (!vm) return st_fail(ST_ERR_NOMEM, "decode model: out of memory");
+    st_rng r;
+    st_rng_seed(&r, 20261129);
+    st_status s = st_vmodel_fit(c, NULL, m);
+    if (s == ST_OK) s = ops_from_model(c, m, &r, &vm->v);
     if (s == ST_OK && vm->v.n == 0) s = st_fail(ST_ERR_NOT_FOUND, "decode model: no operation our kernels run");
     if (s != ST_OK) {
         free_ops(c, &vm->v);
@@ -456,13 +476,22 @@ st_status st_verify_run(st_ctx *c, const st_verify_options *o, st_verify_result 
     st_verify_options opt = *o;
     if (opt.rounds < 3) opt.rounds = 3;
     if (opt.rounds > 255) opt.rounds = 255;
+    /* the model first: one that cannot run here is the one line to say */
+    st_model *m = NULL;
+    st_status s = o->model_path ? open_model(o->model_path, &m) : ST_OK;
+    if (s == ST_OK) s = st_vmodel_fit(c, &opt, m);
+    if (s != ST_OK) {
+        st_model_close(m);
+        return s;
+    }
     char line[ST_TABLE_MSG_MAX] = "";
     st_table *tab = NULL;
-    st_status s = st_table_load_msg(o->table_path, st_ctx_identity(c), st_ctx_dispatch(c), &tab, line, sizeof line);
-    if (s != ST_OK) return st_fail(s, "verify: the table does not engage here: %s", line);
+    s = st_table_load_msg(o->table_path, st_ctx_identity(c), st_ctx_dispatch(c), &tab, line, sizeof line);
+    if (s != ST_OK) {
+        st_model_close(m);
+        return st_fail(s, "verify: the table does not engage here: %s", line);
+    }
     if (!o->quiet) st_log("%s", line);
-    st_model *m = NULL;
-    if (o->model_path) s = open_model(o->model_path, &m);
     vops v = {NULL, 0, 0};
     st_rng r;
     st_rng_seed(&r, 20261129);

@@ -4,12 +4,19 @@
 #ifndef ST_VMODEL_H
 #define ST_VMODEL_H
 
+#include "strata/model.h"
 #include "strata/verify.h"
 
 typedef struct st_vmodel st_vmodel;
 
 /* Uses model_path, or shapes/n_layers/n_expert/topk of O. */
 st_status st_vmodel_open(st_ctx *c, const st_verify_options *o, st_vmodel **out);
+/* The same for model M, already open (the caller keeps it open while the
+ * decode model is used: the weights are copied, the names are not needed). */
+st_status st_vmodel_open_model(st_ctx *c, const st_model *m, st_vmodel **out);
+/* Whether the weights of M (or, M NULL, the synthetic layers of O) fit the
+ * context's memory now; a refusal is one line with the bytes (mem_fit.c). */
+st_status st_vmodel_fit(st_ctx *c, const st_verify_options *o, const st_model *m);
 void st_vmodel_close(st_ctx *c, st_vmodel *vm);
 /* Queues one decode step (every operation) for NT tokens. */
 st_status st_vmodel_step(st_ctx *c, const st_vmodel *vm, int nt);

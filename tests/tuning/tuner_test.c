@@ -563,7 +563,7 @@ static void killing_the_tuner_never_leaves_a_partial_table(void **state)
     st_tune_result res;
     st_status s = st_tune_run(ctx, &o, &res);
     if (s != ST_OK) fail_msg("st_tune_run: %s: %s", st_status_name(s), st_last_error());
-    char table_path[1024];
+    char table_path[ST_TUNE_PATH_MAX];
     snprintf(table_path, sizeof table_path, "%s", res.table_path);
     const char *table_name = base_name(table_path);
     assert_valid_engaging_table(table_path, ctx);

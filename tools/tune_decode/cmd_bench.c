@@ -14,9 +14,11 @@
 #include "vmodel.h"
 
 #include <cjson/cJSON.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char BENCH_HELP[] =
     "usage: tune_decode bench [--shape 'SPEC']... [--variant R|G/D] [--model M.gguf] [--layers N]\n"
@@ -104,6 +106,7 @@ static void emit(bench_env *e, const char *kind, const char *shape, int nt, cons
 static st_status probes(st_ctx *c, bench_env *e)
 {
     const size_t big = e->quick ? (64u << 20) : (1u << 30);
+    ST_TRY(st_mem_fit(c, "the bandwidth probes", 1 << 20, 2 * big));
     void *a = NULL, *b = NULL;
     float *sink = NULL;
     st_status s = st_ctx_alloc(c, big, &a);
@@ -147,6 +150,20 @@ static st_status probes(st_ctx *c, bench_env *e)
     return s;
 }
 
+/* Whether SHAPE's benchmark fits: its weights on the host once and two
+ * copies on the backend (st_mem_fit, one line with the bytes). */
+static st_status bench_fit(st_ctx *c, const st_tune_shape *s)
+{
+    const size_t w = st_tune_shape_weight_bytes(s);
+    char what[160];
+    if (s->kind == ST_SHAPE_MMVQ)
+        snprintf(what, sizeof what, "mmvq %s %d x %d", st_qtype_name(s->type), s->rows, s->cols);
+    else
+        snprintf(what, sizeof what, "expert %s/%s %d x %d, %d experts", st_qtype_name(s->type),
+                 st_qtype_name(s->down_type), s->n_embd, s->n_ff, s->n_expert);
+    return st_mem_fit(c, what, w, w > SIZE_MAX / 2 ? SIZE_MAX : 2 * w + st_tune_shape_io_bytes(s));
+}
+
 static st_status bench_shape(st_ctx *c, bench_env *e, const st_tune_shape *s, const int *nts, int nn, const int *variant)
 {
     bench_run b;
@@ -168,6 +185,12 @@ static st_status bench_shape(st_ctx *c, bench_env *e, const st_tune_shape *s, co
     b.copies = (int)((rot + one - 1) / one);
     if (b.copies < 2) b.copies = 2;
     if (b.copies > 128) b.copies = 128;
+    /* two copies at least must fit (checked before the probes too); more
+     * only in half the free memory */
+    ST_TRY(bench_fit(c, s));
+    size_t avail = 0, total = 0;
+    if (st_ctx_mem_info(c, &avail, &total) == ST_OK)
+        while (b.copies > 2 && (size_t)b.copies * one > avail / 2) b.copies--;
     void *h0 = malloc(b0), *h1 = b.expert ? malloc(b0) : NULL, *h2 = b.expert ? malloc(b2) : NULL;
     st_status st = h0 && (!b.expert || (h1 && h2)) ? ST_OK : ST_ERR_NOMEM;
     if (st == ST_OK) {
@@ -287,13 +310,34 @@ static st_status bench_model(st_ctx *c, bench_env *e, const st_verify_options *v
     return s;
 }
 
+/* "R" (an mmvq rows variant) or "G/D" (an expert pair), nothing else. */
+static bool parse_variant(const char *v, int *out)
+{
+    const char *slash = strchr(v, '/');
+    long a, b;
+    char first[16];
+    if (!slash) {
+        out[1] = 0;
+        return td_parse_int(v, 1, 1 << 16, &a) && st_mmvq_rows_valid((int)(out[0] = (int)a));
+    }
+    const size_t n = (size_t)(slash - v);
+    if (n == 0 || n >= sizeof first) return false;
+    memcpy(first, v, n);
+    first[n] = '\0';
+    if (!td_parse_int(first, 1, 1 << 16, &a) || !td_parse_int(slash + 1, 1, 1 << 16, &b)) return false;
+    out[0] = (int)a;
+    out[1] = (int)b;
+    return st_expert_rows_valid(out[0], out[1]);
+}
+
 int cmd_bench(int argc, char **argv, const td_global *g)
 {
     const char *specs[32], *model = NULL;
     int ns = 0, layers = 48, variant[2] = {0, 0};
     bool have_variant = false, suite = true, quick = false;
+    int rc = 0;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
+        const char *a = argv[i], *v = NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(BENCH_HELP, stdout);
             return 0;
@@ -301,31 +345,48 @@ int cmd_bench(int argc, char **argv, const td_global *g)
             quick = true;
         } else if (!strcmp(a, "--no-suite")) {
             suite = false;
-        } else if (i + 1 >= argc) {
-            return td_usage_error("bench: %s needs a value", a);
         } else if (!strcmp(a, "--shape")) {
+            if (!(v = td_value(argc, argv, &i, "bench", &rc))) return rc;
             if (ns >= 32) return td_usage_error("bench: at most 32 --shape");
-            specs[ns++] = argv[++i];
+            specs[ns++] = v;
         } else if (!strcmp(a, "--model")) {
-            model = argv[++i];
+            if (!(v = td_value(argc, argv, &i, "bench", &rc))) return rc;
+            model = v;
         } else if (!strcmp(a, "--layers")) {
-            layers = atoi(argv[++i]);
-            if (layers < 0 || layers > 512) return td_usage_error("bench: --layers %s is out of range 0..512", argv[i]);
+            if (!(v = td_value(argc, argv, &i, "bench", &rc))) return rc;
+            if ((rc = td_int_option("bench", a, v, 0, 512, &layers))) return rc;
         } else if (!strcmp(a, "--variant")) {
-            const char *v = argv[++i];
-            int n = sscanf(v, "%d/%d", &variant[0], &variant[1]);
-            if (n == 1 ? !st_mmvq_rows_valid(variant[0]) : n == 2 ? !st_expert_rows_valid(variant[0], variant[1]) : 1)
+            if (!(v = td_value(argc, argv, &i, "bench", &rc))) return rc;
+            if (!parse_variant(v, variant))
                 return td_usage_error("bench: --variant '%s' is not a compiled-in variant (tune_decode variants)", v);
             have_variant = true;
         } else {
-            return td_usage_error("bench: unknown option '%s'", a);
+            return td_usage_error("bench: unknown %s '%s'", a[0] == '-' ? "option" : "argument", a);
         }
     }
     if (ns) suite = false;
+    /* what was named is checked before the minutes of probes: every
+     * --shape parses and fits the limits, a --model opens */
+    st_tune_shape parsed[32];
+    for (int i = 0; i < ns; i++)
+        if (st_tune_parse_shape(specs[i], 64, 8, &parsed[i]) != ST_OK) {
+            td_eprint("bench: %s", st_last_error());
+            return 1;
+        }
+    if (model) {
+        st_model *m = NULL;
+        if (st_model_open(model, &m) != ST_OK) {
+            td_eprint("bench: %s: %s", model, st_last_error());
+            return 1;
+        }
+        st_model_close(m);
+    }
     st_ctx *c = NULL;
     if (td_open_ctx(g, &c) != 0) return 1;
     bench_env e = {0, 0, 0, st_ctx_llc_bytes(c), quick, cJSON_CreateArray(), g->json};
-    st_status s = probes(c, &e);
+    st_status s = ST_OK;
+    for (int i = 0; i < ns && s == ST_OK; i++) s = bench_fit(c, &parsed[i]);
+    if (s == ST_OK) s = probes(c, &e);
     const st_identity *id = st_ctx_identity(c);
     if (s == ST_OK && !g->json) {
         printf("device: %s (%s, runtime %s, driver %s); last-level cache %.0f MB\n", id->device_name, id->arch, id->runtime,
@@ -335,14 +396,12 @@ int cmd_bench(int argc, char **argv, const td_global *g)
         printf("\n%-6s %-32s %2s %-9s %9s %6s %8s %7s %7s %6s\n", "kind", "shape", "nt", "path", "us/call", "spread", "GB/s",
                "%read", "%same", "vs nt1");
     }
-    st_tune_shape sh;
     const int nt4[] = {1, 2, 4, 8}, nt8[] = {1, 2, 3, 4, 5, 6, 7, 8};
     for (int i = 0; i < ns && s == ST_OK; i++) {
-        s = st_tune_parse_shape(specs[i], 64, 8, &sh);
-        const int one[] = {sh.n_tokens};
-        if (s == ST_OK)
-            s = sh.kind == ST_SHAPE_MMVQ ? bench_shape(c, &e, &sh, nt4, 4, have_variant ? variant : NULL)
-                                          : bench_shape(c, &e, &sh, one, 1, have_variant ? variant : NULL);
+        const st_tune_shape *sh = &parsed[i];
+        const int one[] = {sh->n_tokens};
+        s = sh->kind == ST_SHAPE_MMVQ ? bench_shape(c, &e, sh, nt4, 4, have_variant ? variant : NULL)
+                                       : bench_shape(c, &e, sh, one, 1, have_variant ? variant : NULL);
     }
     if (suite) {
         const st_qtype mt[] = {ST_IQ3_S, ST_IQ4_XS, ST_IQ4_NL};
@@ -357,10 +416,12 @@ int cmd_bench(int argc, char **argv, const td_global *g)
             s = bench_shape(c, &e, &x, nt8, i == 0 ? 8 : 2, NULL);
         }
     }
+    /* a model named with --model must be there; the suite's own small
+     * model is run only when present (from the source tree) */
     const char *tiny = model ? model : (suite ? "tests/data/gguf/tiny-moe.gguf" : NULL);
-    FILE *tf = tiny ? fopen(tiny, "rb") : NULL;
-    if (tf) fclose(tf);
-    if (s == ST_OK && tf) {
+    struct stat tst;
+    const bool run_model = model || (tiny && stat(tiny, &tst) == 0);
+    if (s == ST_OK && run_model) {
         st_verify_options vo;
         st_verify_options_default(&vo);
         vo.model_path = tiny;
@@ -398,7 +459,7 @@ int cmd_bench(int argc, char **argv, const td_global *g)
     cJSON_Delete(e.rows);
     st_ctx_destroy(c);
     if (s != ST_OK) {
-        fprintf(stderr, "bench: %s\n", st_last_error()[0] ? st_last_error() : st_status_str(s));
+        td_eprint("bench: %s", st_last_error()[0] ? st_last_error() : st_status_str(s));
         return 1;
     }
     return 0;

@@ -84,16 +84,17 @@ static void print_matrix_groups(const st_model_matrix *(*at)(const st_model *, s
             n += same;
         }
         if (seen) continue;
-        printf("  %-8s %6d %6d %5d  %s%s%s\n", mx->type_name, mx->n_rows, mx->n_cols, n, g, note ? "  " : "",
-               note ? note : "");
+        td_print("  %-8s %6d %6d %5d  %s%s%s", mx->type_name, mx->n_rows, mx->n_cols, n, g, note ? "  " : "",
+                 note ? note : "");
     }
 }
 
 static int print_text(const char *path, const st_model *m)
 {
-    printf("model: %s\n", st_model_name(m));
-    printf("arch: %s\n", st_model_arch(m)[0] ? st_model_arch(m) : "(none)");
-    printf("file: %s\n", path);
+    /* names and the path are the file's (or the caller's) bytes */
+    td_print("model: %s", st_model_name(m));
+    td_print("arch: %s", st_model_arch(m)[0] ? st_model_arch(m) : "(none)");
+    td_print("file: %s", path);
     printf("expert_used_count: %d\n", st_model_expert_used(m));
 
     size_t ne = st_model_expert_shape_count(m);
@@ -112,7 +113,7 @@ static int print_text(const char *path, const st_model *m)
         const st_model_mmvq_shape *s = st_model_mmvq_shape_at(m, i);
         char names[1024];
         shape_tensors(m, s, names, sizeof names);
-        printf("  %-8s %6d %6d %5d  %s\n", st_qtype_name(s->type), s->n_rows, s->n_cols, s->n_matrices, names);
+        td_print("  %-8s %6d %6d %5d  %s", st_qtype_name(s->type), s->n_rows, s->n_cols, s->n_matrices, names);
     }
 
     size_t n_unsup = 0;
@@ -127,7 +128,7 @@ static int print_text(const char *path, const st_model *m)
             if (mx->type != ST_QTYPE_NONE) continue;
             /* One line per tensor: unsupported matrices are rare and each
              * one is a coverage gap worth naming. */
-            printf("  %-8s %6d %6d %5d  %s\n", mx->type_name, mx->n_rows, mx->n_cols, 1, mx->name);
+            td_print("  %-8s %6d %6d %5d  %s", mx->type_name, mx->n_rows, mx->n_cols, 1, mx->name);
         }
     }
     if (st_model_skipped_count(m)) {
@@ -142,7 +143,7 @@ static cJSON *matrix_json(const st_model_matrix *mx, const char *reason)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
-    bool ok = cJSON_AddStringToObject(o, "name", mx->name) && cJSON_AddStringToObject(o, "type", mx->type_name) &&
+    bool ok = td_json_add_string(o, "name", mx->name) && td_json_add_string(o, "type", mx->type_name) &&
               cJSON_AddNumberToObject(o, "n_rows", mx->n_rows) && cJSON_AddNumberToObject(o, "n_cols", mx->n_cols) &&
               (!reason || cJSON_AddStringToObject(o, "reason", reason));
     if (!ok) {
@@ -156,8 +157,8 @@ static cJSON *build_json(const char *path, const st_model *m)
 {
     cJSON *root = cJSON_CreateObject();
     if (!root) return NULL;
-    bool ok = cJSON_AddStringToObject(root, "file", path) && cJSON_AddStringToObject(root, "name", st_model_name(m)) &&
-              cJSON_AddStringToObject(root, "arch", st_model_arch(m)) &&
+    bool ok = td_json_add_string(root, "file", path) && td_json_add_string(root, "name", st_model_name(m)) &&
+              td_json_add_string(root, "arch", st_model_arch(m)) &&
               cJSON_AddNumberToObject(root, "expert_used_count", st_model_expert_used(m));
     cJSON *experts = ok ? cJSON_AddArrayToObject(root, "expert_shapes") : NULL;
     for (size_t i = 0; experts && ok && i < st_model_expert_shape_count(m); i++) {
@@ -197,7 +198,7 @@ static cJSON *build_json(const char *path, const st_model *m)
         ok = names != NULL;
         for (size_t j = s->first; ok && j < st_model_matrix_count(m); j++) {
             const st_model_matrix *mx = st_model_matrix_at(m, j);
-            if (in_shape(mx, s)) ok = cJSON_AddItemToArray(names, cJSON_CreateString(mx->name));
+            if (in_shape(mx, s)) ok = cJSON_AddItemToArray(names, td_json_string(mx->name));
         }
     }
     cJSON *unsup = ok && mmvq ? cJSON_AddArrayToObject(root, "unsupported") : NULL;
@@ -221,7 +222,7 @@ static int print_json(const char *path, const st_model *m)
     char *text = root ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
     if (!text) {
-        fprintf(stderr, "shapes: %s: out of memory writing JSON\n", path);
+        td_eprint("shapes: %s: out of memory writing JSON", path);
         return 1;
     }
     puts(text);
@@ -247,7 +248,7 @@ int cmd_shapes(int argc, char **argv, const td_global *g)
     st_status s = st_model_open(path, &m);
     if (s != ST_OK) {
         const char *msg = st_last_error();
-        fprintf(stderr, "shapes: %s: %s\n", path, msg[0] ? msg : st_status_str(s));
+        td_eprint("shapes: %s: %s", path, msg[0] ? msg : st_status_str(s));
         return 1;
     }
     int rc = g->json ? print_json(path, m) : print_text(path, m);

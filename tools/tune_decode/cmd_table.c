@@ -2,6 +2,7 @@
  * the compiled-in variants and knobs, and this process's identity. */
 #include "commands.h"
 #include "strata/decode.h"
+#include "file_io.h"
 #include "table_internal.h"
 #include "strata/identity.h"
 #include "strata/knobs.h"
@@ -129,11 +130,11 @@ static int table_check(const char *path, const td_global *g)
     if (g->json) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddBoolToObject(o, "engages", engages);
-        cJSON_AddStringToObject(o, "message", cap.line);
-        cJSON_AddStringToObject(o, "path", path);
+        td_json_add_string(o, "message", cap.line);
+        td_json_add_string(o, "path", path);
         if (print_json(o) != 0) return 1;
     } else {
-        puts(cap.line);
+        td_print("%s", cap.line);
     }
     return engages ? 0 : 1;
 }
@@ -143,10 +144,14 @@ static int table_check(const char *path, const td_global *g)
 static void show_text(const char *path, const st_table *t)
 {
     const st_identity *id = st_table_identity(t);
-    printf("table:     %s\narch:      %s\nruntime:   %s\ncompiler:  %s\nspace:     %d\n", path,
-           id->arch, id->runtime, id->compiler, id->space);
+    /* the path, the header tokens and the comments are the file's bytes */
+    td_print("table:     %s", path);
+    td_print("arch:      %s", id->arch);
+    td_print("runtime:   %s", id->runtime);
+    td_print("compiler:  %s", id->compiler);
+    printf("space:     %d\n", id->space);
     for (size_t i = 0; i < st_table_comment_count(t); i++)
-        printf("# %s\n", st_table_comment_at(t, i));
+        td_print("# %s", st_table_comment_at(t, i));
     size_t nm = st_table_mmvq_count(t), ne = st_table_expert_count(t);
     printf("shapes:    %zu (%zu mmvq, %zu expert)\n", st_table_count(t), nm, ne);
     if (nm) {
@@ -175,15 +180,15 @@ static int show_json(const char *path, const st_table *t)
 {
     const st_identity *id = st_table_identity(t);
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "path", path);
+    td_json_add_string(o, "path", path);
     cJSON *ido = cJSON_AddObjectToObject(o, "identity");
-    cJSON_AddStringToObject(ido, "arch", id->arch);
-    cJSON_AddStringToObject(ido, "runtime", id->runtime);
-    cJSON_AddStringToObject(ido, "compiler", id->compiler);
+    td_json_add_string(ido, "arch", id->arch);
+    td_json_add_string(ido, "runtime", id->runtime);
+    td_json_add_string(ido, "compiler", id->compiler);
     cJSON_AddNumberToObject(ido, "space", id->space);
     cJSON *com = cJSON_AddArrayToObject(o, "comments");
     for (size_t i = 0; i < st_table_comment_count(t); i++)
-        cJSON_AddItemToArray(com, cJSON_CreateString(st_table_comment_at(t, i)));
+        cJSON_AddItemToArray(com, td_json_string(st_table_comment_at(t, i)));
     cJSON *mm = cJSON_AddArrayToObject(o, "mmvq");
     for (size_t i = 0; i < st_table_mmvq_count(t); i++) {
         st_mmvq_key k;
@@ -216,12 +221,10 @@ static int show_json(const char *path, const st_table *t)
 
 static int table_show(const char *path, const td_global *g)
 {
-    char *buf = NULL;
+    char *buf = NULL, why[ST_FILE_WHY_MAX] = "";
     size_t len = 0;
-    int err = 0;
-    if (st_read_file_err(path, &buf, &len, &err) != ST_OK) {
-        fprintf(stderr, ST_TABLE_MSG_PREFIX "%s: cannot read: %s\n", path,
-                err ? strerror(err) : "error");
+    if (st_read_file_err(path, &buf, &len, why) != ST_OK) {
+        td_eprint(ST_TABLE_MSG_PREFIX "%s: cannot read: %s", path, why[0] ? why : "error");
         return 1;
     }
     st_table *t = NULL;
@@ -229,7 +232,7 @@ static int table_show(const char *path, const td_global *g)
     st_status s = st_table_parse_any(buf, len, path, &t, msg, sizeof msg);
     free(buf);
     if (s != ST_OK) {
-        fprintf(stderr, "%s\n", msg);
+        td_eprint("%s", msg);
         return 1;
     }
     int rc = 0;

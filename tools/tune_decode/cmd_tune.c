@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L
 /* tune_decode tune / verify / coverage. */
 #include "commands.h"
 #include "strata/model.h"
@@ -5,6 +6,7 @@
 #include "strata/tuner.h"
 #include "strata/verify.h"
 #include "internal.h"
+#include "measure.h"
 #include "table_internal.h"
 
 #include <cjson/cJSON.h>
@@ -40,28 +42,49 @@ static const char TUNE_HELP[] =
     "  --force              overwrite a table made for another identity\n"
     "  (global: --backend auto|cpu|gpu, --device N, -q, --json)\n"
     "\n"
+    "Output folder: checked before the sweep (a folder, writable, room for the outputs) and\n"
+    "locked while the tune runs (DIR/.strata-tune.lock): a second tune of the same folder is\n"
+    "refused at once. One table per identity: when DIR already holds this machine's table\n"
+    "(from another model or --shape set), this run's shapes are merged into it; its other rows\n"
+    "stay. The table is installed only together with its report.\n"
+    "\n"
     "Exit status: 0 done; 1 error, gate failure or a candidate that differed from the default\n"
-    "(reported as a bug); 2 usage; 130 interrupted (nothing written).\n";
+    "(reported as a bug); 2 usage; 128+N stopped by signal N (130: Ctrl-C; nothing written).\n";
 
 static volatile int g_stop;
-static void on_signal(int sig)
-{
-    (void)sig;
-    g_stop = 1;
-}
 
+/* "1,2,4,8": distinct token counts 1..ST_MAX_TOKENS, at most MAX of them,
+ * nothing else (no empty items, no trailing text). */
 static int parse_list(const char *s, int *v, int max)
 {
     int n = 0;
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", s);
-    for (char *p = strtok(buf, ","); p; p = strtok(NULL, ",")) {
-        char *end;
-        long x = strtol(p, &end, 10);
-        if (*end || x < 1 || x > 8 || n >= max) return -1;
+    const char *p = s;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        const size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char item[16];
+        long x;
+        if (len == 0 || len >= sizeof item || n >= max) return -1;
+        memcpy(item, p, len);
+        item[len] = '\0';
+        if (!td_parse_int(item, 1, ST_MAX_TOKENS, &x)) return -1;
+        for (int k = 0; k < n; k++)
+            if (v[k] == (int)x) return -1;
         v[n++] = (int)x;
+        if (!comma) return n;
+        p = comma + 1;
     }
-    return n;
+}
+
+/* "expert", "mmvq" or both, comma-separated. */
+static bool parse_kinds(const char *s, bool *expert, bool *mmvq)
+{
+    *expert = *mmvq = false;
+    if (!strcmp(s, "expert")) *expert = true;
+    else if (!strcmp(s, "mmvq")) *mmvq = true;
+    else if (!strcmp(s, "expert,mmvq") || !strcmp(s, "mmvq,expert")) *expert = *mmvq = true;
+    else return false;
+    return true;
 }
 
 static char *join_args(int argc, char **argv)
@@ -86,9 +109,9 @@ int cmd_tune(int argc, char **argv, const td_global *g)
     st_tune_options_default(&o);
     const char *shapes[64];
     int ns = 0;
+    int rc = 0;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        const char *a = argv[i], *v = NULL;
         if (is_help(a)) {
             fputs(TUNE_HELP, stdout);
             return 0;
@@ -98,35 +121,37 @@ int cmd_tune(int argc, char **argv, const td_global *g)
             o.no_verify = true;
         } else if (!strcmp(a, "--force")) {
             o.force = true;
-        } else if (a[0] == '-' && a[1] == '-' && !v) {
-            return td_usage_error("tune: %s needs a value", a);
         } else if (!strcmp(a, "--out")) {
-            o.out_dir = argv[++i];
+            if (!(v = td_value(argc, argv, &i, "tune", &rc))) return rc;
+            if (!v[0]) return td_usage_error("tune: --out needs a folder name");
+            o.out_dir = v;
         } else if (!strcmp(a, "--threshold")) {
-            char *end;
-            double t = strtod(argv[++i], &end);
-            if (end == argv[i] || (*end && strcmp(end, "%")) || t < 0 || t >= 100)
-                return td_usage_error("tune: --threshold '%s' is not a percentage like 1%%", argv[i]);
-            o.threshold = t / 100.0;
+            if (!(v = td_value(argc, argv, &i, "tune", &rc))) return rc;
+            if ((rc = td_percent_option("tune", a, v, 0, 99, &o.threshold))) return rc;
         } else if (!strcmp(a, "--ntok-mix")) {
-            o.n_ntok_mix = parse_list(argv[++i], o.ntok_mix, 8);
-            if (o.n_ntok_mix <= 0) return td_usage_error("tune: --ntok-mix '%s': expected token counts 1..8 like 1,2,4,8", argv[i]);
+            if (!(v = td_value(argc, argv, &i, "tune", &rc))) return rc;
+            o.n_ntok_mix = parse_list(v, o.ntok_mix, ST_MAX_TOKENS);
+            if (o.n_ntok_mix <= 0)
+                return td_usage_error("tune: --ntok-mix '%s': expected distinct token counts 1..%d like 1,2,4,8", v,
+                                      ST_MAX_TOKENS);
         } else if (!strcmp(a, "--shapes")) {
-            const char *sv = argv[++i];
-            o.do_expert = strstr(sv, "expert") != NULL;
-            o.do_mmvq = strstr(sv, "mmvq") != NULL;
-            if (!o.do_expert && !o.do_mmvq) return td_usage_error("tune: --shapes '%s': expected expert, mmvq or expert,mmvq", sv);
+            if (!(v = td_value(argc, argv, &i, "tune", &rc))) return rc;
+            if (!parse_kinds(v, &o.do_expert, &o.do_mmvq))
+                return td_usage_error("tune: --shapes '%s': expected expert, mmvq or expert,mmvq", v);
         } else if (!strcmp(a, "--shape")) {
+            if (!(v = td_value(argc, argv, &i, "tune", &rc))) return rc;
             if (ns >= 64) return td_usage_error("tune: at most 64 --shape");
-            shapes[ns++] = argv[++i];
-        } else if (!strcmp(a, "--experts") || !strcmp(a, "--topk") || !strcmp(a, "--rounds")) {
-            char *end;
-            long x = strtol(argv[++i], &end, 10);
-            if (*end || x < 1 || x > 256) return td_usage_error("tune: %s '%s' is not a number in 1..256", a, argv[i]);
-            if (!strcmp(a, "--experts")) o.n_expert = (int)x;
-            else if (!strcmp(a, "--topk")) o.topk = (int)x;
-            else o.rounds = (int)x;
-        } else if (a[0] == '-') {
+            shapes[ns++] = v;
+        } else if (!strcmp(a, "--experts")) {
+            if (!(v = td_value(argc, argv, &i, "tune", &rc))) return rc;
+            if ((rc = td_int_option("tune", a, v, 1, ST_MAX_EXPERTS, &o.n_expert))) return rc;
+        } else if (!strcmp(a, "--topk")) {
+            if (!(v = td_value(argc, argv, &i, "tune", &rc))) return rc;
+            if ((rc = td_int_option("tune", a, v, 1, ST_MAX_TOPK, &o.topk))) return rc;
+        } else if (!strcmp(a, "--rounds")) {
+            if (!(v = td_value(argc, argv, &i, "tune", &rc))) return rc;
+            if ((rc = td_int_option("tune", a, v, 1, ST_MEASURE_MAX_ROUNDS, &o.rounds))) return rc;
+        } else if (a[0] == '-' && a[1]) {
             return td_usage_error("tune: unknown option '%s'", a);
         } else if (!o.model_path) {
             o.model_path = a;
@@ -134,7 +159,6 @@ int cmd_tune(int argc, char **argv, const td_global *g)
             return td_usage_error("tune: more than one model given ('%s')", a);
         }
     }
-    if (o.topk > 8) return td_usage_error("tune: --topk is at most 8");
     o.shapes = shapes;
     o.n_shapes = ns;
     o.quiet = g->quiet;
@@ -146,24 +170,22 @@ int cmd_tune(int argc, char **argv, const td_global *g)
         free(cl);
         return 1;
     }
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
+    td_signals_begin(&g_stop);
     st_tune_result res;
     st_status s = st_tune_run(ctx, &o, &res);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
+    td_signals_end();
     st_ctx_destroy(ctx);
     free(cl);
     if (g->json) {
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "status", st_status_name(s));
-        cJSON_AddStringToObject(j, "message", s == ST_OK ? "" : st_last_error());
+        td_json_add_string(j, "message", s == ST_OK ? "" : st_last_error());
         cJSON_AddNumberToObject(j, "shapes", res.shapes);
         cJSON_AddNumberToObject(j, "kept_variants", res.kept_variants);
         cJSON_AddNumberToObject(j, "mismatches", res.mismatches);
-        cJSON_AddStringToObject(j, "table", res.table_written ? res.table_path : "");
+        td_json_add_string(j, "table", res.table_written ? res.table_path : "");
         cJSON_AddBoolToObject(j, "engaged", res.engaged);
-        cJSON_AddStringToObject(j, "report", res.report_path);
+        td_json_add_string(j, "report", res.report_path);
         char *t = cJSON_Print(j);
         if (t) puts(t);
         free(t);
@@ -171,14 +193,17 @@ int cmd_tune(int argc, char **argv, const td_global *g)
     } else if (s == ST_OK || s == ST_ERR_MISMATCH) {
         printf("tuned %d shapes: %d kept a variant, %d kept the default%s\n", res.shapes, res.kept_variants,
                res.shapes - res.kept_variants, res.noisy ? " (some decisions noisy: see the report)" : "");
-        printf("table:  %s%s\nreport: %s\n", res.table_path, res.engaged ? " (engages here)" : " (DOES NOT ENGAGE)", res.report_path);
+        td_print("table:  %s%s", res.table_path, res.engaged ? " (engages here)" : " (DOES NOT ENGAGE)");
+        td_print("report: %s", res.report_path);
     }
     if (s == ST_ERR_INTERRUPTED) {
-        fprintf(stderr, "tune: interrupted; no table was written\n");
-        return 130;
+        const int sig = td_signals_caught();
+        td_eprint("tune: interrupted%s%s; no table was written", sig ? " by " : "", sig ? strsignal(sig) : "");
+        return 128 + (sig ? sig : SIGINT);
     }
     if (s != ST_OK) {
-        fprintf(stderr, "tune: %s\n", st_last_error()[0] ? st_last_error() : st_status_str(s));
+        const char *why = st_last_error()[0] ? st_last_error() : st_status_str(s);
+        td_eprint("tune: %s", strncmp(why, "tune: ", 6) ? why : why + 6);
         return 1;
     }
     return 0;
@@ -201,30 +226,28 @@ int cmd_verify(int argc, char **argv, const td_global *g)
     st_verify_options_default(&o);
     const char *pos[2], *syn[32];
     int np = 0, ns = 0;
+    int rc = 0;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
+        const char *a = argv[i], *v = NULL;
         if (is_help(a)) {
             fputs(VERIFY_HELP, stdout);
             return 0;
         }
-        if (a[0] == '-' && i + 1 >= argc) return td_usage_error("verify: %s needs a value", a);
         if (!strcmp(a, "--rounds") || !strcmp(a, "--layers") || !strcmp(a, "--experts") || !strcmp(a, "--topk")) {
-            char *end;
-            long x = strtol(argv[++i], &end, 10);
-            if (*end || x < 1 || x > 255) return td_usage_error("verify: %s '%s' is not a number in 1..255", a, argv[i]);
-            if (!strcmp(a, "--rounds")) o.rounds = (int)x;
-            else if (!strcmp(a, "--layers")) o.n_layers = (int)x;
-            else if (!strcmp(a, "--experts")) o.n_expert = (int)x;
-            else o.topk = (int)x;
+            if (!(v = td_value(argc, argv, &i, "verify", &rc))) return rc;
+            if (!strcmp(a, "--rounds")) rc = td_int_option("verify", a, v, 3, 255, &o.rounds);
+            else if (!strcmp(a, "--layers")) rc = td_int_option("verify", a, v, 1, 255, &o.n_layers);
+            else if (!strcmp(a, "--experts")) rc = td_int_option("verify", a, v, 1, ST_MAX_EXPERTS, &o.n_expert);
+            else rc = td_int_option("verify", a, v, 1, ST_MAX_TOPK, &o.topk);
+            if (rc) return rc;
         } else if (!strcmp(a, "--max-slowdown")) {
-            char *end;
-            double t = strtod(argv[++i], &end);
-            if (end == argv[i] || (*end && strcmp(end, "%")) || t < 0) return td_usage_error("verify: --max-slowdown '%s' is not a percentage", argv[i]);
-            o.max_slowdown = t / 100;
+            if (!(v = td_value(argc, argv, &i, "verify", &rc))) return rc;
+            if ((rc = td_percent_option("verify", a, v, 0, 100, &o.max_slowdown))) return rc;
         } else if (!strcmp(a, "--synthetic")) {
+            if (!(v = td_value(argc, argv, &i, "verify", &rc))) return rc;
             if (ns >= 32) return td_usage_error("verify: at most 32 --synthetic");
-            syn[ns++] = argv[++i];
-        } else if (a[0] == '-') {
+            syn[ns++] = v;
+        } else if (a[0] == '-' && a[1]) {
             return td_usage_error("verify: unknown option '%s'", a);
         } else if (np < 2) {
             pos[np++] = a;
@@ -241,13 +264,13 @@ int cmd_verify(int argc, char **argv, const td_global *g)
     o.stop = &g_stop;
     st_ctx *ctx = NULL;
     if (td_open_ctx(g, &ctx) != 0) return 1;
-    signal(SIGINT, on_signal);
+    td_signals_begin(&g_stop);
     st_verify_result r;
     st_status s = st_verify_run(ctx, &o, &r);
-    signal(SIGINT, SIG_DFL);
+    td_signals_end();
     st_ctx_destroy(ctx);
     if (s != ST_OK) {
-        fprintf(stderr, "verify: %s\n", st_last_error()[0] ? st_last_error() : st_status_str(s));
+        td_eprint("verify: %s", st_last_error()[0] ? st_last_error() : st_status_str(s));
         return 1;
     }
     if (g->json) {
@@ -255,7 +278,7 @@ int cmd_verify(int argc, char **argv, const td_global *g)
         cJSON_AddBoolToObject(j, "passed", r.passed);
         cJSON_AddBoolToObject(j, "bytes_equal", r.bytes_equal);
         cJSON_AddBoolToObject(j, "not_slower", r.not_slower);
-        cJSON_AddStringToObject(j, "message", r.message);
+        td_json_add_string(j, "message", r.message);
         cJSON *a = cJSON_AddArrayToObject(j, "steps");
         for (int nt = 0; nt < ST_MAX_TOKENS; nt++) {
             cJSON *e = cJSON_CreateObject();
@@ -271,7 +294,7 @@ int cmd_verify(int argc, char **argv, const td_global *g)
         free(t);
         cJSON_Delete(j);
     } else {
-        printf("verify: %s\n", r.message);
+        td_print("verify: %s", r.message);
     }
     return r.passed ? 0 : 1;
 }
@@ -309,7 +332,7 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
     if (np != 2) return td_usage_error("coverage: expected MODEL.gguf TABLE|DIR");
     st_model *m = NULL;
     if (st_model_open(pos[0], &m) != ST_OK) {
-        fprintf(stderr, "coverage: %s: %s\n", pos[0], st_last_error());
+        td_eprint("coverage: %s: %s", pos[0], st_last_error());
         return 1;
     }
     st_ctx *ctx = NULL;
@@ -367,7 +390,7 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
         cJSON_AddNumberToObject(j, "shapes_missing", missing);
         cJSON_AddItemToObject(j, "missing", arr);
         cJSON_AddBoolToObject(j, "engages", engages);
-        cJSON_AddStringToObject(j, "load_line", line);
+        td_json_add_string(j, "load_line", line);
         char *txt = cJSON_Print(j);
         if (txt) puts(txt);
         free(txt);
@@ -376,7 +399,7 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
         cJSON_Delete(arr);
         printf("coverage: %d of %d shapes the model needs are in the table; %s\n", need - missing, need,
                engages ? "the table engages here" : "the table would NOT engage here");
-        printf("%s\n", line);
+        td_print("%s", line);
     }
     st_table_destroy(t);
     st_ctx_destroy(ctx);

@@ -36,6 +36,8 @@ static const char VECTORS_HELP[] =
     "                       where xq_k = f16tof32(d of k's q8_1 block) * q_k: the error relative to\n"
     "                       the row's absolute dot magnitude. Passes when the largest over all\n"
     "                       t, m is <= 1e-4.\n"
+    "  finite               every value of the float sections is finite (a NaN or an infinity fails\n"
+    "                       the file: it would compare false with any tolerance)\n"
     "A file that cannot be read or is not a valid STQV file gives one line\n"
     "'vectors: FILE: reason' and counts as a failed check.\n"
     "Last line: 'vectors: N checks passed, M failed' (on stderr with --json).\n"
@@ -73,7 +75,7 @@ static void report(vec_run *r, const char *file, const st_stqv *s, const char *c
     if (r->json) {
         cJSON *o = cJSON_CreateObject();
         if (!o) return;
-        cJSON_AddStringToObject(o, "file", file);
+        td_json_add_string(o, "file", file);
         if (s) {
             cJSON_AddStringToObject(o, "type", st_qtype_name(s->type));
             cJSON_AddNumberToObject(o, "M", s->m);
@@ -88,12 +90,12 @@ static void report(vec_run *r, const char *file, const st_stqv *s, const char *c
         cJSON_AddStringToObject(o, "section", section);
         cJSON_AddStringToObject(o, "check", check);
         cJSON_AddBoolToObject(o, "pass", pass);
-        cJSON_AddStringToObject(o, "detail", detail);
+        td_json_add_string(o, "detail", detail);
         cJSON_AddItemToArray(r->json, o);
         return;
     }
     if (!s) {
-        printf("vectors: %s: %s\n", file, detail);
+        td_print("vectors: %s: %s", file, detail);
         return;
     }
     if (pass && r->g->quiet) return;
@@ -215,7 +217,7 @@ static void check_dot(vec_run *r, const char *file, const st_stqv *s, const uint
             for (uint32_t k = 0; k < s->k; k++) mag += fabs((double)w[k] * (double)xf[k]);
             double err = fabs((double)y[(size_t)t * s->m + m] - want[(size_t)t * s->m + m]) /
                          (mag > VEC_DOT_TINY ? mag : VEC_DOT_TINY);
-            if (!(err <= worst)) { /* NaN counts as worst */
+            if (!isnan(worst) && !(err <= worst)) { /* NaN counts as worst, and stays */
                 worst = err;
                 wt = t;
                 wm = m;
@@ -233,11 +235,46 @@ out:
     free(xf);
 }
 
+/* Every value of the float sections is finite: a NaN compares false with
+ * any tolerance, so a reference holding one would pass the checks below by
+ * accident. Reports one line; false when a value is not finite. */
+static bool check_finite(vec_run *r, const char *file, const st_stqv *s)
+{
+    static const struct {
+        int sec;
+        bool f64;
+    } secs[] = {{ST_STQV_W_F32, false},     {ST_STQV_W_DEQ, false},     {ST_STQV_X_F32, false},
+                {ST_STQV_Y_DEQ_F64, true},  {ST_STQV_Y_Q8_1_F64, true}, {ST_STQV_Y_CPU_F32, false},
+                {ST_STQV_ROW_SCALE_F32, false}};
+    size_t checked = 0;
+    for (size_t i = 0; i < sizeof secs / sizeof secs[0]; i++) {
+        size_t n = 0;
+        const void *p = st_stqv_section_data(s, secs[i].sec, &n);
+        if (!p) continue;
+        const size_t count = n / (secs[i].f64 ? sizeof(double) : sizeof(float));
+        for (size_t k = 0; k < count; k++) {
+            const double v = secs[i].f64 ? ((const double *)p)[k] : (double)((const float *)p)[k];
+            if (!isfinite(v)) {
+                report(r, file, s, "finite", st_stqv_section_name(secs[i].sec), false,
+                       "value %zu is %s: a reference must hold finite numbers", k, isnan(v) ? "NaN" : "infinite");
+                return false;
+            }
+        }
+        checked += count;
+    }
+    report(r, file, s, "finite", "all", true, "%zu values finite", checked);
+    return true;
+}
+
 static void check_file(vec_run *r, const char *file)
 {
     st_stqv *s = NULL;
     if (st_stqv_open(file, &s) != ST_OK) {
         report(r, file, NULL, "open", "file", false, "%s", st_last_error());
+        return;
+    }
+    if (!check_finite(r, file, s)) {
+        st_stqv_close(s);
         return;
     }
     check_dequantize(r, file, s);

@@ -6,6 +6,12 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#if defined(__GNUC__)
+#define TD_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define TD_PRINTF(a, b)
+#endif
+
 typedef struct {
     bool quiet;
     bool json;
@@ -28,7 +34,43 @@ int cmd_verify(int argc, char **argv, const td_global *g);    /* verify MODEL.gg
 int cmd_coverage(int argc, char **argv, const td_global *g);  /* coverage MODEL.gguf TABLE|DIR */
 int cmd_bench(int argc, char **argv, const td_global *g);     /* bench */
 
-/* Prints "tune_decode: " + message to stderr and returns 2 (usage) . */
+/* Prints "tune_decode: " + message to stderr (made terminal-safe) and
+ * returns 2 (usage). */
 int td_usage_error(const char *fmt, ...);
+
+/* ---- option values (td_args.c) ---- */
+/* The value of the option at ARGV[*I], advancing *I; NULL after a usage
+ * error (*RC = 2): no value left, or the next argument is another option. */
+const char *td_value(int argc, char **argv, int *i, const char *cmd, int *rc);
+/* V as a decimal integer in LO..HI: digits only, no sign, nothing after. */
+bool td_parse_int(const char *v, long lo, long hi, long *out);
+/* td_parse_int, or a usage error naming CMD, OPT and the range: returns 0
+ * or 2. */
+int td_int_option(const char *cmd, const char *opt, const char *v, long lo, long hi, int *out);
+/* A finite percentage in LO..HI ("1%", "0.5") as a fraction; 0 or 2. */
+int td_percent_option(const char *cmd, const char *opt, const char *v, double lo, double hi, double *frac);
+
+/* ---- signals (td_signals.c) ---- */
+/* From begin to end, a signal that would end the process sets *STOP (the
+ * library's stop flag) instead, SIGPIPE and SIGXFSZ are ignored, and a
+ * fault removes the library's temporary files before it ends the process
+ * (td_signals.c says which signals). end restores what was there. */
+void td_signals_begin(volatile int *stop);
+void td_signals_end(void);
+/* The first stop signal caught since begin, or 0. */
+int td_signals_caught(void);
+
+/* ---- output (td_text.c) ---- */
+/* One line (no trailing newline in FMT) to stdout / stderr, with control
+ * characters, bytes outside UTF-8 and invisible characters escaped. */
+void td_print(const char *fmt, ...) TD_PRINTF(1, 2);
+void td_eprint(const char *fmt, ...) TD_PRINTF(1, 2);
+/* The library's log sink in tune_decode: td_eprint of each line. */
+void td_log_sink(void *user, const char *line);
+struct cJSON;
+/* A JSON string of S made valid UTF-8 (NULL when out of memory), and the
+ * same added to OBJ as NAME. */
+struct cJSON *td_json_string(const char *s);
+struct cJSON *td_json_add_string(struct cJSON *obj, const char *name, const char *s);
 
 #endif

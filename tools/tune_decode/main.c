@@ -40,12 +40,13 @@ static const char USAGE[] =
 
 int td_usage_error(const char *fmt, ...)
 {
+    char msg[2048];
     va_list ap;
-    fputs("tune_decode: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fputs("\n(tune_decode --help shows the commands)\n", stderr);
+    td_eprint("tune_decode: %s", msg);
+    fputs("(tune_decode --help shows the commands)\n", stderr);
     return 2;
 }
 
@@ -63,6 +64,8 @@ static const td_command COMMANDS[] = {
 int main(int argc, char **argv)
 {
     td_global g = {false, false, ST_BACKEND_AUTO, 0};
+    /* the library's lines carry names from files: show them escaped */
+    st_set_log(td_log_sink, NULL);
     /* Global flags may appear anywhere; remove them so commands see only
      * their own arguments. */
     int n = 0;
@@ -73,11 +76,11 @@ int main(int argc, char **argv)
             g.json = true;
         else if (!strcmp(argv[i], "--backend") || !strcmp(argv[i], "--device")) {
             if (i + 1 >= argc) return td_usage_error("%s needs a value", argv[i]);
+            if (argv[i + 1][0] == '-' && argv[i + 1][1]) return td_usage_error("%s needs a value, found the option '%s'", argv[i], argv[i + 1]);
             const char *v = argv[++i];
             if (!strcmp(argv[i - 1], "--device")) {
-                char *end;
-                long d = strtol(v, &end, 10);
-                if (*end || d < 0 || d > 1024) return td_usage_error("--device: '%s' is not a device number", v);
+                long d;
+                if (!td_parse_int(v, 0, 1024, &d)) return td_usage_error("--device: '%s' is not a device number", v);
                 g.device = (int)d;
             } else if (!strcmp(v, "auto"))
                 g.backend = ST_BACKEND_AUTO;

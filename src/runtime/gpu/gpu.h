@@ -56,6 +56,9 @@ st_status st_gpu_expert_grouped(st_gpu *g, const st_gpu_experts *ex, const float
  * the stop, then read the elapsed time (waits for the stop event). */
 st_status st_gpu_timer_start(st_gpu *g);
 st_status st_gpu_timer_stop(st_gpu *g, double *ms);
+/* Free and total bytes of device memory now (the runtime's figures for the
+ * context's device). */
+st_status st_gpu_mem_info(st_gpu *g, size_t *free_bytes, size_t *total_bytes);
 /* Last-level cache size of the device (L2; a MALL/Infinity Cache where the
  * runtime reports it), 0 when unknown. */
 size_t st_gpu_llc_bytes(st_gpu *g);

@@ -351,6 +351,13 @@ extern "C" st_status st_gpu_timer_stop(st_gpu *g, double *ms)
 
 extern "C" size_t st_gpu_llc_bytes(st_gpu *g) { return g->llc; }
 
+extern "C" st_status st_gpu_mem_info(st_gpu *g, size_t *free_bytes, size_t *total_bytes)
+{
+    RT_TRY(st_rt_set_device(g->device), "set device");
+    RT_TRY(st_rt_mem_info(free_bytes, total_bytes), "device memory info");
+    return ST_OK;
+}
+
 extern "C" void st_gpu_default_expert_equiv(int n_embd, int n_ff, const st_dispatch_config *cfg, int *gu, int *dn)
 {
     *gu = *dn = 0;

@@ -1,0 +1,438 @@
+/* The tune's output folder: checks, lock, paths, merge and install (see
+ * tune_out.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "tune_out.h"
+#include "file_io.h"
+#include "internal.h"
+#include "table_internal.h"
+#include "tmpfiles.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define LOCK_NAME ".strata-tune.lock"
+#define NAME_KEEP 48
+
+static char *fmt(const char *f, ...) ST_PRINTF(1, 2);
+static char *fmt(const char *f, ...)
+{
+    va_list ap;
+    va_start(ap, f);
+    const int n = vsnprintf(NULL, 0, f, ap);
+    va_end(ap);
+    char *p = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (!p) return NULL;
+    va_start(ap, f);
+    vsnprintf(p, (size_t)n + 1, f, ap);
+    va_end(ap);
+    return p;
+}
+
+void st_tune_file_name(const char *model, char *out, size_t n)
+{
+    const size_t len = strlen(model);
+    size_t j = 0;
+    const size_t keep = len > NAME_KEEP + 17 ? NAME_KEEP : len;
+    for (size_t i = 0; i < keep && j + 1 < n; i++) {
+        const char c = model[i];
+        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                        c == '_' || c == '.';
+        out[j++] = ok ? c : '-';
+    }
+    out[j] = '\0';
+    if (keep < len) { /* FNV-1a of the whole name keeps cut names apart */
+        uint64_t h = 1469598103934665603ull;
+        for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)model[i]) * 1099511628211ull;
+        snprintf(out + j, n - j, "-%016llx", (unsigned long long)h);
+    }
+    if (!out[0]) snprintf(out, n, "model");
+}
+
+static const char *kind(mode_t m)
+{
+    return S_ISREG(m) ? "a file" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) || S_ISBLK(m) ? "a device" : "not a folder";
+}
+
+/* ---- the lock --------------------------------------------------------------- */
+
+static st_status take_lock(st_tune_out *o)
+{
+    for (int attempt = 0; attempt < 16; attempt++) {
+        const int fd = open(o->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0)
+            return st_fail(ST_ERR_IO, "tune: cannot write in the output folder %s (lock file %s): %s", o->dir,
+                           o->lock_path, strerror(errno));
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            const int e = errno;
+            char holder[32] = "";
+            const ssize_t r = pread(fd, holder, sizeof holder - 1, 0);
+            holder[r > 0 ? r : 0] = '\0';
+            holder[strcspn(holder, "\n")] = '\0';
+            close(fd);
+            if (e == EWOULDBLOCK)
+                return st_fail(ST_ERR_EXISTS,
+                               "tune: another tune is writing to %s (process %s holds %s): wait for it to end, or tune "
+                               "into another --out",
+                               o->dir, holder[0] ? holder : "?", o->lock_path);
+            return st_fail(ST_ERR_IO, "tune: cannot lock %s: %s", o->lock_path, strerror(e));
+        }
+        /* The holder before us removes the file as it ends: a lock on a file
+         * that is no longer at the path guards nothing, so start again. */
+        struct stat a, b;
+        if (fstat(fd, &a) == 0 && stat(o->lock_path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+            char pid[32];
+            const int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+            if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n) {
+                const int e = errno;
+                close(fd);
+                return st_fail(ST_ERR_IO, "tune: cannot write the lock file %s: %s", o->lock_path, strerror(e));
+            }
+            o->lock_fd = fd;
+            return ST_OK;
+        }
+        close(fd);
+    }
+    return st_fail(ST_ERR_IO, "tune: cannot lock %s: it keeps being replaced", o->lock_path);
+}
+
+/* ---- the probe -------------------------------------------------------------- */
+
+/* Writes, syncs and removes BYTES in a probe file: a folder that is
+ * read-only, not writable for us or too full says so now, not after the
+ * sweep. */
+static st_status probe(const st_tune_out *o, size_t bytes)
+{
+    char *path = fmt("%s/.strata-tune-probe.%ld", o->dir, (long)getpid());
+    if (!path) return st_fail(ST_ERR_NOMEM, "tune: out of memory");
+    static const char zeros[65536];
+    const int slot = st_tmpfile_track(path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int e = fd < 0 ? errno : 0;
+    for (size_t done = 0; !e && done < bytes;) {
+        const size_t chunk = bytes - done < sizeof zeros ? bytes - done : sizeof zeros;
+        const ssize_t w = write(fd, zeros, chunk);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) e = errno;
+        else done += (size_t)w;
+    }
+    if (!e && fsync(fd) != 0) e = errno;
+    if (fd >= 0 && close(fd) != 0 && !e) e = errno;
+    if (fd >= 0) unlink(path);
+    st_tmpfile_untrack(slot);
+    st_status s = ST_OK;
+    if (e)
+        s = st_fail(ST_ERR_IO, "tune: cannot write the outputs in %s (a probe of %zu bytes, %s): %s", o->dir, bytes, path,
+                    strerror(e));
+    free(path);
+    return s;
+}
+
+/* ---- this identity's table in the folder ------------------------------------- */
+
+static bool is_table_name(const char *n)
+{
+    const size_t k = strlen(n);
+    return n[0] != '.' && k > 6 && !strcmp(n + k - 6, ".table");
+}
+
+/* The *.table regular files of the folder whose header is this identity's. */
+static st_status find_ours(st_tune_out *o, const st_identity *id, char **found, int *count, char *names, size_t nn)
+{
+    *found = NULL;
+    *count = 0;
+    names[0] = '\0';
+    DIR *d = opendir(o->dir);
+    if (!d) return st_fail(ST_ERR_IO, "tune: cannot read the output folder %s: %s", o->dir, strerror(errno));
+    st_status s = ST_OK;
+    struct dirent *e;
+    while (s == ST_OK && (e = readdir(d)) != NULL) {
+        if (!is_table_name(e->d_name)) continue;
+        char *full = fmt("%s/%s", o->dir, e->d_name), *buf = NULL;
+        size_t len = 0;
+        st_identity hdr;
+        if (!full) {
+            s = st_fail(ST_ERR_NOMEM, "tune: out of memory");
+            break;
+        }
+        /* a FIFO or device among them is skipped like the loader skips it */
+        const bool ours = st_read_file_err(full, &buf, &len, NULL) == ST_OK &&
+                          st_table_read_header(buf, len, &hdr) == ST_OK && st_identity_matches(&hdr, id);
+        free(buf);
+        if (ours) {
+            const size_t at = strlen(names);
+            snprintf(names + at, nn - at, "%s%s", at ? ", " : "", e->d_name);
+            if (++*count == 1) {
+                *found = full;
+                full = NULL;
+            }
+        }
+        free(full);
+    }
+    closedir(d);
+    st_clear_error();
+    if (s != ST_OK) {
+        free(*found);
+        *found = NULL;
+    }
+    return s;
+}
+
+/* Refuses to replace a file at PATH that is not a table for ID (unless FORCE). */
+static st_status check_new_path(const char *path, const st_identity *id, bool force)
+{
+    struct stat st;
+    if (force || lstat(path, &st) != 0) return ST_OK;
+    char *buf = NULL;
+    size_t len = 0;
+    st_table *t = NULL;
+    const bool table = S_ISREG(st.st_mode) && st_read_file(path, &buf, &len) == ST_OK &&
+                       st_table_parse_any(buf, len, path, &t, NULL, 0) == ST_OK;
+    free(buf);
+    if (!table) {
+        st_table_destroy(t);
+        return st_fail(ST_ERR_EXISTS, "%s exists and is not a table this tool wrote; remove it or use --force", path);
+    }
+    char theirs[4 * ST_TOKEN_MAX + 16], ours[4 * ST_TOKEN_MAX + 16];
+    st_identity_header(st_table_identity(t), theirs, sizeof theirs);
+    st_identity_header(id, ours, sizeof ours);
+    const bool same = st_identity_matches(st_table_identity(t), id);
+    st_table_destroy(t);
+    if (!same)
+        return st_fail(ST_ERR_EXISTS, "%s holds a table for '%s', this process is '%s': use another --out or --force", path,
+                       theirs, ours);
+    return ST_OK;
+}
+
+static st_status use_existing(st_tune_out *o, char *path, bool force)
+{
+    char why[ST_FILE_WHY_MAX] = "", msg[ST_TABLE_MSG_MAX] = "";
+    if (st_read_file_err(path, &o->existing_text, &o->existing_len, why) != ST_OK) {
+        st_status s = st_fail(ST_ERR_IO, "tune: cannot read %s: %s", path, why);
+        free(path);
+        return s;
+    }
+    o->table_path = path;
+    st_status s = st_table_parse_any(o->existing_text, o->existing_len, path, &o->existing, msg, sizeof msg);
+    if (s == ST_OK || force) {
+        if (s != ST_OK) st_log("tune: --force: replacing %s, which does not parse (%s)", path, msg);
+        return ST_OK;
+    }
+    return st_fail(ST_ERR_PARSE,
+                   "tune: %s has this process's header but does not parse (%s): fix or remove it, or use --force to "
+                   "replace it",
+                   path, msg);
+}
+
+/* ---- open / close ------------------------------------------------------------ */
+
+st_status st_tune_out_open(st_tune_out *o, const char *dir, const char *name, const st_identity *id, bool force,
+                           size_t probe_bytes)
+{
+    memset(o, 0, sizeof *o);
+    o->lock_fd = -1;
+    size_t dl = strlen(dir);
+    while (dl > 1 && dir[dl - 1] == '/') dl--;
+    char arch[ST_TOKEN_MAX + 24], rt[ST_TOKEN_MAX + 24];
+    st_tune_file_name(id->arch, arch, sizeof arch);
+    st_tune_file_name(id->runtime, rt, sizeof rt);
+    char *fresh = NULL;
+    st_status s = ST_OK;
+    o->dir = fmt("%.*s", (int)dl, dir);
+    if (o->dir) {
+        fresh = fmt("%s/strata-%s-%s-%s.table", o->dir, name, arch, rt);
+        o->report_path = fmt("%s/strata-%s.autotune.json", o->dir, name);
+        o->lock_path = fmt("%s/" LOCK_NAME, o->dir);
+    }
+    if (!o->dir || !fresh || !o->report_path || !o->lock_path) s = st_fail(ST_ERR_NOMEM, "tune: out of memory");
+    /* room for the temporary names beside them, too */
+    const size_t longest = fresh && o->report_path ? (strlen(fresh) > strlen(o->report_path) ? strlen(fresh)
+                                                                                              : strlen(o->report_path))
+                                                   : 0;
+    if (s == ST_OK && longest + 40 >= ST_TUNE_PATH_MAX)
+        s = st_fail(ST_ERR_INVALID_ARG,
+                    "tune: with --out %s the output paths would be %zu bytes, more than the %d a path may have here "
+                    "(ST_TUNE_PATH_MAX): use a shorter --out",
+                    o->dir, longest + 40, ST_TUNE_PATH_MAX);
+    if (s == ST_OK && mkdir(o->dir, 0777) != 0 && errno != EEXIST)
+        s = st_fail(ST_ERR_IO, "tune: cannot create the output folder %s: %s", o->dir, strerror(errno));
+    struct stat st;
+    if (s == ST_OK && stat(o->dir, &st) != 0)
+        s = st_fail(ST_ERR_IO, "tune: cannot use the output folder %s: %s", o->dir, strerror(errno));
+    if (s == ST_OK && !S_ISDIR(st.st_mode))
+        s = st_fail(ST_ERR_IO, "tune: the output folder %s is %s, not a folder", o->dir, kind(st.st_mode));
+    if (s == ST_OK) s = take_lock(o);
+    if (s == ST_OK) s = probe(o, probe_bytes);
+    char *found = NULL, names[1024];
+    int count = 0;
+    if (s == ST_OK) s = find_ours(o, id, &found, &count, names, sizeof names);
+    if (s == ST_OK && count > 1) {
+        char hdr[4 * ST_TOKEN_MAX + 16];
+        st_identity_header(id, hdr, sizeof hdr);
+        s = st_fail(ST_ERR_EXISTS,
+                    "tune: %s holds %d tables for this process (%s: %s), which the loader refuses: keep one, or tune "
+                    "into another --out",
+                    o->dir, count, hdr, names);
+        free(found);
+        found = NULL;
+    }
+    if (s == ST_OK && found) {
+        s = use_existing(o, found, force);
+        found = NULL;
+    } else if (s == ST_OK) {
+        s = check_new_path(fresh, id, force);
+        if (s == ST_OK) {
+            o->table_path = fresh;
+            fresh = NULL;
+        }
+    }
+    free(fresh);
+    if (s != ST_OK) st_tune_out_close(o);
+    return s;
+}
+
+void st_tune_out_close(st_tune_out *o)
+{
+    if (o->lock_fd >= 0) {
+        unlink(o->lock_path); /* while held: see take_lock */
+        close(o->lock_fd);
+    }
+    free(o->dir);
+    free(o->table_path);
+    free(o->report_path);
+    free(o->lock_path);
+    st_table_destroy(o->existing);
+    free(o->existing_text);
+    memset(o, 0, sizeof *o);
+    o->lock_fd = -1;
+}
+
+/* ---- merge -------------------------------------------------------------------- */
+
+static void shape_key(const st_tune_shape *s, char *buf, size_t n)
+{
+    if (s->kind == ST_SHAPE_MMVQ)
+        snprintf(buf, n, "mmvq %s %d %d", st_qtype_name(s->type), s->rows, s->cols);
+    else
+        snprintf(buf, n, "expert %s %s %d %d %d", st_qtype_name(s->type), st_qtype_name(s->down_type), s->n_embd,
+                 s->n_ff, s->n_tokens);
+}
+
+static bool tuned_mmvq(const st_tune_shape_result *r, int n, const st_mmvq_key *k)
+{
+    for (int i = 0; i < n; i++) {
+        const st_tune_shape *s = &r[i].shape;
+        if (s->kind == ST_SHAPE_MMVQ && s->type == k->type && s->rows == k->n_rows && s->cols == k->n_cols) return true;
+    }
+    return false;
+}
+
+static bool tuned_expert(const st_tune_shape_result *r, int n, const st_expert_key *k)
+{
+    for (int i = 0; i < n; i++) {
+        const st_tune_shape *s = &r[i].shape;
+        if (s->kind == ST_SHAPE_EXPERT && s->type == k->gu_type && s->down_type == k->down_type &&
+            s->n_embd == k->n_embd && s->n_ff == k->n_ff && s->n_tokens == k->n_tokens)
+            return true;
+    }
+    return false;
+}
+
+static bool tuned_default_line(const char *c, const st_tune_shape_result *r, int n)
+{
+    if (strncmp(c, "tuned-default ", 14) != 0) return false;
+    char key[160];
+    for (int i = 0; i < n; i++) {
+        shape_key(&r[i].shape, key, sizeof key);
+        if (!strcmp(c + 14, key)) return true;
+    }
+    return false;
+}
+
+st_status st_tune_out_merge(const st_tune_out *o, st_table *t, const st_tune_shape_result *r, int n)
+{
+    const st_table *e = o->existing;
+    if (!e) return ST_OK;
+    char *ours = fmt("report: %s;", o->report_path);
+    if (!ours) return st_fail(ST_ERR_NOMEM, "tune: out of memory");
+    st_status s = ST_OK;
+    const size_t nc = st_table_comment_count(e);
+    for (size_t i = 0; i < nc && s == ST_OK; i++) {
+        const char *c = st_table_comment_at(e, i);
+        const char *next = i + 1 < nc ? st_table_comment_at(e, i + 1) : "";
+        /* this run's report and provenance replace the earlier run's */
+        if (!strncmp(c, "made by tune_decode ", 20) && !strncmp(next, ours, strlen(ours))) {
+            i++;
+            continue;
+        }
+        if (!strncmp(c, ours, strlen(ours)) || tuned_default_line(c, r, n)) continue;
+        s = st_table_add_comment(t, c);
+    }
+    free(ours);
+    for (size_t i = 0; i < st_table_mmvq_count(e) && s == ST_OK; i++) {
+        st_mmvq_key k;
+        int rows;
+        st_table_mmvq_at(e, i, &k, &rows);
+        if (!tuned_mmvq(r, n, &k)) s = st_table_add_mmvq(t, &k, rows);
+    }
+    for (size_t i = 0; i < st_table_expert_count(e) && s == ST_OK; i++) {
+        st_expert_key k;
+        int gu, dn;
+        st_table_expert_at(e, i, &k, &gu, &dn);
+        if (!tuned_expert(r, n, &k)) s = st_table_add_expert(t, &k, gu, dn);
+    }
+    return s;
+}
+
+/* ---- install ------------------------------------------------------------------ */
+
+/* Puts the table that was there back (or removes the new one). */
+static void restore_table(const st_tune_out *o)
+{
+    if (!o->existing_text) {
+        unlink(o->table_path);
+        return;
+    }
+    char *back = NULL;
+    int slot = -1;
+    if (st_file_write_temp(o->table_path, o->existing_text, o->existing_len, &back, &slot) == ST_OK)
+        st_file_commit(o->table_path, back, slot, NULL);
+    free(back);
+}
+
+st_status st_tune_out_install(st_tune_out *o, const char *table_text, size_t table_len, const char *report_text,
+                              size_t report_len)
+{
+    char *rtmp = NULL, *ttmp = NULL;
+    int rslot = -1, tslot = -1;
+    bool renamed = false, report_done = false;
+    /* both written first: a full disk stops the install before anything moves */
+    st_status s = st_file_write_temp(o->report_path, report_text, report_len, &rtmp, &rslot);
+    if (s == ST_OK) s = st_file_write_temp(o->table_path, table_text, table_len, &ttmp, &tslot);
+    if (s == ST_OK) s = st_file_commit(o->table_path, ttmp, tslot, &renamed);
+    if (s == ST_OK) {
+        report_done = true; /* the commit removes the temporary file when it fails */
+        s = st_file_commit(o->report_path, rtmp, rslot, NULL);
+    }
+    if (s != ST_OK) {
+        char why[1024];
+        snprintf(why, sizeof why, "%s", st_last_error());
+        if (renamed) restore_table(o); /* no table may name a report that is not there */
+        if (rtmp && !report_done) {
+            unlink(rtmp);
+            st_tmpfile_untrack(rslot);
+        }
+        s = st_fail(s, "%s; the table was not installed", why);
+    }
+    free(rtmp);
+    free(ttmp);
+    return s;
+}

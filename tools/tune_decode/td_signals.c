@@ -1,0 +1,79 @@
+/* Signals during the commands that write files or run long (tune, verify).
+ * Every signal whose default action ends the process and that can be
+ * caught is handled: the stop signals (SIGHUP, SIGINT, SIGTERM, SIGQUIT,
+ * SIGUSR1/2, SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU, SIGPWR) set the stop flag
+ * the library polls, so the run ends cleanly through its own cleanup (no
+ * table, no candidate, no temporary file); SIGPIPE and SIGXFSZ are ignored,
+ * so a closed pipe or the file-size limit turns into a failed write with its
+ * reason instead of a death in the middle of one; the fault signals (SIGSEGV,
+ * SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS), where the process
+ * cannot go on, remove the library's live temporary files (tmpfiles.h) and
+ * then end the process as the signal would have. */
+#define _POSIX_C_SOURCE 200809L
+#include "commands.h"
+#include "tmpfiles.h"
+
+#include <signal.h>
+#include <string.h>
+
+static volatile int *g_stop_flag;
+static volatile sig_atomic_t g_caught;
+
+static const int STOP_SIGNALS[] = {SIGHUP,  SIGINT,    SIGTERM, SIGQUIT, SIGUSR1, SIGUSR2,
+                                   SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU,
+#ifdef SIGPWR
+                                   SIGPWR,
+#endif
+};
+static const int IGNORED_SIGNALS[] = {SIGPIPE, SIGXFSZ};
+static const int FAULT_SIGNALS[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS};
+
+#define N_(a) (sizeof(a) / sizeof((a)[0]))
+static struct sigaction g_saved[N_(STOP_SIGNALS) + N_(IGNORED_SIGNALS) + N_(FAULT_SIGNALS)];
+
+static void on_stop(int sig)
+{
+    if (!g_caught) g_caught = sig;
+    if (g_stop_flag) *g_stop_flag = 1;
+}
+
+static void on_fault(int sig)
+{
+    st_tmpfiles_remove_all();
+    signal(sig, SIG_DFL); /* SA_RESETHAND did this too; be sure */
+    raise(sig);
+}
+
+static void install(const int *sigs, size_t n, void (*fn)(int), int flags, size_t *k)
+{
+    for (size_t i = 0; i < n; i++, (*k)++) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = fn;
+        sa.sa_flags = flags;
+        sigfillset(&sa.sa_mask);
+        sigaction(sigs[i], &sa, &g_saved[*k]);
+    }
+}
+
+int td_signals_caught(void) { return g_caught; }
+
+void td_signals_begin(volatile int *stop)
+{
+    g_stop_flag = stop;
+    g_caught = 0;
+    size_t k = 0;
+    install(STOP_SIGNALS, N_(STOP_SIGNALS), on_stop, SA_RESTART, &k);
+    install(IGNORED_SIGNALS, N_(IGNORED_SIGNALS), SIG_IGN, 0, &k);
+    install(FAULT_SIGNALS, N_(FAULT_SIGNALS), on_fault, SA_RESETHAND | SA_NODEFER, &k);
+}
+
+void td_signals_end(void)
+{
+    size_t k = 0;
+    const int *lists[3] = {STOP_SIGNALS, IGNORED_SIGNALS, FAULT_SIGNALS};
+    const size_t ns[3] = {N_(STOP_SIGNALS), N_(IGNORED_SIGNALS), N_(FAULT_SIGNALS)};
+    for (int l = 0; l < 3; l++)
+        for (size_t i = 0; i < ns[l]; i++, k++) sigaction(lists[l][i], &g_saved[k], NULL);
+    g_stop_flag = NULL;
+}
