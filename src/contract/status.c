@@ -4,7 +4,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-static _Thread_local char g_last_error[512];
+/* room for a message that names a long path or two */
+static _Thread_local char g_last_error[8192];
 
 const char *st_status_str(st_status s)
 {

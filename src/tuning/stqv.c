@@ -200,7 +200,7 @@ st_status st_stqv_open(const char *path, st_stqv **out)
     char *buf = NULL, why[ST_FILE_WHY_MAX];
     size_t len = 0;
     st_status rc = st_file_read_all(path, ST_STQV_MAX_BYTES, &buf, &len, why, NULL);
-    if (rc != ST_OK) return st_fail(rc, "cannot read: %s", why);
+    if (rc != ST_OK) return st_fail(rc, "cannot open: %s", why);
     rc = st_stqv_parse(buf, len, out);
     free(buf);
     return rc;

@@ -89,14 +89,14 @@ static st_status take_lock(st_tune_out *o)
          * that is no longer at the path guards nothing, so start again. */
         struct stat a, b;
         if (fstat(fd, &a) == 0 && stat(o->lock_path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+            /* who holds it, for the refusal of a second tune: best effort
+             * (a full disk is the probe's to report) */
             char pid[32];
             const int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
-            if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n) {
-                const int e = errno;
-                close(fd);
-                return st_fail(ST_ERR_IO, "tune: cannot write the lock file %s: %s", o->lock_path, strerror(e));
-            }
+            if (ftruncate(fd, 0) == 0) (void)!pwrite(fd, pid, (size_t)n, 0);
             o->lock_fd = fd;
+            /* a fault that ends the process removes it too (tmpfiles.h) */
+            o->lock_slot = st_tmpfile_track(o->lock_path);
             return ST_OK;
         }
         close(fd);
@@ -239,6 +239,7 @@ st_status st_tune_out_open(st_tune_out *o, const char *dir, const char *name, co
 {
     memset(o, 0, sizeof *o);
     o->lock_fd = -1;
+    o->lock_slot = -1;
     size_t dl = strlen(dir);
     while (dl > 1 && dir[dl - 1] == '/') dl--;
     char arch[ST_TOKEN_MAX + 24], rt[ST_TOKEN_MAX + 24];
@@ -259,9 +260,9 @@ st_status st_tune_out_open(st_tune_out *o, const char *dir, const char *name, co
                                                    : 0;
     if (s == ST_OK && longest + 40 >= ST_TUNE_PATH_MAX)
         s = st_fail(ST_ERR_INVALID_ARG,
-                    "tune: with --out %s the output paths would be %zu bytes, more than the %d a path may have here "
-                    "(ST_TUNE_PATH_MAX): use a shorter --out",
-                    o->dir, longest + 40, ST_TUNE_PATH_MAX);
+                    "tune: the output paths would be %zu bytes, more than the %d a path may have (ST_TUNE_PATH_MAX): use "
+                    "a shorter --out than %s",
+                    longest + 40, ST_TUNE_PATH_MAX, o->dir);
     if (s == ST_OK && mkdir(o->dir, 0777) != 0 && errno != EEXIST)
         s = st_fail(ST_ERR_IO, "tune: cannot create the output folder %s: %s", o->dir, strerror(errno));
     struct stat st;
@@ -303,6 +304,7 @@ void st_tune_out_close(st_tune_out *o)
 {
     if (o->lock_fd >= 0) {
         unlink(o->lock_path); /* while held: see take_lock */
+        st_tmpfile_untrack(o->lock_slot);
         close(o->lock_fd);
     }
     free(o->dir);
@@ -313,6 +315,7 @@ void st_tune_out_close(st_tune_out *o)
     free(o->existing_text);
     memset(o, 0, sizeof *o);
     o->lock_fd = -1;
+    o->lock_slot = -1;
 }
 
 /* ---- merge -------------------------------------------------------------------- */
@@ -346,14 +349,13 @@ static bool tuned_expert(const st_tune_shape_result *r, int n, const st_expert_k
     return false;
 }
 
-static bool tuned_default_line(const char *c, const st_tune_shape_result *r, int n)
+typedef char shape_key_t[160];
+
+static bool tuned_default_line(const char *c, const shape_key_t *keys, int n)
 {
     if (strncmp(c, "tuned-default ", 14) != 0) return false;
-    char key[160];
-    for (int i = 0; i < n; i++) {
-        shape_key(&r[i].shape, key, sizeof key);
-        if (!strcmp(c + 14, key)) return true;
-    }
+    for (int i = 0; i < n; i++)
+        if (!strcmp(c + 14, keys[i])) return true;
     return false;
 }
 
@@ -362,7 +364,13 @@ st_status st_tune_out_merge(const st_tune_out *o, st_table *t, const st_tune_sha
     const st_table *e = o->existing;
     if (!e) return ST_OK;
     char *ours = fmt("report: %s;", o->report_path);
-    if (!ours) return st_fail(ST_ERR_NOMEM, "tune: out of memory");
+    shape_key_t *keys = malloc(sizeof *keys * (size_t)(n > 0 ? n : 1));
+    if (!ours || !keys) {
+        free(ours);
+        free(keys);
+        return st_fail(ST_ERR_NOMEM, "tune: out of memory");
+    }
+    for (int i = 0; i < n; i++) shape_key(&r[i].shape, keys[i], sizeof keys[i]);
     st_status s = ST_OK;
     const size_t nc = st_table_comment_count(e);
     for (size_t i = 0; i < nc && s == ST_OK; i++) {
@@ -373,10 +381,11 @@ st_status st_tune_out_merge(const st_tune_out *o, st_table *t, const st_tune_sha
             i++;
             continue;
         }
-        if (!strncmp(c, ours, strlen(ours)) || tuned_default_line(c, r, n)) continue;
+        if (!strncmp(c, ours, strlen(ours)) || tuned_default_line(c, keys, n)) continue;
         s = st_table_add_comment(t, c);
     }
     free(ours);
+    free(keys);
     for (size_t i = 0; i < st_table_mmvq_count(e) && s == ST_OK; i++) {
         st_mmvq_key k;
         int rows;
@@ -423,7 +432,7 @@ st_status st_tune_out_install(st_tune_out *o, const char *table_text, size_t tab
         s = st_file_commit(o->report_path, rtmp, rslot, NULL);
     }
     if (s != ST_OK) {
-        char why[1024];
+        char why[4096];
         snprintf(why, sizeof why, "%s", st_last_error());
         if (renamed) restore_table(o); /* no table may name a report that is not there */
         if (rtmp && !report_done) {

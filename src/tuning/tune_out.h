@@ -37,6 +37,7 @@ typedef struct {
     char *report_path;
     char *lock_path;
     int lock_fd;       /* -1 when not held */
+    int lock_slot;     /* the lock file's tmpfiles.h slot */
     st_table *existing; /* this identity's table found in DIR (merged into), or NULL */
     char *existing_text; /* its bytes, to restore on a failed install */
     size_t existing_len;

@@ -430,9 +430,31 @@ static st_status keep_error(st_status s, char *buf, size_t n)
     return s;
 }
 
+/* Whether the table T to install can change the gate's decode step: a
+ * variant this run kept, or a row merged from an earlier run for a shape of
+ * the model M (the gate runs the whole model). */
+static bool gate_needed(const st_tune_options *o, const st_model *m, const st_table *t, int kept)
+{
+    if (kept > 0) return true;
+    if (!m || o->n_shapes) return false; /* the gate runs this run's shapes only */
+    int a, b;
+    for (size_t i = 0; i < st_model_mmvq_shape_count(m); i++) {
+        const st_model_mmvq_shape *s = st_model_mmvq_shape_at(m, i);
+        const st_mmvq_key k = {s->type, s->n_rows, s->n_cols};
+        if (st_table_lookup_mmvq(t, &k, &a)) return true;
+    }
+    for (size_t i = 0; i < st_model_expert_shape_count(m); i++)
+        for (int nt = 1; nt <= ST_MAX_TOKENS; nt++) {
+            const st_model_expert_shape *s = st_model_expert_shape_at(m, i);
+            const st_expert_key k = {s->gu_type, s->down_type, s->n_embd, s->n_ff, nt};
+            if (st_table_lookup_expert(t, &k, &a, &b)) return true;
+        }
+    return false;
+}
+
 /* Builds, gates and installs the table of R[0..N) into OUT; fills RES. */
-static st_status install(st_ctx *ctx, const st_tune_options *o, const st_tune_shape_result *r, int n, st_tune_out *out,
-                         st_tune_result *res, char *verdict, size_t vn)
+static st_status install(st_ctx *ctx, const st_tune_options *o, const st_model *model, const st_tune_shape_result *r,
+                         int n, st_tune_out *out, st_tune_result *res, char *verdict, size_t vn)
 {
     const st_identity *id = st_ctx_identity(ctx);
     st_table *t = NULL;
@@ -446,7 +468,7 @@ static st_status install(st_ctx *ctx, const st_tune_options *o, const st_tune_sh
     char *cand = NULL;
     /* the table as it will be installed: merged rows from an earlier run
      * can reach this model's step too */
-    if (st == ST_OK && !o->no_verify && st_table_count(t) > 0) {
+    if (st == ST_OK && !o->no_verify && gate_needed(o, model, t, res->kept_variants)) {
         const size_t cn = strlen(out->table_path) + 16;
         cand = malloc(cn);
         if (!cand) st = st_fail(ST_ERR_NOMEM, "tune: out of memory");
@@ -470,7 +492,7 @@ static st_status install(st_ctx *ctx, const st_tune_options *o, const st_tune_sh
         }
     } else if (st == ST_OK) {
         snprintf(verdict, vn, "%s", o->no_verify ? "gate skipped (--no-verify)"
-                                                 : "gate not needed: the table names no variant (every shape kept the default)");
+                                                 : "gate not needed: no row of the table reaches this run's decode step (every shape kept the default)");
     }
     free(cand);
     if (st == ST_OK) res->changed_vs_previous = compare_previous(out->existing, r, n, o->threshold, o->quiet);
@@ -511,7 +533,7 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
     if (o->model_path && o->n_shapes == 0) {
         st_status ms = st_model_open(o->model_path, &model);
         if (ms != ST_OK) {
-            char why[400];
+            char why[4096];
             snprintf(why, sizeof why, "%s", st_last_error());
             return st_fail(ms, "%s: %s", o->model_path, why);
         }
@@ -527,7 +549,7 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
     const st_identity *id = st_ctx_identity(ctx);
     st_tune_out out;
     memset(&out, 0, sizeof out);
-    out.lock_fd = -1;
+    out.lock_fd = out.lock_slot = -1;
     if (st == ST_OK) st = st_tune_out_open(&out, o->out_dir ? o->out_dir : ".", name, id, o->force, output_bytes(n));
     if (st == ST_OK) {
         snprintf(res->table_path, sizeof res->table_path, "%s", out.table_path);
@@ -553,9 +575,9 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
         }
     }
     if (cache[0].s) free_run(&cache[0]);
-    char verdict[600] = "", why[1024] = "";
+    char verdict[600] = "", why[4096] = "";
     const bool swept = st == ST_OK;
-    if (st == ST_OK) st = install(ctx, o, r, n, &out, res, verdict, sizeof verdict);
+    if (st == ST_OK) st = install(ctx, o, model, r, n, &out, res, verdict, sizeof verdict);
     /* a run that installed nothing still reports what it measured, unless
      * it was interrupted or its outputs are what failed */
     if (st != ST_OK && r && res->shapes > 0 && st != ST_ERR_INTERRUPTED && out.report_path &&

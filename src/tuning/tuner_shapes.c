@@ -59,6 +59,8 @@ st_status st_tune_parse_shape(const char *text, int n_expert, int topk, st_tune_
 {
     char buf[256], *tok[8];
     int n = 0;
+    if (strlen(text) >= sizeof buf) /* never cut: the rest would be ignored */
+        return st_fail(ST_ERR_INVALID_ARG, "shape '%.40s...': longer than %zu characters", text, sizeof buf - 1);
     snprintf(buf, sizeof buf, "%s", text);
     for (char *p = strtok(buf, " \t"); p && n < 8; p = strtok(NULL, " \t")) tok[n++] = p;
     memset(s, 0, sizeof *s);

@@ -92,13 +92,13 @@ static st_status upload_inputs(st_ctx *c, st_rng *r, vop *op, const float *route
     if (s == ST_OK && op->kind == ST_SHAPE_EXPERT) {
         int32_t ids[ST_MAX_PAIRS];
         float w[ST_MAX_PAIRS];
-        for (int t = 0; t < 8; t++) {
+        for (int t = 0; t < ST_MAX_TOKENS; t++) {
             if (router)
                 route_router(router, op->in, op->n_expert, op->topk, hx + (size_t)t * op->in, ids + t * op->topk, w + t * op->topk);
             else
                 st_random_routing(r, 1, op->topk, op->n_expert, ids + t * op->topk, w + t * op->topk);
         }
-        const size_t n = (size_t)(8 * op->topk);
+        const size_t n = (size_t)(ST_MAX_TOKENS * op->topk);
         s = st_ctx_alloc(c, n * sizeof(int32_t), (void **)&op->ids);
         if (s == ST_OK) s = st_ctx_upload(c, op->ids, ids, n * sizeof(int32_t));
         if (s == ST_OK) s = st_ctx_alloc(c, n * sizeof(float), (void **)&op->wts);
@@ -119,6 +119,24 @@ static const float *find_router(const st_model *m, int layer, int n_embd, int n_
     return NULL;
 }
 
+/* What one operation holds on the context (also when half made). */
+static void free_op(st_ctx *c, vop *op)
+{
+    for (int k = 0; k < 3; k++) st_matrix_destroy(op->m[k]);
+    st_ctx_free(c, op->x);
+    st_ctx_free(c, op->y);
+    st_ctx_free(c, op->ids);
+    st_ctx_free(c, op->wts);
+}
+
+/* Adds OP when everything before succeeded (S), else frees what it holds. */
+static st_status keep_op(st_ctx *c, vops *v, vop *op, st_status s)
+{
+    if (s == ST_OK) s = add_op(v, op);
+    if (s != ST_OK) free_op(c, op);
+    return s;
+}
+
 static st_status ops_from_model(st_ctx *c, const st_model *m, st_rng *r, vops *v)
 {
     for (size_t i = 0; i < st_model_expert_layer_count(m); i++) {
@@ -128,20 +146,20 @@ static st_status ops_from_model(st_ctx *c, const st_model *m, st_rng *r, vops *v
         if (op.topk > op.n_expert) op.topk = op.n_expert;
         snprintf(op.name, sizeof op.name, "blk.%d experts", l->layer);
         const int64_t gr = (int64_t)l->n_expert * l->n_ff, dr = (int64_t)l->n_expert * l->n_embd;
-        ST_TRY(st_matrix_create(c, l->gu_type, gr, l->n_embd, l->gate, &op.m[0]));
-        ST_TRY(st_matrix_create(c, l->gu_type, gr, l->n_embd, l->up, &op.m[1]));
-        ST_TRY(st_matrix_create(c, l->down_type, dr, l->n_ff, l->down, &op.m[2]));
-        ST_TRY(upload_inputs(c, r, &op, find_router(m, l->layer, l->n_embd, l->n_expert)));
-        ST_TRY(add_op(v, &op));
+        st_status s = st_matrix_create(c, l->gu_type, gr, l->n_embd, l->gate, &op.m[0]);
+        if (s == ST_OK) s = st_matrix_create(c, l->gu_type, gr, l->n_embd, l->up, &op.m[1]);
+        if (s == ST_OK) s = st_matrix_create(c, l->down_type, dr, l->n_ff, l->down, &op.m[2]);
+        if (s == ST_OK) s = upload_inputs(c, r, &op, find_router(m, l->layer, l->n_embd, l->n_expert));
+        ST_TRY(keep_op(c, v, &op, s));
     }
     for (size_t i = 0; i < st_model_matrix_count(m); i++) {
         const st_model_matrix *x = st_model_matrix_at(m, i);
         if (x->type == ST_QTYPE_NONE || !x->data) continue;
         vop op = {ST_SHAPE_MMVQ, {NULL, NULL, NULL}, 0, 0, x->n_cols, x->n_rows, NULL, NULL, NULL, NULL, ""};
         snprintf(op.name, sizeof op.name, "%s", x->name);
-        ST_TRY(st_matrix_create(c, x->type, x->n_rows, x->n_cols, x->data, &op.m[0]));
-        ST_TRY(upload_inputs(c, r, &op, NULL));
-        ST_TRY(add_op(v, &op));
+        st_status s = st_matrix_create(c, x->type, x->n_rows, x->n_cols, x->data, &op.m[0]);
+        if (s == ST_OK) s = upload_inputs(c, r, &op, NULL);
+        ST_TRY(keep_op(c, v, &op, s));
     }
     return ST_OK;
 }
@@ -179,9 +197,7 @@ static st_status ops_synthetic(st_ctx *c, const st_verify_options *o, st_rng *r,
             op.in = ex ? s.n_embd : s.cols;
             op.out = ex ? s.n_embd : s.rows;
             if (st == ST_OK) st = upload_inputs(c, r, &op, NULL);
-            if (st == ST_OK) st = add_op(v, &op);
-            else
-                for (int k = 0; k < 3; k++) st_matrix_destroy(op.m[k]);
+            st = keep_op(c, v, &op, st);
         }
     for (int i = 0; i < 32; i++)
         for (int k = 0; k < 3; k++) free(host[i][k]);
@@ -215,13 +231,7 @@ static st_status outputs(st_ctx *c, const vops *v, int nt, float *dst)
 
 static void free_ops(st_ctx *c, vops *v)
 {
-    for (int i = 0; i < v->n; i++) {
-        for (int k = 0; k < 3; k++) st_matrix_destroy(v->ops[i].m[k]);
-        st_ctx_free(c, v->ops[i].x);
-        st_ctx_free(c, v->ops[i].y);
-        st_ctx_free(c, v->ops[i].ids);
-        st_ctx_free(c, v->ops[i].wts);
-    }
+    for (int i = 0; i < v->n; i++) free_op(c, &v->ops[i]);
     free(v->ops);
 }
 
@@ -230,7 +240,7 @@ static st_status open_model(const char *path, st_model **m)
 {
     st_status s = st_model_open(path, m);
     if (s == ST_OK) return s;
-    char why[400];
+    char why[4096];
     snprintf(why, sizeof why, "%s", st_last_error());
     return st_fail(s, "%s: %s", path, why);
 }
@@ -288,6 +298,15 @@ void st_vmodel_close(st_ctx *c, st_vmodel *vm)
 }
 
 st_status st_vmodel_step(st_ctx *c, const st_vmodel *vm, int nt) { return step(c, &vm->v, nt); }
+
+size_t st_vmodel_output_floats(const st_vmodel *vm, int nt)
+{
+    size_t n = 0;
+    for (int i = 0; i < vm->v.n; i++) n += (size_t)nt * (size_t)vm->v.ops[i].out;
+    return n;
+}
+
+st_status st_vmodel_outputs(st_ctx *c, const st_vmodel *vm, int nt, float *dst) { return outputs(c, &vm->v, nt, dst); }
 
 int st_vmodel_ops(const st_vmodel *vm, int *expert_layers)
 {

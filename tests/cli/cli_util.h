@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -34,9 +35,12 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Not every test uses every helper. */
+#define CLI_FN static __attribute__((unused))
+
 /* TD_CLI in the environment runs another tune_decode (an older build, to
  * see a test fail before its fix). */
-static const char *cli_path(void)
+CLI_FN const char *cli_path(void)
 {
     const char *p = getenv("TD_CLI");
     return p && *p ? p : STRATA_BIN_DIR "/tools/tune_decode";
@@ -48,14 +52,14 @@ typedef struct {
     double seconds;
 } cli_run;
 
-static double cli_now(void)
+CLI_FN double cli_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static char *cli_slurp_fd(int fd)
+CLI_FN char *cli_slurp_fd(int fd)
 {
     size_t cap = 4096, n = 0;
     char *b = malloc(cap);
@@ -81,7 +85,7 @@ typedef void (*cli_child_fn)(void *user);
 
 /* Runs tune_decode with ARGV (NULL-terminated, without argv[0]) and a
  * deadline of TIMEOUT seconds. stdin is /dev/null. */
-static cli_run cli_exec(char *const *argv, double timeout, cli_child_fn hook, void *user)
+CLI_FN cli_run cli_exec(char *const *argv, double timeout, cli_child_fn hook, void *user)
 {
     char *av[64];
     int n = 0;
@@ -134,7 +138,7 @@ static cli_run cli_exec(char *const *argv, double timeout, cli_child_fn hook, vo
     return r;
 }
 
-static cli_run cli(double timeout, ...)
+CLI_FN cli_run cli(double timeout, ...)
 {
     char *argv[64];
     int n = 0;
@@ -146,14 +150,14 @@ static cli_run cli(double timeout, ...)
     return cli_exec(argv, timeout, NULL, NULL);
 }
 
-static void cli_free(cli_run *r)
+CLI_FN void cli_free(cli_run *r)
 {
     free(r->out);
     free(r->err);
     r->out = r->err = NULL;
 }
 
-static int cli_lines(const char *s)
+CLI_FN int cli_lines(const char *s)
 {
     int n = 0;
     for (; *s; s++) n += *s == '\n';
@@ -161,7 +165,7 @@ static int cli_lines(const char *s)
 }
 
 /* The run ended by itself with exit code CODE (not killed, no signal). */
-static void cli_expect_exit(const cli_run *r, int code, const char *what)
+CLI_FN void cli_expect_exit(const cli_run *r, int code, const char *what)
 {
     if (r->status == -1) fail_msg("%s: still running after its deadline (a hang)\nstderr: %s", what, r->err);
     if (!WIFEXITED(r->status))
@@ -173,7 +177,7 @@ static void cli_expect_exit(const cli_run *r, int code, const char *what)
 }
 
 /* Exit CODE, and stderr is exactly one line that holds WANT. */
-static void cli_expect_one_line(const cli_run *r, int code, const char *want, const char *what)
+CLI_FN void cli_expect_one_line(const cli_run *r, int code, const char *want, const char *what)
 {
     cli_expect_exit(r, code, what);
     if (cli_lines(r->err) != 1 || !strstr(r->err, want))
@@ -181,7 +185,7 @@ static void cli_expect_one_line(const cli_run *r, int code, const char *want, co
 }
 
 /* A usage error (exit 2) whose first stderr line holds WANT. */
-static void cli_expect_usage(const cli_run *r, const char *want, const char *what)
+CLI_FN void cli_expect_usage(const cli_run *r, const char *want, const char *what)
 {
     cli_expect_exit(r, 2, what);
     const char *nl = strchr(r->err, '\n');
@@ -194,7 +198,7 @@ static void cli_expect_usage(const cli_run *r, const char *want, const char *wha
 static char g_cli_dirs[32][64];
 static int g_cli_ndirs;
 
-static void cli_rm_tree(const char *path)
+CLI_FN void cli_rm_tree(const char *path)
 {
     struct stat st;
     if (lstat(path, &st) != 0) return;
@@ -215,7 +219,7 @@ static void cli_rm_tree(const char *path)
     }
 }
 
-static const char *cli_dir(void)
+CLI_FN const char *cli_dir(void)
 {
     assert_true(g_cli_ndirs < 32);
     char *d = g_cli_dirs[g_cli_ndirs++];
@@ -224,16 +228,43 @@ static const char *cli_dir(void)
     return d;
 }
 
-static int cli_teardown(void **state)
+static char g_cli_mounts[8][64];
+static int g_cli_nmounts;
+
+/* Mounts a tmpfs of BYTES (read-only when RO) at DIR (one of cli_dir's);
+ * false when this process may not (not root, or no mount in this
+ * container). Unmounted by cli_teardown, or by cli_umount. */
+CLI_FN bool cli_tmpfs(const char *dir, size_t bytes, bool ro)
+{
+    char opts[64];
+    snprintf(opts, sizeof opts, "size=%zu", bytes);
+    if (g_cli_nmounts >= 8 || mount("tmpfs", dir, "tmpfs", ro ? MS_RDONLY : 0, opts) != 0) return false;
+    snprintf(g_cli_mounts[g_cli_nmounts++], 64, "%s", dir);
+    return true;
+}
+
+CLI_FN void cli_umount(const char *dir)
+{
+    for (int i = 0; i < g_cli_nmounts; i++)
+        if (!strcmp(g_cli_mounts[i], dir) && umount(dir) == 0) g_cli_mounts[i][0] = '\0';
+}
+
+CLI_FN int cli_teardown(void **state)
 {
     (void)state;
-    for (int i = 0; i < g_cli_ndirs; i++) cli_rm_tree(g_cli_dirs[i]);
+    for (int i = 0; i < g_cli_nmounts; i++)
+        if (g_cli_mounts[i][0]) umount(g_cli_mounts[i]);
+    g_cli_nmounts = 0;
+    for (int i = 0; i < g_cli_ndirs; i++) {
+        chmod(g_cli_dirs[i], 0755);
+        cli_rm_tree(g_cli_dirs[i]);
+    }
     g_cli_ndirs = 0;
     return 0;
 }
 
 /* DIR/NAME (a static buffer per call site is the caller's business). */
-static char *cli_join(const char *dir, const char *name)
+CLI_FN char *cli_join(const char *dir, const char *name)
 {
     char *p = malloc(strlen(dir) + strlen(name) + 2);
     assert_non_null(p);
@@ -241,7 +272,7 @@ static char *cli_join(const char *dir, const char *name)
     return p;
 }
 
-static char *cli_write(const char *dir, const char *name, const void *data, size_t n)
+CLI_FN char *cli_write(const char *dir, const char *name, const void *data, size_t n)
 {
     char *p = cli_join(dir, name);
     FILE *f = fopen(p, "wb");
@@ -251,21 +282,21 @@ static char *cli_write(const char *dir, const char *name, const void *data, size
     return p;
 }
 
-static char *cli_fifo(const char *dir, const char *name)
+CLI_FN char *cli_fifo(const char *dir, const char *name)
 {
     char *p = cli_join(dir, name);
     assert_int_equal(mkfifo(p, 0644), 0);
     return p;
 }
 
-static bool cli_exists(const char *p)
+CLI_FN bool cli_exists(const char *p)
 {
     struct stat st;
     return lstat(p, &st) == 0;
 }
 
 /* Entries of DIR (not . and ..) whose name contains PART (NULL: all). */
-static int cli_count(const char *dir, const char *part)
+CLI_FN int cli_count(const char *dir, const char *part)
 {
     DIR *d = opendir(dir);
     if (!d) return -1;
@@ -280,7 +311,7 @@ static int cli_count(const char *dir, const char *part)
 }
 
 /* Whether S is well-formed UTF-8. */
-static bool is_utf8(const char *s)
+CLI_FN bool is_utf8(const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
     while (*p) {
@@ -298,7 +329,7 @@ static bool is_utf8(const char *s)
 /* Whether S could act on a terminal: not UTF-8 (a raw C1 byte, a stray
  * lead byte), a C0 control other than newline and tab, DEL, or a C1 control
  * written as UTF-8. */
-static bool has_control(const char *s)
+CLI_FN bool has_control(const char *s)
 {
     if (!is_utf8(s)) return true;
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
@@ -315,7 +346,7 @@ typedef struct {
     size_t n, cap;
 } gbuf;
 
-static void g_bytes(gbuf *w, const void *src, size_t n)
+CLI_FN void g_bytes(gbuf *w, const void *src, size_t n)
 {
     if (w->n + n > w->cap) {
         w->cap = (w->n + n) * 2 + 64;
@@ -326,14 +357,14 @@ static void g_bytes(gbuf *w, const void *src, size_t n)
     w->n += n;
 }
 
-static void g_le(gbuf *w, uint64_t v, int n)
+CLI_FN void g_le(gbuf *w, uint64_t v, int n)
 {
     uint8_t b[8];
     for (int i = 0; i < n; i++) b[i] = (uint8_t)(v >> (8 * i));
     g_bytes(w, b, (size_t)n);
 }
 
-static void g_str(gbuf *w, const char *s)
+CLI_FN void g_str(gbuf *w, const char *s)
 {
     g_le(w, strlen(s), 8);
     g_bytes(w, s, strlen(s));
@@ -353,7 +384,7 @@ typedef struct {
 } g_model;
 
 /* A GGUF v3 file of M with valid random blocks (st_random_blocks) as data. */
-static char *cli_gguf(const char *dir, const char *file, const g_model *m)
+CLI_FN char *cli_gguf(const char *dir, const char *file, const g_model *m)
 {
     gbuf w = {0}, kv = {0};
     uint64_t n_kv = 0;

@@ -9,16 +9,23 @@ static void iq_mmvq_multi_token_gpu_matches_cpu_bitwise(void **state)
     st_ctx *cpu = make_ctx(ST_BACKEND_CPU), *gpu = make_ctx(ST_BACKEND_GPU);
     printf("device: %s (%s, runtime %s)\n", st_ctx_identity(gpu)->device_name, st_ctx_identity(gpu)->arch,
            st_ctx_identity(gpu)->runtime);
-    const int nts[] = {1, 2, 3, 4, 5, 6, 7, 8};
+    const int nts[] = {1, 2, 3, 4, 5, 6, 7, 8}, buckets[] = {1, 2, 3, 5}; /* NT buckets 1, 2, 4, 8 */
+    const bool small = sanitizer_size();
     for (size_t i = 0; i < sizeof ALL_TYPES / sizeof ALL_TYPES[0]; i++) {
         const st_qtype t = ALL_TYPES[i];
         const int big = st_qtype_block_values(t) == 256;
-        const int shapes[][2] = {{5, big ? 512 : 96}, {333, big ? 2560 : 640}, {4096, big ? 1024 : 288}};
-        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-            sweep(cpu, gpu, t, shapes[s][0], shapes[s][1], nts, 8);
+        /* 8192 rows: the default's two-rows-per-lane-group kernels
+         * (st_mmvq_rows_per_group), on short rows to stay cheap */
+        const int shapes[][2] = {{5, big ? 512 : 96}, {333, big ? 2560 : 640}, {4096, big ? 1024 : 288},
+                                 {8192, big ? 256 : 64}};
+        const int few[][2] = {{5, big ? 512 : 96}, {33, 2560}, {8192, big ? 256 : 32}};
+        const size_t ns = small ? sizeof few / sizeof few[0] : sizeof shapes / sizeof shapes[0];
+        for (size_t s = 0; s < ns; s++)
+            sweep(cpu, gpu, t, small ? few[s][0] : shapes[s][0], small ? few[s][1] : shapes[s][1], small ? buckets : nts,
+                  small ? 4 : 8);
     }
-    printf("iq_multi_parity: %zu comparisons (7 types x 3 shapes x 8 token counts x 8 paths), %zu mismatches\n",
-           g_compares, g_bad);
+    printf("iq_multi_parity%s: %zu comparisons (7 types x %d shapes x %d token counts x 8 paths), %zu mismatches\n",
+           small ? " (sanitizer size)" : "", g_compares, small ? 3 : 4, small ? 4 : 8, g_bad);
     st_ctx_destroy(cpu);
     st_ctx_destroy(gpu);
     assert_int_equal(g_bad, 0);

@@ -14,6 +14,8 @@
 
 #include <cmocka.h>
 
+#include <stdbool.h>
+
 #include "randgen.h"
 #include "strata/strata.h"
 
@@ -22,6 +24,17 @@
         st_status s_ = (expr);                                                           \
         if (s_ != ST_OK) fail_msg("%s: %s (%s)", #expr, st_status_str(s_), st_last_error()); \
     } while (0)
+
+/* STRATA_GPU_TEST_SIZE=sanitizer: the variant of each GPU test that
+ * tools/device-sanitize.sh runs under compute-sanitizer (which slows
+ * kernels 10-100x): fewer shapes, token counts and rows, chosen so that
+ * every kernel the full run launches is still launched (every type, lane
+ * count, token bucket, rows variant, knob path and grouping). */
+static bool __attribute__((unused)) sanitizer_size(void)
+{
+    const char *v = getenv("STRATA_GPU_TEST_SIZE");
+    return v && !strcmp(v, "sanitizer");
+}
 
 static st_ctx *make_ctx(st_backend b)
 {

@@ -1,7 +1,9 @@
 #define _POSIX_C_SOURCE 200809L
 /* A table engaged on the GPU: the entry points launch the table's variant
  * (proved by the launch counters) and the output bytes equal the CPU
- * reference; a shape the table lacks runs the default chain. */
+ * reference; a shape the table lacks runs the default chain. Two launches
+ * in all: the full run is also the sanitizer-sized one
+ * (STRATA_GPU_TEST_SIZE=sanitizer changes nothing here). */
 #include "parity_util.h"
 
 #include <unistd.h>
