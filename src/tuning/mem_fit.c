@@ -99,13 +99,16 @@ st_status st_vmodel_fit(st_ctx *c, const st_verify_options *o, const st_model *m
 {
     size_t host = 0, dev = 0;
     if (m) { /* the model's weights are mapped; each gets a backend copy */
+        /* and each operation's inputs and outputs for ST_MAX_TOKENS */
+        const size_t per_value = ST_MAX_TOKENS * sizeof(float);
         for (size_t i = 0; i < st_model_expert_layer_count(m); i++) {
             const st_model_expert_layer *l = st_model_expert_layer_at(m, i);
-            dev = add(dev, add(mul(2, l->gu_bytes), l->down_bytes));
+            dev = add(dev, add(add(mul(2, l->gu_bytes), l->down_bytes), mul(per_value, mul(2, (size_t)l->n_embd))));
         }
         for (size_t i = 0; i < st_model_matrix_count(m); i++) {
             const st_model_matrix *x = st_model_matrix_at(m, i);
-            if (x->type != ST_QTYPE_NONE && x->data) dev = add(dev, x->bytes);
+            if (x->type != ST_QTYPE_NONE && x->data)
+                dev = add(dev, add(x->bytes, mul(per_value, add((size_t)x->n_rows, (size_t)x->n_cols))));
         }
         return st_mem_fit(c, "decode model: the model's weights", 0, dev);
     }

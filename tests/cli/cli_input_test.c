@@ -162,6 +162,30 @@ static void an_unknown_option_is_called_unknown_even_when_last(void **state)
     }
 }
 
+/* Options the command would not use are refused, not dropped in silence. */
+static void options_that_would_be_ignored_are_refused(void **state)
+{
+    (void)state;
+    char *const cases[][10] = {
+        {"tune", MODEL, "--shape", "mmvq q8_0 64 64", NULL},
+        {"tune", "--shapes", "mmvq", "--shape", "expert q8_0 q8_0 64 64 1", NULL},
+        {"tune", MODEL, "--experts", "16", NULL},
+        {"tune", MODEL, "--topk", "2", NULL},
+        {"verify", MODEL, "t.table", "--layers", "4", NULL},
+        {"verify", MODEL, "t.table", "--experts", "4", NULL},
+        {"bench", "--variant", "4", NULL},
+        {"bench", "--no-suite", "--layers", "4", NULL},
+        {"bench", "--shape", "mmvq q8_0 64 64", "--layers", "4", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cli_run r = cli_exec(cases[i], QUICK, NULL, NULL);
+        char what[128];
+        snprintf(what, sizeof what, "%s %s %s", cases[i][0], cases[i][1], cases[i][2]);
+        cli_expect_exit(&r, 2, what);
+        cli_free(&r);
+    }
+}
+
 /* ---- files that are not there, not regular, not what they claim ------------- */
 
 static void a_missing_file_is_an_error_wherever_it_is_named(void **state)
@@ -498,6 +522,7 @@ int main(void)
         cmocka_unit_test(numeric_options_refuse_nan_infinity_and_out_of_range),
         cmocka_unit_test(an_option_is_never_taken_as_a_value),
         cmocka_unit_test(an_unknown_option_is_called_unknown_even_when_last),
+        cmocka_unit_test(options_that_would_be_ignored_are_refused),
         cmocka_unit_test(a_missing_file_is_an_error_wherever_it_is_named),
         cmocka_unit_test(fifos_and_devices_are_refused_at_once_everywhere),
         cmocka_unit_test(a_table_with_a_byte_order_mark_is_refused_by_name),

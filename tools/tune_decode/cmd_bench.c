@@ -334,7 +334,7 @@ int cmd_bench(int argc, char **argv, const td_global *g)
 {
     const char *specs[32], *model = NULL;
     int ns = 0, layers = 48, variant[2] = {0, 0};
-    bool have_variant = false, suite = true, quick = false;
+    bool have_variant = false, suite = true, quick = false, layers_given = false;
     int rc = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
@@ -355,6 +355,7 @@ int cmd_bench(int argc, char **argv, const td_global *g)
         } else if (!strcmp(a, "--layers")) {
             if (!(v = td_value(argc, argv, &i, "bench", &rc))) return rc;
             if ((rc = td_int_option("bench", a, v, 0, 512, &layers))) return rc;
+            layers_given = true;
         } else if (!strcmp(a, "--variant")) {
             if (!(v = td_value(argc, argv, &i, "bench", &rc))) return rc;
             if (!parse_variant(v, variant))
@@ -364,6 +365,10 @@ int cmd_bench(int argc, char **argv, const td_global *g)
             return td_usage_error("bench: unknown %s '%s'", a[0] == '-' ? "option" : "argument", a);
         }
     }
+    if (have_variant && !ns)
+        return td_usage_error("bench: --variant applies to the --shape rows (the suite runs the default chain)");
+    if (layers_given && (ns || !suite))
+        return td_usage_error("bench: --layers sets the suite's synthetic model (not run with --shape or --no-suite)");
     if (ns) suite = false;
     /* what was named is checked before the minutes of probes: every
      * --shape parses and fits the limits, a --model opens */

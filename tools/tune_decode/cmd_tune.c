@@ -111,6 +111,7 @@ int cmd_tune(int argc, char **argv, const td_global *g)
     const char *shapes[64];
     int ns = 0;
     int rc = 0;
+    bool given_kinds = false, given_experts = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         if (is_help(a)) {
@@ -139,6 +140,7 @@ int cmd_tune(int argc, char **argv, const td_global *g)
             if (!(v = td_value(argc, argv, &i, "tune", &rc))) return rc;
             if (!parse_kinds(v, &o.do_expert, &o.do_mmvq))
                 return td_usage_error("tune: --shapes '%s': expected expert, mmvq or expert,mmvq", v);
+            given_kinds = true;
         } else if (!strcmp(a, "--shape")) {
             if (!(v = td_value(argc, argv, &i, "tune", &rc))) return rc;
             if (ns >= 64) return td_usage_error("tune: at most 64 --shape");
@@ -146,9 +148,11 @@ int cmd_tune(int argc, char **argv, const td_global *g)
         } else if (!strcmp(a, "--experts")) {
             if (!(v = td_value(argc, argv, &i, "tune", &rc))) return rc;
             if ((rc = td_int_option("tune", a, v, 1, ST_MAX_EXPERTS, &o.n_expert))) return rc;
+            given_experts = true;
         } else if (!strcmp(a, "--topk")) {
             if (!(v = td_value(argc, argv, &i, "tune", &rc))) return rc;
             if ((rc = td_int_option("tune", a, v, 1, ST_MAX_TOPK, &o.topk))) return rc;
+            given_experts = true;
         } else if (!strcmp(a, "--rounds")) {
             if (!(v = td_value(argc, argv, &i, "tune", &rc))) return rc;
             if ((rc = td_int_option("tune", a, v, 1, ST_MEASURE_MAX_ROUNDS, &o.rounds))) return rc;
@@ -160,6 +164,15 @@ int cmd_tune(int argc, char **argv, const td_global *g)
             return td_usage_error("tune: more than one model given ('%s')", a);
         }
     }
+    /* options that would be ignored are refused: nothing is silently dropped */
+    if (o.model_path && ns)
+        return td_usage_error("tune: give a model or --shape, not both (--shape tunes the given shapes instead)");
+    if (ns && given_kinds)
+        return td_usage_error("tune: --shapes picks among a model's or the demo set's shapes; with --shape, list "
+                              "only the shapes to tune");
+    if (o.model_path && given_experts)
+        return td_usage_error("tune: --experts and --topk are for --shape and the demo set; a model's come from the "
+                              "model");
     o.shapes = shapes;
     o.n_shapes = ns;
     o.quiet = g->quiet;
@@ -219,7 +232,7 @@ static const char VERIFY_HELP[] =
     "only if every output byte is identical and the step is not slower than the limit (2%).\n"
     "--synthetic 'SPEC' (repeatable) builds the model from shapes instead ('expert GU DN N_EMBD\n"
     "N_FF 1' / 'mmvq TYPE ROWS COLS'), repeated --layers times.\n"
-    "Exit status: 0 pass, 1 fail or error, 2 usage.\n";
+    "Exit status: 0 pass, 1 fail or error, 2 usage, 128+N stopped by signal N.\n";
 
 int cmd_verify(int argc, char **argv, const td_global *g)
 {
@@ -228,6 +241,7 @@ int cmd_verify(int argc, char **argv, const td_global *g)
     const char *pos[2], *syn[32];
     int np = 0, ns = 0;
     int rc = 0;
+    bool synthetic_only = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         if (is_help(a)) {
@@ -236,6 +250,7 @@ int cmd_verify(int argc, char **argv, const td_global *g)
         }
         if (!strcmp(a, "--rounds") || !strcmp(a, "--layers") || !strcmp(a, "--experts") || !strcmp(a, "--topk")) {
             if (!(v = td_value(argc, argv, &i, "verify", &rc))) return rc;
+            synthetic_only |= strcmp(a, "--rounds") != 0;
             if (!strcmp(a, "--rounds")) rc = td_int_option("verify", a, v, 3, 255, &o.rounds);
             else if (!strcmp(a, "--layers")) rc = td_int_option("verify", a, v, 1, 255, &o.n_layers);
             else if (!strcmp(a, "--experts")) rc = td_int_option("verify", a, v, 1, ST_MAX_EXPERTS, &o.n_expert);
@@ -257,6 +272,9 @@ int cmd_verify(int argc, char **argv, const td_global *g)
         }
     }
     if (np != (ns ? 1 : 2)) return td_usage_error("verify: expected MODEL.gguf TABLE (or --synthetic SPEC... TABLE)");
+    if (!ns && synthetic_only)
+        return td_usage_error("verify: --layers, --experts and --topk shape the --synthetic model; a model's come from "
+                              "the model");
     o.model_path = ns ? NULL : pos[0];
     o.table_path = pos[np - 1];
     o.shapes = syn;
@@ -270,6 +288,11 @@ int cmd_verify(int argc, char **argv, const td_global *g)
     st_status s = st_verify_run(ctx, &o, &r);
     td_signals_end();
     st_ctx_destroy(ctx);
+    if (s == ST_ERR_INTERRUPTED) {
+        const int sig = td_signals_caught();
+        td_eprint("verify: interrupted%s%s", sig ? " by " : "", sig ? strsignal(sig) : "");
+        return 128 + (sig ? sig : SIGINT);
+    }
     if (s != ST_OK) {
         td_eprint("verify: %s", st_last_error()[0] ? st_last_error() : st_status_str(s));
         return 1;
