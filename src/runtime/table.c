@@ -175,12 +175,14 @@ static st_status table_new(st_table **out)
 }
 
 /* A header token the parser can read back: non-empty, short enough, no
- * blank or control bytes, and (for the first) not starting a comment. */
+ * blank or control bytes, and (for the first) not starting a comment or
+ * with a UTF-8 byte order mark (the parser refuses one by name). */
 static bool token_ok(const char *s, bool first)
 {
     const char *end = memchr(s, '\0', ST_TOKEN_MAX);
     size_t n = end ? (size_t)(end - s) : ST_TOKEN_MAX;
     if (n == 0 || n >= ST_TOKEN_MAX || (first && s[0] == '#')) return false;
+    if (first && n >= 3 && memcmp(s, "\xef\xbb\xbf", 3) == 0) return false;
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)s[i] <= ' ' || s[i] == 0x7f) return false;
     return true;

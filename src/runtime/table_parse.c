@@ -202,6 +202,11 @@ static st_status parse_header(pctx *c, const line_t *ln, st_identity *hdr)
                         "header must have 4 tokens (<arch> <runtime> <compiler> <space>), "
                         "found %zu",
                         ln->ntok);
+    /* a mark on a header line after comments: the same editor's mark, and
+     * a header that could not be written back first in a file */
+    if (ln->t[0].n >= 3 && memcmp(ln->t[0].s, UTF8_BOM, 3) == 0)
+        return say_line(c, ST_ERR_PARSE, ln->lineno, "starts with a UTF-8 byte order mark (bytes EF BB BF): save the "
+                                                     "table without it");
     memset(hdr, 0, sizeof *hdr);
     char *dst[3] = {hdr->arch, hdr->runtime, hdr->compiler};
     for (int i = 0; i < 3; i++) {

@@ -263,6 +263,16 @@ static void table_with_a_byte_order_mark_is_refused_by_name(void **state)
                              "save the table without it");
     assert_int_equal(st_table_parse_any(text, (size_t)n, "x.table", &t, msg, sizeof msg), ST_ERR_PARSE);
     assert_non_null(strstr(msg, "byte order mark"));
+    /* on the header line after comments too (found by fuzz_table: such a
+     * table parsed, and its formatted text, header first, did not) */
+    char later[600];
+    const int m = snprintf(later, sizeof later, "# a comment\n\xef\xbb\xbf%s\n", hdr);
+    assert_int_equal(st_table_parse_any(later, (size_t)m, "y.table", &t, msg, sizeof msg), ST_ERR_PARSE);
+    assert_string_equal(msg, "decode tuning: y.table: line 2: starts with a UTF-8 byte order mark (bytes EF BB BF): "
+                             "save the table without it");
+    st_identity bom = id;
+    snprintf(bom.arch, sizeof bom.arch, "\xef\xbb\xbf%.50s", id.arch);
+    assert_int_equal(st_table_create(&bom, &t), ST_ERR_INVALID_ARG); /* it could not be read back */
     /* in a folder the table is still found as this process's, and refused
      * by name (not "no table matches") */
     char sub[600], file[700];

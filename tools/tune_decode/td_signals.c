@@ -8,7 +8,8 @@
  * reason instead of a death in the middle of one; the fault signals (SIGSEGV,
  * SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS), where the process
  * cannot go on, remove the library's live temporary files (tmpfiles.h) and
- * then end the process as the signal would have. */
+ * then hand the signal to what was installed before (a sanitizer's handler
+ * still reports the fault), else end the process as the signal would. */
 #define _POSIX_C_SOURCE 200809L
 #include "commands.h"
 #include "tmpfiles.h"
@@ -29,7 +30,10 @@ static const int IGNORED_SIGNALS[] = {SIGPIPE, SIGXFSZ};
 static const int FAULT_SIGNALS[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS};
 
 #define N_(a) (sizeof(a) / sizeof((a)[0]))
-static struct sigaction g_saved[N_(STOP_SIGNALS) + N_(IGNORED_SIGNALS) + N_(FAULT_SIGNALS)];
+/* what was installed before, by signal number (restored at the end, and
+ * handed a fault on, so a sanitizer's own report still comes) */
+#define MAX_SIG 65
+static struct sigaction g_saved[MAX_SIG];
 
 static void on_stop(int sig)
 {
@@ -40,19 +44,19 @@ static void on_stop(int sig)
 static void on_fault(int sig)
 {
     st_tmpfiles_remove_all();
-    signal(sig, SIG_DFL); /* SA_RESETHAND did this too; be sure */
+    if (sig > 0 && sig < MAX_SIG) sigaction(sig, &g_saved[sig], NULL); /* the previous action, or the default */
     raise(sig);
 }
 
-static void install(const int *sigs, size_t n, void (*fn)(int), int flags, size_t *k)
+static void install(const int *sigs, size_t n, void (*fn)(int), int flags)
 {
-    for (size_t i = 0; i < n; i++, (*k)++) {
+    for (size_t i = 0; i < n; i++) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = fn;
         sa.sa_flags = flags;
         sigfillset(&sa.sa_mask);
-        sigaction(sigs[i], &sa, &g_saved[*k]);
+        if (sigs[i] < MAX_SIG) sigaction(sigs[i], &sa, &g_saved[sigs[i]]);
     }
 }
 
@@ -62,18 +66,17 @@ void td_signals_begin(volatile int *stop)
 {
     g_stop_flag = stop;
     g_caught = 0;
-    size_t k = 0;
-    install(STOP_SIGNALS, N_(STOP_SIGNALS), on_stop, SA_RESTART, &k);
-    install(IGNORED_SIGNALS, N_(IGNORED_SIGNALS), SIG_IGN, 0, &k);
-    install(FAULT_SIGNALS, N_(FAULT_SIGNALS), on_fault, SA_RESETHAND | SA_NODEFER, &k);
+    install(STOP_SIGNALS, N_(STOP_SIGNALS), on_stop, SA_RESTART);
+    install(IGNORED_SIGNALS, N_(IGNORED_SIGNALS), SIG_IGN, 0);
+    install(FAULT_SIGNALS, N_(FAULT_SIGNALS), on_fault, SA_NODEFER);
 }
 
 void td_signals_end(void)
 {
-    size_t k = 0;
     const int *lists[3] = {STOP_SIGNALS, IGNORED_SIGNALS, FAULT_SIGNALS};
     const size_t ns[3] = {N_(STOP_SIGNALS), N_(IGNORED_SIGNALS), N_(FAULT_SIGNALS)};
     for (int l = 0; l < 3; l++)
-        for (size_t i = 0; i < ns[l]; i++, k++) sigaction(lists[l][i], &g_saved[k], NULL);
+        for (size_t i = 0; i < ns[l]; i++)
+            if (lists[l][i] < MAX_SIG) sigaction(lists[l][i], &g_saved[lists[l][i]], NULL);
     g_stop_flag = NULL;
 }
