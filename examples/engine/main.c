@@ -475,8 +475,8 @@ int main(int argc, char **argv)
     printf("strata-tune %s (GPU backend of the build: %s)\n", st_version(), st_gpu_backend_name());
     printf("backend: %s, device: %s\n", st_ctx_backend(e.ctx) == ST_BACKEND_GPU ? "gpu" : "cpu", id->device_name);
     printf("identity: %s\n", header);
-    printf("context: up to %d tokens, %d experts, top-%d, %lld x %lld; workspace %.1f MiB; %s stream\n", p.max_tokens,
-           p.max_experts, p.max_topk, (long long)p.max_rows, (long long)p.max_cols, (double)ws / (1 << 20),
+    printf("context: up to %d tokens, %d experts, top-%d, %lld x %lld; workspace %.1f KiB; %s stream\n", p.max_tokens,
+           p.max_experts, p.max_topk, (long long)p.max_rows, (long long)p.max_cols, (double)ws / 1024,
            st_ctx_stream(e.ctx) ? "the engine's" : "no");
     int knob = st_dispatch_config_first_active(st_ctx_dispatch(e.ctx));
     if (knob >= 0) printf("dispatch knob active: %s (no table engages)\n", st_knob_label((st_knob)knob));

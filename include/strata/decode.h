@@ -115,7 +115,9 @@ ST_API const st_identity *st_ctx_identity(const st_ctx *ctx);
 /* Dispatch configuration. Setting it drops an engaged table when any knob
  * becomes active (a table measured the default dispatch). A knob whose path
  * needs scratch the context did not reserve at creation (STRATA_EXPERT_V2K)
- * makes the calls that take that path fail with a message naming it. */
+ * makes the calls that take that path fail with a message naming it (it is
+ * reserved when the knob is set at creation, or when it takes at most 64
+ * MiB for the context's limits). */
 ST_API const st_dispatch_config *st_ctx_dispatch(const st_ctx *ctx);
 ST_API void st_ctx_set_dispatch(st_ctx *ctx, const st_dispatch_config *cfg);
 

@@ -56,7 +56,8 @@ static st_ctx *engine_ctx(st_rt_stream stream, void *workspace, size_t ws_bytes)
     p.workspace_bytes = ws_bytes;
     st_ctx *c = NULL;
     CHECK_OK(st_ctx_create_ex(&p, &c));
-    assert_ptr_equal(st_ctx_stream(c), (void *)stream);
+    if (stream) assert_ptr_equal(st_ctx_stream(c), (void *)stream);
+    assert_non_null(st_ctx_stream(c));
     st_dispatch_config cfg;
     st_dispatch_config_default(&cfg);
     st_ctx_set_dispatch(c, &cfg);

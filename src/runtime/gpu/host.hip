@@ -88,9 +88,10 @@ size_t xplanes_bytes(int64_t k, int n)
 /* mmvq: q8_1 planes (or the legacy 36-byte blocks) of max_tokens vectors of
  * max_cols values. expert_grouped: those for x, then per (token, slot) pair
  * h (n_ff floats), its q8_1 planes, y (n_embd floats), one ticket per row
- * of the fused down, the GROUPED_V1 list, and the k-split partials (only
- * when STRATA_EXPERT_V2K is active at creation: 64 floats per pair and row,
- * too many to reserve for nothing). n_embd and n_ff are each a row count
+ * of the fused down, the GROUPED_V1 list, and the k-split partials of
+ * STRATA_EXPERT_V2K (64 floats per pair and row: reserved only when the knob
+ * is active at creation or they take at most 64 MiB, not for nothing in the
+ * largest contexts). n_embd and n_ff are each a row count
  * and a row length of some matrix, so both are at most D. */
 ws_layout plan_workspace(const st_ctx_limits *l, const st_dispatch_config *cfg)
 {
@@ -104,7 +105,11 @@ ws_layout plan_workspace(const st_ctx_limits *l, const st_dispatch_config *cfg)
     w.y = align_up(sizeof(float) * np * (size_t)d);
     w.tickets = align_up(sizeof(uint32_t) * (size_t)d);
     w.groups = align_up(sizeof(int32_t) * (1 + ST_MAX_PAIRS));
-    w.partial = cfg->active[ST_KNOB_EXPERT_V2K] ? align_up(sizeof(float) * 64 * np * (size_t)d) : 0;
+    /* the k-split partials: reserved when the knob is set at creation, or
+     * when they are small enough not to matter (contexts sized for a model;
+     * a knob can also be switched on later with st_ctx_set_dispatch) */
+    const size_t partial = align_up(sizeof(float) * 64 * np * (size_t)d);
+    w.partial = cfg->active[ST_KNOB_EXPERT_V2K] || partial <= ((size_t)64 << 20) ? partial : 0;
     w.total = w.xq + w.xblocks + w.h + w.hq + w.y + w.tickets + w.groups + w.partial;
     return w;
 }
