@@ -44,6 +44,8 @@ typedef enum {
 } st_table_status;
 
 const char *st_table_status_text(st_table_status s);
+/* The status whose text is TEXT; false when none is. */
+bool st_table_status_from_text(const char *text, st_table_status *s);
 
 typedef struct {
     char key[96];    /* "expert iq3_s iq4_nl 2560 640 1" / "mmvq iq3_s 4096 14336" */
