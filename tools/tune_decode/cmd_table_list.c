@@ -113,6 +113,10 @@ int td_table_list(int argc, char **argv, const td_global *g)
         else dir = argv[i];
     }
     if (!dir) return td_usage_error("table list: expected a tables folder (DIR)");
+    char clean[4096]; /* "tables/" prints as "tables" */
+    snprintf(clean, sizeof clean, "%s", dir);
+    for (size_t l = strlen(clean); l > 1 && clean[l - 1] == '/'; l--) clean[l - 1] = '\0';
+    dir = clean;
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
         fprintf(stderr, "table list: %s is not a folder (table check PATH looks at one table file)\n", dir);
