@@ -33,9 +33,9 @@ void st_page_verify(st_html *h, const cJSON *root)
                        "bytes with the table</h2>\n<p>A table must never change results. This is a bug in the kernels; the "
                        "table must not be installed.</p>\n</section>\n");
     st_html_raw(h, "<section id=\"verdict\">\n<h2>Verdict</h2>\n<p>");
-    st_html_raw(h, passed ? "<span class=\"ok\">PASS</span> " : "<span class=\"bad\">FAIL</span> ");
-    st_html_text(h, st_j_str(root, "message", ""));
-    st_html_raw(h, "</p>\n<table>\n");
+    st_html_raw(h, passed ? "<span class=\"ok\">" : "<span class=\"bad\">");
+    st_html_text(h, st_j_str(root, "message", passed ? "PASS" : "FAIL"));
+    st_html_raw(h, "</span></p>\n<table>\n");
     st_page_kv(h, "bytes identical", bytes ? "yes, every layer and token count" : "NO");
     st_page_kv(h, "not slower than the limit", st_j_bool(root, "not_slower", false) ? "yes" : "no");
     char b[96];

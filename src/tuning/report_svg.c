@@ -7,7 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 
-enum { LABEL_W = 150, PLOT_X = 160, PLOT_W = 440, TEXT_W = 190, ROW_H = 24, BAR_H = 14, TOP = 22, AXIS_H = 30 };
+enum { LABEL_W = 150, PLOT_X = 160, PLOT_W = 440, TEXT_W = 250, ROW_H = 24, BAR_H = 14, TOP = 22, AXIS_H = 30 };
 
 static const char *const STYLE_CLASS[] = {"bar-plain", "bar-default", "bar-kept", "bar-bad", "bar-same", "bar-alt"};
 
