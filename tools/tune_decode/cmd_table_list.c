@@ -16,7 +16,8 @@ static const char LIST_HELP[] =
     "usage: tune_decode [--json] table list DIR [--prune]\n"
     "\n"
     "Prints the tables of folder DIR from its index, DIR/tables.json (rebuilt from the *.table\n"
-    "files, and written back, when it is missing, damaged or stale): per table its file, header\n"
+    "files when it is missing, damaged or stale, and written back unless DIR holds no table or\n"
+    "cannot be written, which the first line then says): per table its file, header\n"
     "tokens, device, model, campaign date, shapes (rows naming a variant + shapes tuned to the\n"
     "default) and its status for this process: engages here, refused here, or superseded (a\n"
     "newer campaign in DIR for the same device and model, or for the same four header tokens).\n"
@@ -141,7 +142,9 @@ int td_table_list(int argc, char **argv, const td_global *g)
      * (a read-only folder) does not stop the listing */
     bool written = false;
     char why[600] = "";
-    if (state != ST_INDEX_UP_TO_DATE) {
+    if (state != ST_INDEX_UP_TO_DATE && ix->n == 0 && state == ST_INDEX_MISSING) {
+        snprintf(why, sizeof why, "the folder holds no table"); /* listing any folder must not leave a file there */
+    } else if (state != ST_INDEX_UP_TO_DATE) {
         written = st_tables_index_write(dir, ix) == ST_OK;
         if (!written) snprintf(why, sizeof why, "%s", st_last_error());
     }

@@ -30,7 +30,7 @@ static const char TUNE_HELP[] =
     "and updates DIR/tables.json, the folder's index (tune_decode table list DIR).\n"
     "\n"
     "Options:\n"
-    "  --out DIR            where the table and the report go (default .)\n"
+    "  --out DIR            where the table, the reports and tables.json go (default .)\n"
     "  --threshold P%       keep threshold (default 1%)\n"
     "  --ntok-mix LIST      token counts, e.g. 1,2,4,8 (default 1..8): the blend timed for\n"
     "                       mmvq shapes and the token counts tuned for expert shapes\n"
