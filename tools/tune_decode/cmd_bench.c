@@ -20,7 +20,7 @@
 
 static const char BENCH_HELP[] =
     "usage: tune_decode bench [--shape 'SPEC']... [--variant R|G/D] [--model M.gguf] [--layers N]\n"
-    "                         [--quick] [--no-suite]\n"
+    "                         [--quick] [--no-suite] [--html FILE.html]\n"
     "\n"
     "Measures, in one process: the read bandwidth (a streaming-read kernel over 1 GiB), the\n"
     "device-to-device copy bandwidth (bytes read + written), the launch overhead (back-to-back\n"
@@ -32,7 +32,9 @@ static const char BENCH_HELP[] =
     "--layers (default 48) MoE layers iq3_s/iq4_nl 2560/640, 64 experts, top-8.\n"
     "Without --shape: the suite (iq3_s/iq4_xs/iq4_nl 4096x14336 and 14336x4096, n_tokens 1 2 4 8;\n"
     "every supported expert pair at 2560/640, n_tokens 1..8). --no-suite runs only --shape.\n"
-    "SPEC: 'mmvq TYPE ROWS COLS' or 'expert GU DN N_EMBD N_FF N_TOKENS'.\n";
+    "SPEC: 'mmvq TYPE ROWS COLS' or 'expert GU DN N_EMBD N_FF N_TOKENS'.\n"
+    "--html FILE.html: the figures as a page (one chart per shape), and their JSON beside it\n"
+    "(FILE.json, the --json document; tune_decode report FILE.json renders it again).\n";
 
 typedef struct {
     st_ctx *ctx;
@@ -325,7 +327,7 @@ static st_status bench_model(st_ctx *c, bench_env *e, const st_verify_options *v
 
 int cmd_bench(int argc, char **argv, const td_global *g)
 {
-    const char *specs[32], *model = NULL;
+    const char *specs[32], *model = NULL, *html = NULL;
     int ns = 0, layers = 48, variant[2] = {0, 0};
     bool have_variant = false, suite = true, quick = false;
     for (int i = 1; i < argc; i++) {
@@ -344,6 +346,8 @@ int cmd_bench(int argc, char **argv, const td_global *g)
             specs[ns++] = argv[++i];
         } else if (!strcmp(a, "--model")) {
             model = argv[++i];
+        } else if (!strcmp(a, "--html")) {
+            html = argv[++i];
         } else if (!strcmp(a, "--layers")) {
             layers = atoi(argv[++i]);
             if (layers < 0 || layers > 512) return td_usage_error("bench: --layers %s is out of range 0..512", argv[i]);
@@ -413,20 +417,26 @@ int cmd_bench(int argc, char **argv, const td_global *g)
         snprintf(label, sizeof label, "synthetic %d x MoE iq3_s/iq4_nl 2560/640", vo.n_layers);
         s = bench_model(c, &e, &vo, label);
     }
-    if (g->json) {
+    int rc = 0;
+    if (g->json || (html && s == ST_OK)) {
         cJSON *root = cJSON_CreateObject();
-        cJSON *idj = cJSON_AddObjectToObject(root, "identity");
-        cJSON_AddStringToObject(idj, "device", id->device_name);
-        cJSON_AddStringToObject(idj, "arch", id->arch);
-        cJSON_AddStringToObject(idj, "runtime", id->runtime);
-        cJSON_AddStringToObject(idj, "driver", id->driver);
+        if (html) {
+            td_report_header(root, "bench", id, argc, argv); /* the identity included */
+        } else {
+            cJSON *idj = cJSON_AddObjectToObject(root, "identity");
+            cJSON_AddStringToObject(idj, "device", id->device_name);
+            cJSON_AddStringToObject(idj, "arch", id->arch);
+            cJSON_AddStringToObject(idj, "runtime", id->runtime);
+            cJSON_AddStringToObject(idj, "driver", id->driver);
+        }
         cJSON_AddNumberToObject(root, "read_gb_per_s", e.read_gbs);
         cJSON_AddNumberToObject(root, "copy_gb_per_s", e.copy_gbs);
         cJSON_AddNumberToObject(root, "launch_overhead_us", e.launch_us);
         cJSON_AddNumberToObject(root, "llc_bytes", (double)e.llc);
         cJSON_AddItemToObject(root, "rows", e.rows);
         e.rows = NULL;
-        char *t = cJSON_Print(root);
+        if (html && s == ST_OK) rc = td_write_report(root, html, "bench", g->quiet);
+        char *t = g->json ? cJSON_Print(root) : NULL;
         if (t) puts(t);
         free(t);
         cJSON_Delete(root);
@@ -437,5 +447,5 @@ int cmd_bench(int argc, char **argv, const td_global *g)
         fprintf(stderr, "bench: %s\n", st_last_error()[0] ? st_last_error() : st_status_str(s));
         return 1;
     }
-    return 0;
+    return rc;
 }
