@@ -54,8 +54,17 @@ typedef hipEvent_t st_rt_event;
 #define st_rt_get_device_count hipGetDeviceCount
 #define st_rt_runtime_version hipRuntimeGetVersion
 #define st_rt_driver_version hipDriverGetVersion
-#define st_rt_mem_info hipMemGetInfo
 #define st_rt_func_set_smem(f, n) hipFuncSetAttribute((const void *)(f), hipFuncAttributeMaxDynamicSharedMemorySize, n)
+#define st_rt_get_device hipGetDevice
+#define st_rt_mem_info hipMemGetInfo
+typedef hipGraph_t st_rt_graph;
+typedef hipGraphExec_t st_rt_graph_exec;
+#define st_rt_begin_capture(s) hipStreamBeginCapture(s, hipStreamCaptureModeGlobal)
+#define st_rt_end_capture hipStreamEndCapture
+#define st_rt_graph_instantiate(e, g) hipGraphInstantiate(e, g, nullptr, nullptr, 0)
+#define st_rt_graph_launch hipGraphLaunch
+#define st_rt_graph_exec_destroy hipGraphExecDestroy
+#define st_rt_graph_destroy hipGraphDestroy
 #else
 typedef cudaError_t st_rt_error;
 typedef cudaStream_t st_rt_stream;
@@ -82,8 +91,17 @@ typedef cudaEvent_t st_rt_event;
 #define st_rt_get_device_count cudaGetDeviceCount
 #define st_rt_runtime_version cudaRuntimeGetVersion
 #define st_rt_driver_version cudaDriverGetVersion
-#define st_rt_mem_info cudaMemGetInfo
 #define st_rt_func_set_smem(f, n) cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, n)
+#define st_rt_get_device cudaGetDevice
+#define st_rt_mem_info cudaMemGetInfo
+typedef cudaGraph_t st_rt_graph;
+typedef cudaGraphExec_t st_rt_graph_exec;
+#define st_rt_begin_capture(s) cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal)
+#define st_rt_end_capture cudaStreamEndCapture
+#define st_rt_graph_instantiate(e, g) cudaGraphInstantiate(e, g, 0)
+#define st_rt_graph_launch cudaGraphLaunch
+#define st_rt_graph_exec_destroy cudaGraphExecDestroy
+#define st_rt_graph_destroy cudaGraphDestroy
 #endif
 
 /* Architecture token ("gfx1100", "sm_90") and marketing name of DEVICE. */

@@ -43,7 +43,9 @@ if [ "$BUILD" = 1 ] && ! ls "$B"/tests/*_parity_test > /dev/null 2>&1; then
   SKIP_TESTS=1 tools/device-check.sh || { echo "device-sanitize: the CUDA build failed" >&2; exit 1; }
 fi
 export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-[ -n "$TESTS" ] || TESTS=$(cd "$B/tests" 2>/dev/null && ls *_parity_test 2>/dev/null | sort | tr '\n' ' ')
+# every GPU test: the sources of tests/gpu
+[ -n "$TESTS" ] || TESTS=$(ls tests/gpu/*_test.c tests/gpu/*_test.hip 2>/dev/null | xargs -n1 basename | sed 's/\.[a-z]*$//' |
+  sort | tr '\n' ' ')
 [ -n "$TESTS" ] || { echo "device-sanitize: no GPU tests in $B/tests" >&2; exit 1; }
 L="$OUT/sanitize"
 mkdir -p "$L"

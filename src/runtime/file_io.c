@@ -201,9 +201,12 @@ fail: {
 }
 }
 
+void (*st_file_write_before_rename)(const char *tmp) = NULL;
+
 st_status st_file_commit(const char *path, const char *tmp, int slot, bool *renamed)
 {
     if (renamed) *renamed = false;
+    if (st_file_write_before_rename) st_file_write_before_rename(tmp);
     if (rename(tmp, path) != 0) {
         const int e = errno;
         unlink(tmp);
@@ -217,4 +220,15 @@ st_status st_file_commit(const char *path, const char *tmp, int slot, bool *rena
     if (sync_parent(path) != 0)
         return st_fail(ST_ERR_IO, "%s: written, but syncing its directory failed: %s", path, strerror(errno));
     return ST_OK;
+}
+
+st_status st_file_write_atomic(const char *path, const char *text, size_t len)
+{
+    if (!path || !path[0] || (!text && len)) return st_fail(ST_ERR_INVALID_ARG, "write: NULL argument");
+    char *tmp = NULL;
+    int slot = -1;
+    st_status s = st_file_write_temp(path, text ? text : "", len, &tmp, &slot);
+    if (s == ST_OK) s = st_file_commit(path, tmp, slot, NULL);
+    free(tmp);
+    return s;
 }

@@ -47,6 +47,16 @@ st_status st_file_write_temp(const char *path, const char *text, size_t len, cha
  * does when only the folder's sync failed (an error too). */
 st_status st_file_commit(const char *path, const char *tmp, int slot, bool *renamed);
 
+/* Writes LEN bytes of TEXT to PATH atomically: st_file_write_temp then
+ * st_file_commit (a reader sees the old content or the new, never a part;
+ * on failure PATH is untouched and the temporary file removed). */
+st_status st_file_write_atomic(const char *path, const char *text, size_t len);
+
+/* Test hook: when set, st_file_commit calls it with the temporary file's
+ * name just before the rename (a test kills the process there). NULL (the
+ * default) in production. */
+extern void (*st_file_write_before_rename)(const char *tmp);
+
 /* Test hook: when >= 0, st_file_write_temp (so st_table_write_atomic)
  * fails with EIO after this many bytes, exercising the cleanup path. -1 (the
  * default) disables it. Not for production use. */

@@ -6,6 +6,7 @@
 #include "internal.h"
 #include "table_internal.h"
 #include "tmpfiles.h"
+#include "provenance.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -279,9 +280,9 @@ st_status st_tune_out_open(st_tune_out *o, const char *dir, const char *name, co
         char hdr[4 * ST_TOKEN_MAX + 16];
         st_identity_header(id, hdr, sizeof hdr);
         s = st_fail(ST_ERR_EXISTS,
-                    "tune: %s holds %d tables for this process (%s: %s), which the loader refuses: keep one, or tune "
-                    "into another --out",
-                    o->dir, count, hdr, names);
+                    "tune: %s holds %d tables for this process (%s: %s), which the loader refuses: keep one "
+                    "(tune_decode table list %s --prune removes superseded ones), or tune into another --out",
+                    o->dir, count, hdr, names, o->dir);
         free(found);
         found = NULL;
     }
@@ -363,41 +364,46 @@ st_status st_tune_out_merge(const st_tune_out *o, st_table *t, const st_tune_sha
 {
     const st_table *e = o->existing;
     if (!e) return ST_OK;
-    char *ours = fmt("report: %s;", o->report_path);
     shape_key_t *keys = malloc(sizeof *keys * (size_t)(n > 0 ? n : 1));
-    if (!ours || !keys) {
-        free(ours);
-        free(keys);
-        return st_fail(ST_ERR_NOMEM, "tune: out of memory");
-    }
+    if (!keys) return st_fail(ST_ERR_NOMEM, "tune: out of memory");
     for (int i = 0; i < n; i++) shape_key(&r[i].shape, keys[i], sizeof keys[i]);
     st_status s = ST_OK;
-    const size_t nc = st_table_comment_count(e);
-    for (size_t i = 0; i < nc && s == ST_OK; i++) {
-        const char *c = st_table_comment_at(e, i);
-        const char *next = i + 1 < nc ? st_table_comment_at(e, i + 1) : "";
-        /* this run's report and provenance replace the earlier run's */
-        if (!strncmp(c, "made by tune_decode ", 20) && !strncmp(next, ours, strlen(ours))) {
-            i++;
-            continue;
-        }
-        if (!strncmp(c, ours, strlen(ours)) || tuned_default_line(c, keys, n)) continue;
-        s = st_table_add_comment(t, c);
-    }
-    free(ours);
-    free(keys);
+    size_t kept = 0;
     for (size_t i = 0; i < st_table_mmvq_count(e) && s == ST_OK; i++) {
         st_mmvq_key k;
         int rows;
         st_table_mmvq_at(e, i, &k, &rows);
-        if (!tuned_mmvq(r, n, &k)) s = st_table_add_mmvq(t, &k, rows);
+        if (!tuned_mmvq(r, n, &k)) s = st_table_add_mmvq(t, &k, rows), kept++;
     }
     for (size_t i = 0; i < st_table_expert_count(e) && s == ST_OK; i++) {
         st_expert_key k;
         int gu, dn;
         st_table_expert_at(e, i, &k, &gu, &dn);
-        if (!tuned_expert(r, n, &k)) s = st_table_add_expert(t, &k, gu, dn);
+        if (!tuned_expert(r, n, &k)) s = st_table_add_expert(t, &k, gu, dn), kept++;
     }
+    /* comments: this run's provenance replaces the earlier campaign's (one
+     * line keeps who made the rows that stay), and its tuned-default lines
+     * replace those of the shapes it tuned again */
+    const size_t nc = st_table_comment_count(e);
+    for (size_t i = 0; i < nc && s == ST_OK; i++) {
+        const char *c = st_table_comment_at(e, i);
+        if (st_provenance_is_comment(c)) continue;
+        if (!strncmp(c, "tuned-default ", 14)) {
+            if (tuned_default_line(c, keys, n)) continue;
+            kept++;
+        }
+        s = st_table_add_comment(t, c);
+    }
+    st_provenance old;
+    st_provenance_from_table(e, &old);
+    if (s == ST_OK && kept && (old.date[0] || old.model[0])) {
+        char line[3 * ST_PROVENANCE_VALUE_MAX + 96];
+        snprintf(line, sizeof line, "merged: shapes kept from the campaign of %s (model %s, report %s)",
+                 old.date[0] ? old.date : "an unknown date", old.model[0] ? old.model : "unknown",
+                 old.report[0] ? old.report : "unknown");
+        s = st_table_add_comment(t, line);
+    }
+    free(keys);
     return s;
 }
 

@@ -59,8 +59,9 @@ st_status st_tune_out_open(st_tune_out *out, const char *dir, const char *name, 
 
 /* Adds to T (this run's table) the rows of the existing table for shapes
  * that R[0..N) did not tune, and its comments except the ones this run
- * supersedes (tuned-default lines of re-tuned shapes, the provenance pair
- * naming this run's report). No-op without an existing table. */
+ * supersedes (its provenance lines: one "merged:" line names the earlier
+ * campaign whose shapes stay; the tuned-default lines of re-tuned shapes).
+ * No-op without an existing table. */
 st_status st_tune_out_merge(const st_tune_out *out, st_table *t, const st_tune_shape_result *r, int n);
 
 /* Installs the table text and the report text together (see above). On

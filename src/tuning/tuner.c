@@ -328,22 +328,13 @@ static st_status tune_shape(st_ctx *ctx, const st_tune_options *o, const st_tune
     return st;
 }
 
-static st_status build_table(st_ctx *ctx, const st_tune_options *o, const st_tune_shape_result *r, int n,
-                             const char *report_path, st_table **out, int *kept)
+static st_status build_table(st_ctx *ctx, const st_tune_shape_result *r, int n, const st_provenance *prov, st_table **out,
+                             int *kept)
 {
     st_table *t = NULL;
     ST_TRY(st_table_create(st_ctx_identity(ctx), &t));
     char line[1200], key[128];
-    time_t now = time(NULL);
-    struct tm tmv;
-    gmtime_r(&now, &tmv);
-    char date[32];
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tmv);
-    snprintf(line, sizeof line, "made by tune_decode %s on %s, device %s, driver %s", st_version(), date,
-             st_ctx_identity(ctx)->device_name, st_ctx_identity(ctx)->driver);
-    st_status s = st_table_add_comment(t, line);
-    snprintf(line, sizeof line, "report: %s; threshold %.1f%%", report_path, 100 * o->threshold);
-    if (s == ST_OK) s = st_table_add_comment(t, line);
+    st_status s = st_provenance_to_table(t, prov);
     *kept = 0;
     for (int i = 0; i < n && s == ST_OK; i++) {
         const st_tune_shape *sh = &r[i].shape;
@@ -452,13 +443,15 @@ static bool gate_needed(const st_tune_options *o, const st_model *m, const st_ta
     return false;
 }
 
-/* Builds, gates and installs the table of R[0..N) into OUT; fills RES. */
+/* Builds, gates and installs the table of R[0..N) into OUT with the
+ * report; fills RES, VERDICT, and VR when the gate ran (*GATE_RAN). */
 static st_status install(st_ctx *ctx, const st_tune_options *o, const st_model *model, const st_tune_shape_result *r,
-                         int n, st_tune_out *out, st_tune_result *res, char *verdict, size_t vn)
+                         int n, st_tune_out *out, const st_provenance *prov, st_tune_result *res, char *verdict,
+                         size_t vn, st_verify_result *vr, bool *gate_ran)
 {
     const st_identity *id = st_ctx_identity(ctx);
     st_table *t = NULL;
-    st_status st = build_table(ctx, o, r, n, out->report_path, &t, &res->kept_variants);
+    st_status st = build_table(ctx, r, n, prov, &t, &res->kept_variants);
     if (st == ST_OK) st = st_tune_out_merge(out, t, r, n);
     char *text = NULL;
     size_t len = 0;
@@ -476,18 +469,17 @@ static st_status install(st_ctx *ctx, const st_tune_options *o, const st_model *
     }
     const int slot = cand ? st_tmpfile_track(cand) : -1;
     if (cand) {
-        st_verify_result vr;
-        memset(&vr, 0, sizeof vr);
         st = st_table_write_atomic(t, cand);
-        if (st == ST_OK) st = st_tune_gate(ctx, o, r, n, cand, &vr);
+        if (st == ST_OK) st = st_tune_gate(ctx, o, r, n, cand, vr);
         unlink(cand);
         st_tmpfile_untrack(slot);
         if (st == ST_OK) {
-            snprintf(verdict, vn, "%s", vr.message);
-            if (!o->quiet) st_log("tune: gate: %s", vr.message);
-            if (!vr.passed) {
-                st_log("tune: the table failed the end-to-end gate and was NOT installed: %s", vr.message);
-                st = st_fail(ST_ERR_REFUSED, "table failed the end-to-end gate: %s", vr.message);
+            *gate_ran = true;
+            snprintf(verdict, vn, "%s", vr->message);
+            if (!o->quiet) st_log("tune: gate: %s", vr->message);
+            if (!vr->passed) {
+                st_log("tune: the table failed the end-to-end gate and was NOT installed: %s", vr->message);
+                st = st_fail(ST_ERR_REFUSED, "table failed the end-to-end gate: %s", vr->message);
             }
         }
     } else if (st == ST_OK) {
@@ -506,7 +498,7 @@ static st_status install(st_ctx *ctx, const st_tune_options *o, const st_model *
                                       sizeof engage) == ST_OK;
         st_table_destroy(back);
         st_clear_error();
-        char *report = st_tune_report_text(ctx, o, r, n, res, engage, verdict);
+        char *report = st_tune_report_text(ctx, o, r, n, res, engage, verdict, prov, *gate_ran ? vr : NULL);
         st = report ? st_tune_out_install(out, text, len, report, strlen(report))
                     : st_fail(ST_ERR_NOMEM, "report: out of memory");
         free(report);
@@ -559,6 +551,9 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
                    "stay)",
                    out.table_path, out.dir, st_table_count(out.existing));
     }
+    st_provenance prov;
+    memset(&prov, 0, sizeof prov);
+    if (st == ST_OK) st = st_tune_provenance(ctx, o, name, out.report_path, &prov);
     if (st == ST_OK && !o->quiet)
         st_log("tune: %d shapes on %s (%s), threshold %.1f%%%s", n, id->device_name, id->arch, 100 * o->threshold,
                o->quick ? ", quick" : "");
@@ -576,14 +571,21 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
     }
     if (cache[0].s) free_run(&cache[0]);
     char verdict[600] = "", why[4096] = "";
+    st_verify_result vr;
+    memset(&vr, 0, sizeof vr);
+    bool gate_ran = false;
     const bool swept = st == ST_OK;
-    if (st == ST_OK) st = install(ctx, o, model, r, n, &out, res, verdict, sizeof verdict);
+    if (st == ST_OK) st = install(ctx, o, model, r, n, &out, &prov, res, verdict, sizeof verdict, &vr, &gate_ran);
+    /* the report's page and the folder's tables.json, beside them */
+    if (st == ST_OK) st = st_tune_outputs(ctx, o, out.dir, out.report_path, out.table_path);
     /* a run that installed nothing still reports what it measured, unless
      * it was interrupted or its outputs are what failed */
     if (st != ST_OK && r && res->shapes > 0 && st != ST_ERR_INTERRUPTED && out.report_path &&
         (!swept || st == ST_ERR_REFUSED)) {
         keep_error(st, why, sizeof why);
-        if (st_tune_write_report(out.report_path, ctx, o, r, res->shapes, res, "", verdict) != ST_OK)
+        if (st_tune_write_report(out.report_path, ctx, o, r, res->shapes, res, "", verdict, &prov,
+                                 gate_ran ? &vr : NULL) != ST_OK ||
+            st_tune_outputs(ctx, o, out.dir, out.report_path, out.table_path) != ST_OK)
             st_log("tune: %s", st_last_error());
         st_fail(st, "%s", why);
     }

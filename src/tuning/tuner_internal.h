@@ -3,6 +3,8 @@
 #define ST_TUNER_INTERNAL_H
 
 #include "measure.h"
+#include "provenance.h"
+#include "strata/verify.h"
 #include "strata/model.h"
 #include "strata/tuner.h"
 
@@ -64,13 +66,26 @@ st_status st_mem_fit(st_ctx *c, const char *what, size_t host, size_t dev);
 /* Every shape's set-up in the tuner (st_mem_fit). */
 st_status st_tune_shapes_fit(st_ctx *c, const st_tune_shape *s, int n, const st_tune_options *o);
 
-/* The JSON report (with a final newline) as malloc'd text; NULL when out
- * of memory. */
-char *st_tune_report_text(const st_ctx *ctx, const st_tune_options *opt, const st_tune_shape_result *r, int n,
-                          const st_tune_result *res, const char *engage_line, const char *verify_line);
-/* Writes the JSON report atomically (a run that installs no table). */
-st_status st_tune_write_report(const char *path, const st_ctx *ctx, const st_tune_options *opt,
+/* The JSON report as malloc'd text (what st_tune_write_report writes);
+ * NULL when out of memory. */
+char *st_tune_report_text(st_ctx *ctx, const st_tune_options *opt, const st_tune_shape_result *r, int n,
+                          const st_tune_result *res, const char *engage_line, const char *verify_line,
+                          const st_provenance *prov, const st_verify_result *gate);
+/* Writes the JSON report atomically. PROV (may be NULL) adds the
+ * campaign's provenance and settings; GATE (NULL when the gate did not run)
+ * its step times per n_tokens. */
+st_status st_tune_write_report(const char *path, st_ctx *ctx, const st_tune_options *opt,
                                const st_tune_shape_result *r, int n, const st_tune_result *res,
-                               const char *engage_line, const char *verify_line);
+                               const char *engage_line, const char *verify_line, const st_provenance *prov,
+                               const st_verify_result *gate);
+
+/* The campaign's provenance (tuner_outputs.c): tool, source commit, date,
+ * device, model name, file and SHA-256, token mix, threshold, report names. */
+st_status st_tune_provenance(st_ctx *ctx, const st_tune_options *o, const char *model_name, const char *report_path,
+                             st_provenance *p);
+/* After the JSON report: renders the HTML page beside it and updates DIR's
+ * tables.json (saying which tables this one supersedes). */
+st_status st_tune_outputs(st_ctx *ctx, const st_tune_options *o, const char *dir, const char *report_path,
+                          const char *table_path);
 
 #endif

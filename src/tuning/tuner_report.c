@@ -2,9 +2,13 @@
 /* The tuner's JSON report: identity, command line, every candidate's
  * timings and byte-compare result, each decision with its delta, and where
  * the table went. */
+#include "ctx_internal.h"
 #include "internal.h"
 #include "file_io.h"
 #include "text.h"
+#include "provenance.h"
+#include "strata/verify.h"
+#include "table_internal.h"
 #include "tuner_internal.h"
 
 #include <cjson/cJSON.h>
@@ -13,8 +17,8 @@
 #include <string.h>
 #include <time.h>
 
-/* Strings from files and the command line (tensor names, paths) made
- * valid UTF-8, so the report is always valid JSON. */
+/* Strings from files and the command line (tensor and model names, paths,
+ * the loader's line) made valid UTF-8, so the report is always valid JSON. */
 static void add_str(cJSON *o, const char *name, const char *s)
 {
     char *v = st_text_utf8_dup(s ? s : "");
@@ -73,6 +77,8 @@ static cJSON *shape_json(const st_tune_shape_result *r)
         cJSON_AddStringToObject(j, "byte_compare", c == 0 ? "reference" : x->bytes_match ? "identical" : "MISMATCH");
         if (!x->bytes_match) add_str(j, "mismatch", x->mismatch);
         cJSON_AddNumberToObject(j, "blended_median_us", x->blended_us);
+        cJSON_AddNumberToObject(j, "blended_p25_us", x->blended_p25);
+        cJSON_AddNumberToObject(j, "blended_p75_us", x->blended_p75);
         cJSON *ts = cJSON_AddArrayToObject(j, "timings");
         for (int k = 0; k < r->n_nts; k++) cJSON_AddItemToArray(ts, timing_json(&x->t[k], r->nts[k]));
         cJSON_AddItemToArray(cands, j);
@@ -85,11 +91,54 @@ static cJSON *shape_json(const st_tune_shape_result *r)
     return o;
 }
 
-char *st_tune_report_text(const st_ctx *ctx, const st_tune_options *opt, const st_tune_shape_result *r, int n,
-                          const st_tune_result *res, const char *engage_line, const char *verify_line)
+/* The provenance and settings the HTML report and tables.json show. */
+static void add_campaign(cJSON *root, cJSON *op, const st_provenance *p, const st_tune_options *opt, st_ctx *ctx)
+{
+    cJSON_AddStringToObject(root, "source_commit", st_source_commit());
+    if (!p) return;
+    add_str(op, "model_name", p->model);
+    cJSON_AddStringToObject(op, "model_sha256", p->model_sha256);
+    cJSON_AddStringToObject(op, "token_mix", p->token_mix);
+    cJSON_AddStringToObject(op, "expert_token_counts", p->expert_tokens);
+    cJSON_AddNumberToObject(op, "rounds", opt->rounds > 0 ? opt->rounds : opt->quick ? 5 : 15);
+    cJSON_AddNumberToObject(op, "llc_bytes", (double)st_ctx_llc_bytes(ctx));
+    cJSON *kn = cJSON_AddArrayToObject(op, "active_knobs");
+    const st_dispatch_config *cfg = st_ctx_dispatch(ctx);
+    for (int k = 0; cfg && k < ST_KNOB_COUNT; k++)
+        if (cfg->active[k]) cJSON_AddItemToArray(kn, cJSON_CreateString(st_knob_env((st_knob)k)));
+    add_str(op, "report_files", p->report);
+}
+
+/* The gate's verdict and its step times per n_tokens. */
+static void add_gate(cJSON *root, const st_verify_result *g, const char *line)
+{
+    cJSON *gj = cJSON_AddObjectToObject(root, "gate");
+    add_str(gj, "message", line ? line : "");
+    cJSON_AddBoolToObject(gj, "ran", g != NULL);
+    if (!g) return;
+    cJSON_AddBoolToObject(gj, "passed", g->passed);
+    cJSON_AddBoolToObject(gj, "bytes_equal", g->bytes_equal);
+    cJSON_AddBoolToObject(gj, "not_slower", g->not_slower);
+    cJSON *steps = cJSON_AddArrayToObject(gj, "steps");
+    for (int nt = 0; nt < ST_MAX_TOKENS; nt++) {
+        if (!(g->base_us[nt] > 0)) continue;
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "n_tokens", nt + 1);
+        cJSON_AddNumberToObject(e, "without_us", g->base_us[nt]);
+        cJSON_AddNumberToObject(e, "with_us", g->table_us[nt]);
+        cJSON_AddNumberToObject(e, "spread_without", g->base_spread[nt]);
+        cJSON_AddNumberToObject(e, "spread_with", g->table_spread[nt]);
+        cJSON_AddItemToArray(steps, e);
+    }
+}
+
+char *st_tune_report_text(st_ctx *ctx, const st_tune_options *opt, const st_tune_shape_result *r, int n,
+                          const st_tune_result *res, const char *engage_line, const char *verify_line,
+                          const st_provenance *prov, const st_verify_result *gate)
 {
     cJSON *root = cJSON_CreateObject();
     const st_identity *id = st_ctx_identity(ctx);
+    cJSON_AddStringToObject(root, "report", "autotune");
     cJSON_AddStringToObject(root, "tool", "tune_decode");
     cJSON_AddStringToObject(root, "version", st_version());
     char date[32];
@@ -110,6 +159,7 @@ char *st_tune_report_text(const st_ctx *ctx, const st_tune_options *opt, const s
     cJSON_AddNumberToObject(op, "threshold_pct", 100 * opt->threshold);
     cJSON_AddBoolToObject(op, "quick", opt->quick);
     add_str(op, "model", opt->model_path ? opt->model_path : "");
+    add_campaign(root, op, prov, opt, ctx);
     cJSON *shapes = cJSON_AddArrayToObject(root, "shapes");
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(shapes, shape_json(&r[i]));
     cJSON *tj = cJSON_AddObjectToObject(root, "table");
@@ -118,6 +168,7 @@ char *st_tune_report_text(const st_ctx *ctx, const st_tune_options *opt, const s
     cJSON_AddBoolToObject(tj, "engaged", res->engaged);
     add_str(tj, "engagement_line", engage_line ? engage_line : "");
     add_str(tj, "gate", verify_line ? verify_line : "");
+    add_gate(root, gate, verify_line);
     cJSON *sm = cJSON_AddObjectToObject(root, "summary");
     cJSON_AddNumberToObject(sm, "shapes", res->shapes);
     cJSON_AddNumberToObject(sm, "kept_variants", res->kept_variants);
@@ -126,26 +177,17 @@ char *st_tune_report_text(const st_ctx *ctx, const st_tune_options *opt, const s
     cJSON_AddNumberToObject(sm, "changed_vs_previous_table", res->changed_vs_previous);
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
-    const size_t n_text = text ? strlen(text) : 0;
-    char *line = text ? realloc(text, n_text + 2) : NULL;
-    if (!line) {
-        free(text);
-        return NULL;
-    }
-    memcpy(line + n_text, "\n", 2);
-    return line;
+    return text;
 }
 
-st_status st_tune_write_report(const char *path, const st_ctx *ctx, const st_tune_options *opt,
+st_status st_tune_write_report(const char *path, st_ctx *ctx, const st_tune_options *opt,
                                const st_tune_shape_result *r, int n, const st_tune_result *res,
-                               const char *engage_line, const char *verify_line)
+                               const char *engage_line, const char *verify_line, const st_provenance *prov,
+                               const st_verify_result *gate)
 {
-    char *text = st_tune_report_text(ctx, opt, r, n, res, engage_line, verify_line), *tmp = NULL;
+    char *text = st_tune_report_text(ctx, opt, r, n, res, engage_line, verify_line, prov, gate);
     if (!text) return st_fail(ST_ERR_NOMEM, "report: out of memory");
-    int slot = -1;
-    st_status s = st_file_write_temp(path, text, strlen(text), &tmp, &slot);
-    if (s == ST_OK) s = st_file_commit(path, tmp, slot, NULL);
-    free(tmp);
+    st_status s = st_file_write_atomic(path, text, strlen(text));
     free(text);
     return s;
 }

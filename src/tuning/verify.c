@@ -299,14 +299,30 @@ void st_vmodel_close(st_ctx *c, st_vmodel *vm)
 
 st_status st_vmodel_step(st_ctx *c, const st_vmodel *vm, int nt) { return step(c, &vm->v, nt); }
 
+st_status st_vmodel_outputs(st_ctx *c, const st_vmodel *vm, int nt, float *dst) { return outputs(c, &vm->v, nt, dst); }
+
+st_status st_vmodel_poison_outputs(st_ctx *c, const st_vmodel *vm, int nt)
+{
+    size_t most = 0;
+    for (int i = 0; i < vm->v.n; i++)
+        if ((size_t)vm->v.ops[i].out > most) most = (size_t)vm->v.ops[i].out;
+    const size_t bytes = sizeof(float) * (size_t)nt * most;
+    void *pat = malloc(bytes ? bytes : 1);
+    if (!pat) return st_fail(ST_ERR_NOMEM, "decode model: out of memory");
+    memset(pat, 0xff, bytes);
+    st_status s = ST_OK;
+    for (int i = 0; i < vm->v.n && s == ST_OK; i++)
+        s = st_ctx_upload(c, vm->v.ops[i].y, pat, sizeof(float) * (size_t)nt * (size_t)vm->v.ops[i].out);
+    free(pat);
+    return s;
+}
+
 size_t st_vmodel_output_floats(const st_vmodel *vm, int nt)
 {
     size_t n = 0;
     for (int i = 0; i < vm->v.n; i++) n += (size_t)nt * (size_t)vm->v.ops[i].out;
     return n;
 }
-
-st_status st_vmodel_outputs(st_ctx *c, const st_vmodel *vm, int nt, float *dst) { return outputs(c, &vm->v, nt, dst); }
 
 int st_vmodel_ops(const st_vmodel *vm, int *expert_layers)
 {

@@ -20,9 +20,16 @@ static void iq_mmvq_multi_token_gpu_matches_cpu_bitwise(void **state)
                                  {8192, big ? 256 : 64}};
         const int few[][2] = {{5, big ? 512 : 96}, {33, 2560}, {8192, big ? 256 : 32}};
         const size_t ns = small ? sizeof few / sizeof few[0] : sizeof shapes / sizeof shapes[0];
-        for (size_t s = 0; s < ns; s++)
-            sweep(cpu, gpu, t, small ? few[s][0] : shapes[s][0], small ? few[s][1] : shapes[s][1], small ? buckets : nts,
-                  small ? 4 : 8);
+        for (size_t s = 0; s < ns; s++) {
+            const int rows = small ? few[s][0] : shapes[s][0], cols = small ? few[s][1] : shapes[s][1];
+            /* the 8192-row shape needs contexts made for it (make_ctx's are
+             * for 4096 rows) */
+            st_ctx *c8 = rows > 4096 ? make_ctx_sized(ST_BACKEND_CPU, rows) : cpu;
+            st_ctx *g8 = rows > 4096 ? make_ctx_sized(ST_BACKEND_GPU, rows) : gpu;
+            sweep(c8, g8, t, rows, cols, small ? buckets : nts, small ? 4 : 8);
+            if (c8 != cpu) st_ctx_destroy(c8);
+            if (g8 != gpu) st_ctx_destroy(g8);
+        }
     }
     printf("iq_multi_parity%s: %zu comparisons (7 types x %d shapes x %d token counts x 8 paths), %zu mismatches\n",
            small ? " (sanitizer size)" : "", g_compares, small ? 3 : 4, small ? 4 : 8, g_bad);

@@ -36,15 +36,25 @@ static bool __attribute__((unused)) sanitizer_size(void)
     return v && !strcmp(v, "sanitizer");
 }
 
-static st_ctx *make_ctx(st_backend b)
+/* A context sized for the tests' shapes (at most 4096 x 4096), as an
+ * engine sizes one for its model: small enough that every knob path's
+ * scratch is reserved (STRATA_EXPERT_V2K's included). */
+static st_ctx *__attribute__((unused)) make_ctx_sized(st_backend b, int64_t max_rows)
 {
+    st_ctx_params p;
+    st_ctx_params_init(&p);
+    p.backend = b;
+    p.max_rows = max_rows;
+    p.max_cols = 4096;
     st_ctx *c = NULL;
-    CHECK_OK(st_ctx_create(b, 0, &c));
+    CHECK_OK(st_ctx_create_ex(&p, &c));
     st_dispatch_config cfg;
     st_dispatch_config_default(&cfg);
     st_ctx_set_dispatch(c, &cfg); /* tests choose knob paths explicitly */
     return c;
 }
+
+static st_ctx *make_ctx(st_backend b) { return make_ctx_sized(b, 4096); }
 
 /* A path through the decode dispatch: a rows variant, or the default chain
  * with at most one knob. */

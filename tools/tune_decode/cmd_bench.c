@@ -22,7 +22,7 @@
 
 static const char BENCH_HELP[] =
     "usage: tune_decode bench [--shape 'SPEC']... [--variant R|G/D] [--model M.gguf] [--layers N]\n"
-    "                         [--quick] [--no-suite]\n"
+    "                         [--quick] [--no-suite] [--html FILE.html]\n"
     "\n"
     "Measures, in one process: the read bandwidth (a streaming-read kernel over 1 GiB), the\n"
     "device-to-device copy bandwidth (bytes read + written), the launch overhead (back-to-back\n"
@@ -34,7 +34,9 @@ static const char BENCH_HELP[] =
     "--layers (default 48) MoE layers iq3_s/iq4_nl 2560/640, 64 experts, top-8.\n"
     "Without --shape: the suite (iq3_s/iq4_xs/iq4_nl 4096x14336 and 14336x4096, n_tokens 1 2 4 8;\n"
     "every supported expert pair at 2560/640, n_tokens 1..8). --no-suite runs only --shape.\n"
-    "SPEC: 'mmvq TYPE ROWS COLS' or 'expert GU DN N_EMBD N_FF N_TOKENS'.\n";
+    "SPEC: 'mmvq TYPE ROWS COLS' or 'expert GU DN N_EMBD N_FF N_TOKENS'.\n"
+    "--html FILE.html: the figures as a page (one chart per shape), and their JSON beside it\n"
+    "(FILE.json, the --json document; tune_decode report FILE.json renders it again).\n";
 
 typedef struct {
     st_ctx *ctx;
@@ -286,25 +288,61 @@ static st_status bench_model(st_ctx *c, bench_env *e, const st_verify_options *v
     int layers = 0;
     const int ops = st_vmodel_ops(vm, &layers);
     st_status s = ST_OK;
-    double nt1 = 0;
+    double nt1 = 0, nt1g = 0;
+    /* On a GPU the step is also captured once into a graph (as an engine
+     * would) and replayed; eager and graph rounds alternate, and the graph's
+     * outputs are checked against the eager step's bytes. */
+    const bool graphs = st_ctx_backend(c) == ST_BACKEND_GPU;
     for (int nt = 1; nt <= ST_MAX_TOKENS && s == ST_OK; nt++) {
         const int rounds = e->quick ? 5 : 15;
-        double us[64];
+        double us[64], gus[64];
+        st_ctx_graph *gr = NULL;
         for (int w = 0; w < 2 && s == ST_OK; w++) s = st_vmodel_step(c, vm, nt);
+        if (s == ST_OK && graphs) {
+            const size_t n = st_vmodel_output_floats(vm, nt);
+            float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
+            s = a && b ? st_vmodel_outputs(c, vm, nt, a) : st_fail(ST_ERR_NOMEM, "bench: out of memory");
+            if (s == ST_OK) s = st_ctx_capture_begin(c);
+            if (s == ST_OK) {
+                st_status cs = st_vmodel_step(c, vm, nt);
+                s = st_ctx_capture_end(c, &gr);
+                if (cs != ST_OK) s = cs;
+            }
+            if (s == ST_OK) s = st_vmodel_poison_outputs(c, vm, nt);
+            if (s == ST_OK) s = st_ctx_graph_launch(c, gr);
+            if (s == ST_OK) s = st_vmodel_outputs(c, vm, nt, b);
+            if (s == ST_OK && memcmp(a, b, n * sizeof(float)))
+                s = st_fail(ST_ERR_MISMATCH, "bench: the step replayed from a graph differs from the eager step (n_tokens %d)", nt);
+            free(a);
+            free(b);
+        }
         for (int r = 0; r < rounds && s == ST_OK; r++) {
             double ms = 0;
             s = st_ctx_timer_start(c);
             if (s == ST_OK) s = st_vmodel_step(c, vm, nt);
             if (s == ST_OK) s = st_ctx_timer_stop(c, &ms);
             us[r] = ms * 1000;
+            if (s != ST_OK || !gr) continue;
+            s = st_ctx_timer_start(c);
+            if (s == ST_OK) s = st_ctx_graph_launch(c, gr);
+            if (s == ST_OK) s = st_ctx_timer_stop(c, &ms);
+            gus[r] = ms * 1000;
         }
+        st_ctx_graph_destroy(c, gr);
         if (s != ST_OK) break;
         st_timing t;
         st_timing_from_samples(us, rounds, &t);
         char name[96];
         snprintf(name, sizeof name, "%s (%d ops, %d MoE layers)", label, ops, layers);
         if (nt == 1) nt1 = t.median_us;
-        emit(e, "step", name, nt, "default", &t, (double)st_vmodel_weight_bytes(c, vm, nt), NULL, nt == 1 ? 0 : nt1);
+        const double bytes = (double)st_vmodel_weight_bytes(c, vm, nt);
+        emit(e, "step", name, nt, "default", &t, bytes, NULL, nt == 1 ? 0 : nt1);
+        if (graphs) {
+            st_timing tg;
+            st_timing_from_samples(gus, rounds, &tg);
+            if (nt == 1) nt1g = tg.median_us;
+            emit(e, "step", name, nt, "graph", &tg, bytes, NULL, nt == 1 ? 0 : nt1g);
+        }
     }
     st_vmodel_close(c, vm);
     return s;
@@ -332,7 +370,7 @@ static bool parse_variant(const char *v, int *out)
 
 int cmd_bench(int argc, char **argv, const td_global *g)
 {
-    const char *specs[32], *model = NULL;
+    const char *specs[32], *model = NULL, *html = NULL;
     int ns = 0, layers = 48, variant[2] = {0, 0};
     bool have_variant = false, suite = true, quick = false, layers_given = false;
     int rc = 0;
@@ -352,6 +390,9 @@ int cmd_bench(int argc, char **argv, const td_global *g)
         } else if (!strcmp(a, "--model")) {
             if (!(v = td_value(argc, argv, &i, "bench", &rc))) return rc;
             model = v;
+        } else if (!strcmp(a, "--html")) {
+            if (!(v = td_value(argc, argv, &i, "bench", &rc))) return rc;
+            html = v;
         } else if (!strcmp(a, "--layers")) {
             if (!(v = td_value(argc, argv, &i, "bench", &rc))) return rc;
             if ((rc = td_int_option("bench", a, v, 0, 512, &layers))) return rc;
@@ -443,20 +484,26 @@ int cmd_bench(int argc, char **argv, const td_global *g)
         snprintf(label, sizeof label, "synthetic %d x MoE iq3_s/iq4_nl 2560/640", vo.n_layers);
         s = bench_model(c, &e, &vo, label);
     }
-    if (g->json) {
+    rc = 0;
+    if (g->json || (html && s == ST_OK)) {
         cJSON *root = cJSON_CreateObject();
-        cJSON *idj = cJSON_AddObjectToObject(root, "identity");
-        cJSON_AddStringToObject(idj, "device", id->device_name);
-        cJSON_AddStringToObject(idj, "arch", id->arch);
-        cJSON_AddStringToObject(idj, "runtime", id->runtime);
-        cJSON_AddStringToObject(idj, "driver", id->driver);
+        if (html) {
+            td_report_header(root, "bench", id, argc, argv); /* the identity included */
+        } else {
+            cJSON *idj = cJSON_AddObjectToObject(root, "identity");
+            td_json_add_string(idj, "device", id->device_name);
+            td_json_add_string(idj, "arch", id->arch);
+            td_json_add_string(idj, "runtime", id->runtime);
+            td_json_add_string(idj, "driver", id->driver);
+        }
         cJSON_AddNumberToObject(root, "read_gb_per_s", e.read_gbs);
         cJSON_AddNumberToObject(root, "copy_gb_per_s", e.copy_gbs);
         cJSON_AddNumberToObject(root, "launch_overhead_us", e.launch_us);
         cJSON_AddNumberToObject(root, "llc_bytes", (double)e.llc);
         cJSON_AddItemToObject(root, "rows", e.rows);
         e.rows = NULL;
-        char *t = cJSON_Print(root);
+        if (html && s == ST_OK) rc = td_write_report(root, html, "bench", g->quiet);
+        char *t = g->json ? cJSON_Print(root) : NULL;
         if (t) puts(t);
         free(t);
         cJSON_Delete(root);
@@ -467,5 +514,5 @@ int cmd_bench(int argc, char **argv, const td_global *g)
         td_eprint("bench: %s", st_last_error()[0] ? st_last_error() : st_status_str(s));
         return 1;
     }
-    return 0;
+    return rc;
 }

@@ -1,6 +1,7 @@
 /* tune_decode table check|show, variants, identity: inspect tuning tables,
  * the compiled-in variants and knobs, and this process's identity. */
 #include "commands.h"
+#include "provenance.h"
 #include "strata/decode.h"
 #include "file_io.h"
 #include "table_internal.h"
@@ -17,6 +18,7 @@
 static const char TABLE_HELP[] =
     "usage: tune_decode [--json] table check PATH\n"
     "       tune_decode [--json] table show PATH\n"
+    "       tune_decode [--json] table list DIR [--prune]\n"
     "\n"
     "  check PATH   load PATH (a table file, or a directory holding *.table files: the one\n"
     "               whose header matches this process is chosen) the way the library does,\n"
@@ -25,11 +27,16 @@ static const char TABLE_HELP[] =
     "               line or the reason for the refusal.\n"
     "               Exit status: 0 the table would engage, 1 it would not.\n"
     "               --json: {\"engages\": bool, \"message\": \"...\", \"path\": \"...\"}\n"
-    "  show PATH    print a table's header tokens, comments and shapes without checking\n"
-    "               them against this machine (the structure is still checked).\n"
+    "  show PATH    print a table's header tokens, provenance (tool, source commit, date,\n"
+    "               device, model file and SHA-256, token mix, threshold, report files), other\n"
+    "               comments and shapes, without checking them against this machine (the\n"
+    "               structure is still checked).\n"
     "               Exit status: 0, or 1 with the one refusal line when it is malformed.\n"
-    "               --json: {\"path\", \"identity\": {...}, \"comments\": [...],\n"
-    "               \"mmvq\": [...], \"expert\": [...]}\n"
+    "               --json: {\"path\", \"identity\": {...}, \"provenance\": {...},\n"
+    "               \"comments\": [...], \"mmvq\": [...], \"expert\": [...]}\n"
+    "  list DIR     the tables folder from its index (tables.json): each table's identity,\n"
+    "               model, date, shapes and status here, which one engages and why the others\n"
+    "               do not; --prune removes superseded tables (tune_decode table list --help).\n"
     "\n"
     "Options:\n"
     "  --json       machine-readable output\n"
@@ -144,14 +151,19 @@ static int table_check(const char *path, const td_global *g)
 static void show_text(const char *path, const st_table *t)
 {
     const st_identity *id = st_table_identity(t);
-    /* the path, the header tokens and the comments are the file's bytes */
+    /* the path, the header tokens, the provenance and the comments are the
+     * file's bytes: shown escaped */
     td_print("table:     %s", path);
     td_print("arch:      %s", id->arch);
     td_print("runtime:   %s", id->runtime);
     td_print("compiler:  %s", id->compiler);
     printf("space:     %d\n", id->space);
+    st_provenance p;
+    st_provenance_from_table(t, &p);
+    for (int i = 0; i < ST_PROVENANCE_COUNT; i++)
+        td_print("%-16s %s", st_provenance_key(i), st_provenance_value(&p, i)[0] ? st_provenance_value(&p, i) : "(not recorded)");
     for (size_t i = 0; i < st_table_comment_count(t); i++)
-        td_print("# %s", st_table_comment_at(t, i));
+        if (!st_provenance_is_comment(st_table_comment_at(t, i))) td_print("# %s", st_table_comment_at(t, i));
     size_t nm = st_table_mmvq_count(t), ne = st_table_expert_count(t);
     printf("shapes:    %zu (%zu mmvq, %zu expert)\n", st_table_count(t), nm, ne);
     if (nm) {
@@ -186,6 +198,10 @@ static int show_json(const char *path, const st_table *t)
     td_json_add_string(ido, "runtime", id->runtime);
     td_json_add_string(ido, "compiler", id->compiler);
     cJSON_AddNumberToObject(ido, "space", id->space);
+    st_provenance p;
+    st_provenance_from_table(t, &p);
+    cJSON *pj = cJSON_AddObjectToObject(o, "provenance");
+    for (int i = 0; i < ST_PROVENANCE_COUNT; i++) td_json_add_string(pj, st_provenance_key(i), st_provenance_value(&p, i));
     cJSON *com = cJSON_AddArrayToObject(o, "comments");
     for (size_t i = 0; i < st_table_comment_count(t); i++)
         cJSON_AddItemToArray(com, td_json_string(st_table_comment_at(t, i)));
@@ -246,14 +262,15 @@ static int table_show(const char *path, const td_global *g)
 
 int cmd_table(int argc, char **argv, const td_global *g)
 {
+    if (argc >= 2 && !strcmp(argv[1], "list")) return td_table_list(argc - 2, argv + 2, g);
     const char *pos[2];
     int err = 0;
     int n = td_args(argc, argv, 1, TABLE_HELP, "table", pos, 2, &err);
     if (n == -1) return 0;
     if (n == -2) return err;
-    if (n == 0) return td_usage_error("table: expected 'check PATH' or 'show PATH'");
+    if (n == 0) return td_usage_error("table: expected 'check PATH', 'show PATH' or 'list DIR'");
     bool check = !strcmp(pos[0], "check"), show = !strcmp(pos[0], "show");
-    if (!check && !show) return td_usage_error("table: unknown subcommand '%s' (check, show)", pos[0]);
+    if (!check && !show) return td_usage_error("table: unknown subcommand '%s' (check, show, list)", pos[0]);
     if (n != 2) return td_usage_error("table %s: expected one PATH", pos[0]);
     return check ? table_check(pos[1], g) : table_show(pos[1], g);
 }

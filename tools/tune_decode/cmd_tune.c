@@ -7,6 +7,7 @@
 #include "strata/verify.h"
 #include "internal.h"
 #include "measure.h"
+#include "report_html.h"
 #include "table_internal.h"
 
 #include <cjson/cJSON.h>
@@ -24,11 +25,14 @@ static const char TUNE_HELP[] =
     "the default and every compiled-in variant on the device, times them round-robin with\n"
     "weights rotated past the last-level cache, keeps a variant only when it beats the default\n"
     "by more than the threshold, runs the end-to-end gate (tune_decode verify), then writes\n"
-    "DIR/strata-<model>-<arch>-<runtime>.table atomically, loads it back, and writes the report\n"
-    "DIR/strata-<model>.autotune.json.\n"
+    "DIR/strata-<model>-<arch>-<runtime>.table atomically (its comments carry the provenance:\n"
+    "tool, source commit, date, device, model file and SHA-256, token mix, report names), loads\n"
+    "it back, writes the report DIR/strata-<model>.autotune.json and its page\n"
+    "DIR/strata-<model>.autotune.html (charts per shape; tune_decode report renders it again),\n"
+    "and updates DIR/tables.json, the folder's index (tune_decode table list DIR).\n"
     "\n"
     "Options:\n"
-    "  --out DIR            where the table and the report go (default .)\n"
+    "  --out DIR            where the table, the reports and tables.json go (default .)\n"
     "  --threshold P%       keep threshold (default 1%)\n"
     "  --ntok-mix LIST      token counts, e.g. 1,2,4,8 (default 1..8): the blend timed for\n"
     "                       mmvq shapes and the token counts tuned for expert shapes\n"
@@ -200,6 +204,9 @@ int cmd_tune(int argc, char **argv, const td_global *g)
         td_json_add_string(j, "table", res.table_written ? res.table_path : "");
         cJSON_AddBoolToObject(j, "engaged", res.engaged);
         td_json_add_string(j, "report", res.report_path);
+        char html[ST_TUNE_PATH_MAX + 8];
+        st_report_html_path(res.report_path, html, sizeof html);
+        td_json_add_string(j, "report_html", html);
         char *t = cJSON_Print(j);
         if (t) puts(t);
         free(t);
@@ -207,8 +214,11 @@ int cmd_tune(int argc, char **argv, const td_global *g)
     } else if (s == ST_OK || s == ST_ERR_MISMATCH) {
         printf("tuned %d shapes: %d kept a variant, %d kept the default%s\n", res.shapes, res.kept_variants,
                res.shapes - res.kept_variants, res.noisy ? " (some decisions noisy: see the report)" : "");
+        char html[ST_TUNE_PATH_MAX + 8];
+        st_report_html_path(res.report_path, html, sizeof html);
         td_print("table:  %s%s", res.table_path, res.engaged ? " (engages here)" : " (DOES NOT ENGAGE)");
         td_print("report: %s", res.report_path);
+        td_print("        %s", html);
     }
     if (s == ST_ERR_INTERRUPTED) {
         const int sig = td_signals_caught();
@@ -225,6 +235,7 @@ int cmd_tune(int argc, char **argv, const td_global *g)
 
 static const char VERIFY_HELP[] =
     "usage: tune_decode verify MODEL.gguf|--synthetic SPEC TABLE [--rounds N] [--max-slowdown P%] [--layers N]\n"
+    "                          [--html FILE.html]\n"
     "\n"
     "The end-to-end gate: runs a whole synthetic decode step of the model (every expert layer\n"
     "through expert_grouped with routing from the model's router, every dense matrix through\n"
@@ -232,13 +243,15 @@ static const char VERIFY_HELP[] =
     "only if every output byte is identical and the step is not slower than the limit (2%).\n"
     "--synthetic 'SPEC' (repeatable) builds the model from shapes instead ('expert GU DN N_EMBD\n"
     "N_FF 1' / 'mmvq TYPE ROWS COLS'), repeated --layers times.\n"
+    "--html FILE.html writes the verdict and the step times as a page, and its JSON beside it\n"
+    "(FILE.json; tune_decode report FILE.json renders it again).\n"
     "Exit status: 0 pass, 1 fail or error, 2 usage, 128+N stopped by signal N.\n";
 
 int cmd_verify(int argc, char **argv, const td_global *g)
 {
     st_verify_options o;
     st_verify_options_default(&o);
-    const char *pos[2], *syn[32];
+    const char *pos[2], *syn[32], *html = NULL;
     int np = 0, ns = 0;
     int rc = 0;
     bool synthetic_only = false;
@@ -259,6 +272,9 @@ int cmd_verify(int argc, char **argv, const td_global *g)
         } else if (!strcmp(a, "--max-slowdown")) {
             if (!(v = td_value(argc, argv, &i, "verify", &rc))) return rc;
             if ((rc = td_percent_option("verify", a, v, 0, 100, &o.max_slowdown))) return rc;
+        } else if (!strcmp(a, "--html")) {
+            if (!(v = td_value(argc, argv, &i, "verify", &rc))) return rc;
+            html = v;
         } else if (!strcmp(a, "--synthetic")) {
             if (!(v = td_value(argc, argv, &i, "verify", &rc))) return rc;
             if (ns >= 32) return td_usage_error("verify: at most 32 --synthetic");
@@ -287,6 +303,7 @@ int cmd_verify(int argc, char **argv, const td_global *g)
     st_verify_result r;
     st_status s = st_verify_run(ctx, &o, &r);
     td_signals_end();
+    const st_identity id = *st_ctx_identity(ctx);
     st_ctx_destroy(ctx);
     if (s == ST_ERR_INTERRUPTED) {
         const int sig = td_signals_caught();
@@ -297,8 +314,20 @@ int cmd_verify(int argc, char **argv, const td_global *g)
         td_eprint("verify: %s", st_last_error()[0] ? st_last_error() : st_status_str(s));
         return 1;
     }
-    if (g->json) {
+    rc = r.passed ? 0 : 1;
+    if (g->json || html) {
         cJSON *j = cJSON_CreateObject();
+        if (html) {
+            td_report_header(j, "verify", &id, argc, argv);
+            cJSON *op = cJSON_AddObjectToObject(j, "options");
+            td_json_add_string(op, "model", o.model_path ? o.model_path : "(synthetic)");
+            td_json_add_string(op, "table", o.table_path);
+            cJSON_AddNumberToObject(op, "rounds", o.rounds);
+            cJSON_AddNumberToObject(op, "max_slowdown_pct", 100 * o.max_slowdown);
+            cJSON_AddNumberToObject(j, "n_layers", r.n_layers);
+            cJSON_AddNumberToObject(j, "n_ops", r.n_ops);
+            cJSON_AddNumberToObject(j, "table_launches", r.table_launches);
+        }
         cJSON_AddBoolToObject(j, "passed", r.passed);
         cJSON_AddBoolToObject(j, "bytes_equal", r.bytes_equal);
         cJSON_AddBoolToObject(j, "not_slower", r.not_slower);
@@ -313,14 +342,14 @@ int cmd_verify(int argc, char **argv, const td_global *g)
             cJSON_AddNumberToObject(e, "spread_with", r.table_spread[nt]);
             cJSON_AddItemToArray(a, e);
         }
-        char *t = cJSON_Print(j);
+        if (html && td_write_report(j, html, "verify", g->quiet) != 0) rc = 1;
+        char *t = g->json ? cJSON_Print(j) : NULL;
         if (t) puts(t);
         free(t);
         cJSON_Delete(j);
-    } else {
-        td_print("verify: %s", r.message);
     }
-    return r.passed ? 0 : 1;
+    if (!g->json) td_print("verify: %s", r.message);
+    return rc;
 }
 
 static const char COVERAGE_HELP[] =
