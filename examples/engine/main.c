@@ -29,8 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_TOKENS 8 /* the decode kernels take 1..8 tokens */
-#define MAX_TOPK 8
+/* The library's limits (strata/limits.h): tokens per call, top-k. */
+#define MAX_TOKENS ST_MAX_TOKENS
+#define MAX_TOPK ST_MAX_TOPK
 
 typedef struct {
     st_matrix *gate, *up, *down;
@@ -89,7 +90,7 @@ static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
  * (ties to the lower expert id), weights = softmax over the chosen logits. */
 static void route(uint64_t *rng, int nt, int n_expert, int topk, int32_t *ids, float *wts)
 {
-    float logits[256];
+    float logits[ST_MAX_EXPERTS];
     for (int t = 0; t < nt; t++) {
         for (int e = 0; e < n_expert; e++) logits[e] = 4.0f * rng_float(rng);
         float sum = 0.0f;
@@ -166,10 +167,10 @@ static int engine_load(engine *e, const char *model_path)
             st_model_close(m);
             return report(what, s);
         }
-        if (L->n_expert > 256) {
+        if (L->n_expert > ST_MAX_EXPERTS) { /* st_model_open refuses these already */
             st_model_close(m);
-            fprintf(stderr, "strata_engine_example: blk.%d: %d experts (this example routes at most 256)\n",
-                    L->layer, L->n_expert);
+            fprintf(stderr, "strata_engine_example: blk.%d: %d experts (this example routes at most %d)\n",
+                    L->layer, L->n_expert, ST_MAX_EXPERTS);
             return 1;
         }
         if (e->topk > L->n_expert) e->topk = L->n_expert;

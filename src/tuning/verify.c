@@ -92,13 +92,13 @@ static st_status upload_inputs(st_ctx *c, st_rng *r, vop *op, const float *route
     if (s == ST_OK && op->kind == ST_SHAPE_EXPERT) {
         int32_t ids[ST_MAX_PAIRS];
         float w[ST_MAX_PAIRS];
-        for (int t = 0; t < 8; t++) {
+        for (int t = 0; t < ST_MAX_TOKENS; t++) {
             if (router)
                 route_router(router, op->in, op->n_expert, op->topk, hx + (size_t)t * op->in, ids + t * op->topk, w + t * op->topk);
             else
                 st_random_routing(r, 1, op->topk, op->n_expert, ids + t * op->topk, w + t * op->topk);
         }
-        const size_t n = (size_t)(8 * op->topk);
+        const size_t n = (size_t)(ST_MAX_TOKENS * op->topk);
         s = st_ctx_alloc(c, n * sizeof(int32_t), (void **)&op->ids);
         if (s == ST_OK) s = st_ctx_upload(c, op->ids, ids, n * sizeof(int32_t));
         if (s == ST_OK) s = st_ctx_alloc(c, n * sizeof(float), (void **)&op->wts);

@@ -33,7 +33,8 @@ static const char TUNE_HELP[] =
     "  --shapes LIST        expert,mmvq (default both)\n"
     "  --shape 'SPEC'       tune this shape instead (repeatable): 'expert GU DN N_EMBD N_FF N_TOKENS'\n"
     "                       or 'mmvq TYPE ROWS COLS'\n"
-    "  --experts N --topk K experts and top-k for the demo set and --shape (default 64, 8)\n"
+    "  --experts N --topk K experts (1.." TD_STR(ST_MAX_EXPERTS) ") and top-k (1.." TD_STR(ST_MAX_TOPK) ") for the demo\n"
+    "                       set and --shape (default 64, 8)\n"
     "  --rounds N           timed rounds per candidate (default 15; --quick 5)\n"
     "  --quick              fewer rounds and a smaller weight rotation (smoke runs, CI)\n"
     "  --no-verify          skip the end-to-end gate (not recommended)\n"
@@ -58,7 +59,7 @@ static int parse_list(const char *s, int *v, int max)
     for (char *p = strtok(buf, ","); p; p = strtok(NULL, ",")) {
         char *end;
         long x = strtol(p, &end, 10);
-        if (*end || x < 1 || x > 8 || n >= max) return -1;
+        if (*end || x < 1 || x > ST_MAX_TOKENS || n >= max) return -1;
         v[n++] = (int)x;
     }
     return n;
@@ -109,8 +110,9 @@ int cmd_tune(int argc, char **argv, const td_global *g)
                 return td_usage_error("tune: --threshold '%s' is not a percentage like 1%%", argv[i]);
             o.threshold = t / 100.0;
         } else if (!strcmp(a, "--ntok-mix")) {
-            o.n_ntok_mix = parse_list(argv[++i], o.ntok_mix, 8);
-            if (o.n_ntok_mix <= 0) return td_usage_error("tune: --ntok-mix '%s': expected token counts 1..8 like 1,2,4,8", argv[i]);
+            o.n_ntok_mix = parse_list(argv[++i], o.ntok_mix, ST_MAX_TOKENS);
+            if (o.n_ntok_mix <= 0)
+                return td_usage_error("tune: --ntok-mix '%s': expected token counts 1..%d like 1,2,4,8", argv[i], ST_MAX_TOKENS);
         } else if (!strcmp(a, "--shapes")) {
             const char *sv = argv[++i];
             o.do_expert = strstr(sv, "expert") != NULL;
@@ -122,7 +124,8 @@ int cmd_tune(int argc, char **argv, const td_global *g)
         } else if (!strcmp(a, "--experts") || !strcmp(a, "--topk") || !strcmp(a, "--rounds")) {
             char *end;
             long x = strtol(argv[++i], &end, 10);
-            if (*end || x < 1 || x > 256) return td_usage_error("tune: %s '%s' is not a number in 1..256", a, argv[i]);
+            const int hi = !strcmp(a, "--experts") ? ST_MAX_EXPERTS : !strcmp(a, "--topk") ? ST_MAX_TOPK : 256;
+            if (*end || x < 1 || x > hi) return td_usage_error("tune: %s '%s' is not a number in 1..%d", a, argv[i], hi);
             if (!strcmp(a, "--experts")) o.n_expert = (int)x;
             else if (!strcmp(a, "--topk")) o.topk = (int)x;
             else o.rounds = (int)x;
@@ -134,7 +137,6 @@ int cmd_tune(int argc, char **argv, const td_global *g)
             return td_usage_error("tune: more than one model given ('%s')", a);
         }
     }
-    if (o.topk > 8) return td_usage_error("tune: --topk is at most 8");
     o.shapes = shapes;
     o.n_shapes = ns;
     o.quiet = g->quiet;
@@ -192,7 +194,8 @@ static const char VERIFY_HELP[] =
     "iq_mmvq) for n_tokens 1..8, without and with the table, interleaved in one process. Passes\n"
     "only if every output byte is identical and the step is not slower than the limit (2%).\n"
     "--synthetic 'SPEC' (repeatable) builds the model from shapes instead ('expert GU DN N_EMBD\n"
-    "N_FF 1' / 'mmvq TYPE ROWS COLS'), repeated --layers times.\n"
+    "N_FF 1' / 'mmvq TYPE ROWS COLS'), repeated --layers times, with --experts N (1.." TD_STR(ST_MAX_EXPERTS) ")\n"
+    "and --topk K (1.." TD_STR(ST_MAX_TOPK) ") per expert layer (default 64, 8).\n"
     "Exit status: 0 pass, 1 fail or error, 2 usage.\n";
 
 int cmd_verify(int argc, char **argv, const td_global *g)
@@ -211,7 +214,8 @@ int cmd_verify(int argc, char **argv, const td_global *g)
         if (!strcmp(a, "--rounds") || !strcmp(a, "--layers") || !strcmp(a, "--experts") || !strcmp(a, "--topk")) {
             char *end;
             long x = strtol(argv[++i], &end, 10);
-            if (*end || x < 1 || x > 255) return td_usage_error("verify: %s '%s' is not a number in 1..255", a, argv[i]);
+            const int hi = !strcmp(a, "--experts") ? ST_MAX_EXPERTS : !strcmp(a, "--topk") ? ST_MAX_TOPK : 255;
+            if (*end || x < 1 || x > hi) return td_usage_error("verify: %s '%s' is not a number in 1..%d", a, argv[i], hi);
             if (!strcmp(a, "--rounds")) o.rounds = (int)x;
             else if (!strcmp(a, "--layers")) o.n_layers = (int)x;
             else if (!strcmp(a, "--experts")) o.n_expert = (int)x;

@@ -28,6 +28,11 @@ int cmd_verify(int argc, char **argv, const td_global *g);    /* verify MODEL.gg
 int cmd_coverage(int argc, char **argv, const td_global *g);  /* coverage MODEL.gguf TABLE|DIR */
 int cmd_bench(int argc, char **argv, const td_global *g);     /* bench */
 
+/* A limit macro (strata/limits.h) as a string literal, for --help texts
+ * that stay true when the limit changes. */
+#define TD_STR_(x) #x
+#define TD_STR(x) TD_STR_(x)
+
 /* Prints "tune_decode: " + message to stderr and returns 2 (usage) . */
 int td_usage_error(const char *fmt, ...);
 
