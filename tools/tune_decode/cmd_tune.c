@@ -285,8 +285,10 @@ static const char COVERAGE_HELP[] =
     "\n"
     "Lists the decode shapes the model needs that the table lacks (shapes the tuner measured\n"
     "and kept the default for count as covered: they appear as 'tuned-default' comments), and\n"
-    "says whether the table would engage in this process. Exit status 0 when every shape is\n"
-    "covered and the table engages, 1 otherwise, 2 usage.\n";
+    "says whether the table would engage in this process. What the decode step leaves out (an\n"
+    "expert layer or a matrix whose type no kernel runs, a per-head weight) is listed, one\n"
+    "'skipped:' line each, and needs no shape. Exit status 0 when every shape is covered and\n"
+    "the table engages, 1 otherwise, 2 usage.\n";
 
 static bool tuned_default(const st_table *t, const char *key)
 {
@@ -365,11 +367,27 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
             if (!g->json) printf("missing: %s  (%d matrices)\n", key, ms->n_matrices);
         }
     }
+    cJSON *skips = cJSON_CreateArray();
+    char skip[320];
+    for (size_t i = 0; i < st_model_omitted_count(m); i++) {
+        snprintf(skip, sizeof skip, "%s: %s", st_model_omitted_at(m, i)->name, st_model_omitted_at(m, i)->reason);
+        cJSON_AddItemToArray(skips, cJSON_CreateString(skip));
+    }
+    for (size_t i = 0; i < st_model_matrix_count(m); i++) {
+        const st_model_matrix *x = st_model_matrix_at(m, i);
+        if (x->type != ST_QTYPE_NONE) continue;
+        snprintf(skip, sizeof skip, "%s: type %s has no decode kernel", x->name, x->type_name);
+        cJSON_AddItemToArray(skips, cJSON_CreateString(skip));
+    }
+    if (!g->json)
+        for (int i = 0; i < cJSON_GetArraySize(skips); i++) printf("skipped: %s\n", cJSON_GetArrayItem(skips, i)->valuestring);
     if (g->json) {
         cJSON *j = cJSON_CreateObject();
         cJSON_AddNumberToObject(j, "shapes_needed", need);
         cJSON_AddNumberToObject(j, "shapes_missing", missing);
         cJSON_AddItemToObject(j, "missing", arr);
+        cJSON_AddItemToObject(j, "skipped", skips);
+        skips = NULL;
         cJSON_AddBoolToObject(j, "engages", engages);
         cJSON_AddStringToObject(j, "load_line", line);
         char *txt = cJSON_Print(j);
@@ -382,6 +400,7 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
                engages ? "the table engages here" : "the table would NOT engage here");
         printf("%s\n", line);
     }
+    cJSON_Delete(skips);
     st_table_destroy(t);
     st_ctx_destroy(ctx);
     st_model_close(m);
