@@ -178,6 +178,10 @@ static int engine_load(engine *e, const char *model_path)
         if ((size_t)L->n_embd > e->max_out) e->max_out = (size_t)L->n_embd;
     }
     if (e->topk > MAX_TOPK) e->topk = MAX_TOPK;
+    /* What no kernel here runs (an expert layer of another type, per-head
+     * weights): the model still opened; the engine runs those itself. */
+    for (size_t i = 0; i < st_model_omitted_count(m); i++)
+        printf("  %s: %s: left to the engine\n", st_model_omitted_at(m, i)->name, st_model_omitted_at(m, i)->reason);
     size_t skipped = 0;
     for (size_t i = 0; i < nm; i++) {
         const st_model_matrix *D = st_model_matrix_at(m, i);

@@ -1,7 +1,8 @@
 /* The tuner's shape list: the demo set follows the format list (the K-quant
  * dense matrices and the low-bit expert pair are in it exactly when this
  * build has their types), hand-given shapes take the limits of
- * strata/limits.h, and a model of Qwen3-Next's layout (512 experts, top-10,
+ * strata/limits.h, the gate's decode step holds every expert layer and
+ * dense matrix a model describes (shared experts included), and a model of Qwen3-Next's layout (512 experts, top-10,
  * tiny dimensions) tunes on the CPU backend into a table that engages and
  * covers every expert token count. */
 #define _POSIX_C_SOURCE 200809L
@@ -18,6 +19,9 @@
 #include "strata/tuner.h"
 #include "table_internal.h"
 #include "tuner_internal.h"
+#include "vmodel.h"
+#include "strata/model.h"
+#include "strata/verify.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,12 +145,58 @@ static void a_512_expert_top10_model_tunes_on_the_cpu(void **state)
     assert_int_equal(rmdir(dir), 0);
 }
 
+/* The gate's decode step (verify.c, also the bench's) is built from the
+ * model: one operation per described expert layer and per dense matrix of
+ * a supported type, the shared experts among them; nothing omitted. */
+static void the_gates_step_has_every_layer_and_matrix_the_model_describes(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/strata-tune-step-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    st_ctx *ctx = NULL;
+    assert_int_equal(st_ctx_create(ST_BACKEND_CPU, 0, &ctx), ST_OK);
+    for (int a = 0; GG_ARCHS[a]; a++) {
+        char path[160];
+        snprintf(path, sizeof path, "%s/%s.gguf", dir, GG_ARCHS[a]);
+        gg_file *f = gg_arch_model(GG_ARCHS[a]);
+        assert_int_equal(gg_write(f, 3, path), 0);
+        gg_free(f);
+        st_model *m = NULL;
+        assert_int_equal(st_model_open(path, &m), ST_OK);
+        int want_dense = 0, shexp = 0;
+        for (size_t i = 0; i < st_model_matrix_count(m); i++) {
+            const st_model_matrix *x = st_model_matrix_at(m, i);
+            want_dense += x->type != ST_QTYPE_NONE;
+            shexp += x->type != ST_QTYPE_NONE && strstr(x->name, "_shexp.weight") != NULL;
+        }
+        const int want_layers = (int)st_model_expert_layer_count(m);
+        st_model_close(m);
+        if (!strcmp(GG_ARCHS[a], "qwen2moe") || !strcmp(GG_ARCHS[a], "qwen3next")) assert_int_equal(shexp, 6);
+        if (!strcmp(GG_ARCHS[a], "deepseek2")) assert_int_equal(shexp, 3);
+        st_verify_options vo;
+        st_verify_options_default(&vo);
+        vo.model_path = path;
+        st_vmodel *vm = NULL;
+        assert_int_equal(st_vmodel_open(ctx, &vo, &vm), ST_OK);
+        int layers = -1;
+        assert_int_equal(st_vmodel_ops(vm, &layers), want_layers + want_dense);
+        assert_int_equal(layers, want_layers);
+        assert_int_equal(st_vmodel_step(ctx, vm, ST_MAX_TOKENS), ST_OK);
+        assert_int_equal(st_ctx_sync(ctx), ST_OK);
+        st_vmodel_close(ctx, vm);
+        unlink(path);
+    }
+    st_ctx_destroy(ctx);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(demo_set_has_each_format_exactly_when_the_build_has_it),
         cmocka_unit_test(hand_given_shapes_take_the_limits),
         cmocka_unit_test(a_512_expert_top10_model_tunes_on_the_cpu),
+        cmocka_unit_test(the_gates_step_has_every_layer_and_matrix_the_model_describes),
     };
     return cmocka_run_group_tests_name("tuner_shapes", tests, NULL, NULL);
 }
