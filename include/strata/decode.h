@@ -97,7 +97,8 @@ typedef struct {
 
 /* The MoE FFN of a decode step (see st_ref_expert_grouped for the maths):
  * X [nt][n_embd] f32, IDS [nt][topk] int32 expert ids, WTS [nt][topk] f32,
- * OUT [nt][n_embd] f32, all backend memory; NT 1..8, TOPK 1..8. Uses the
+ * OUT [nt][n_embd] f32, all backend memory; NT 1..ST_MAX_TOKENS, TOPK
+ * 1..ST_MAX_TOPK, n_expert 1..ST_MAX_EXPERTS (strata/limits.h). Uses the
  * table's (gu_rows, down_rows) for the shape on a hit. */
 ST_API st_status st_expert_grouped(st_ctx *ctx, const st_experts *ex, const float *x, const int32_t *ids,
                                    const float *wts, int nt, int topk, float *out);

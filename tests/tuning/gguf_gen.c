@@ -296,7 +296,7 @@ static gg_file *begin(const char *arch, int n_layer)
     gg_kv_arch_u32(f, "embedding_length", E);
     gg_kv_arch_u32(f, "context_length", 4096);
     gg_kv_arch_u32(f, "attention.head_count", 4);
-    gg_kv_arch_u32(f, "attention.head_count_kv", 2);
+    gg_kv_arch_u32(f, "attention.head_count_kv", 4);
     gg_kv_f32(f, "general.test_only", 1.0f); /* a float pair the reader must skip */
     return f;
 }
@@ -308,18 +308,19 @@ static void embd_and_output(gg_file *f, int embd_type, int out_type)
     if (out_type >= 0) gg_tensor(f, "output.weight", out_type, 2, E, VOCAB, 1);
 }
 
-/* Grouped-query attention: 4 heads of 64, 2 kv heads. */
-static void attn(gg_file *f, int i, int qk_type, int v_type, int o_type, bool bias, bool qk_norm)
+/* Attention: 4 heads of 64 (as many kv heads: the CPU-backend tests time
+ * every distinct shape, so the four matrices share one), of one type. */
+static void attn(gg_file *f, int i, int type, bool bias, bool qk_norm)
 {
     gg_tensorf(f, GG_F32, 1, E, 1, 1, "blk.%d.attn_norm.weight", i);
-    gg_tensorf(f, qk_type, 2, E, 4 * HEAD, 1, "blk.%d.attn_q.weight", i);
-    gg_tensorf(f, qk_type, 2, E, 2 * HEAD, 1, "blk.%d.attn_k.weight", i);
-    gg_tensorf(f, v_type, 2, E, 2 * HEAD, 1, "blk.%d.attn_v.weight", i);
-    gg_tensorf(f, o_type, 2, 4 * HEAD, E, 1, "blk.%d.attn_output.weight", i);
+    gg_tensorf(f, type, 2, E, 4 * HEAD, 1, "blk.%d.attn_q.weight", i);
+    gg_tensorf(f, type, 2, E, 4 * HEAD, 1, "blk.%d.attn_k.weight", i);
+    gg_tensorf(f, type, 2, E, 4 * HEAD, 1, "blk.%d.attn_v.weight", i);
+    gg_tensorf(f, type, 2, 4 * HEAD, E, 1, "blk.%d.attn_output.weight", i);
     if (bias) {
         gg_tensorf(f, GG_F32, 1, 4 * HEAD, 1, 1, "blk.%d.attn_q.bias", i);
-        gg_tensorf(f, GG_F32, 1, 2 * HEAD, 1, 1, "blk.%d.attn_k.bias", i);
-        gg_tensorf(f, GG_F32, 1, 2 * HEAD, 1, 1, "blk.%d.attn_v.bias", i);
+        gg_tensorf(f, GG_F32, 1, 4 * HEAD, 1, 1, "blk.%d.attn_k.bias", i);
+        gg_tensorf(f, GG_F32, 1, 4 * HEAD, 1, 1, "blk.%d.attn_v.bias", i);
     }
     if (qk_norm) {
         gg_tensorf(f, GG_F32, 1, HEAD, 1, 1, "blk.%d.attn_q_norm.weight", i);
@@ -355,7 +356,7 @@ static gg_file *qwen3moe(void)
     gg_kv_arch_u32(f, "expert_feed_forward_length", 64);
     embd_and_output(f, GG_Q4_K, gg_pick(GG_Q6_K, GG_Q8_0));
     for (int i = 0; i < 2; i++) {
-        attn(f, i, GG_Q4_K, gg_pick(GG_Q6_K, GG_Q8_0), GG_Q4_K, false, true);
+        attn(f, i, GG_Q4_K, false, true);
         experts(f, i, 8, 64, GG_IQ3_S, GG_IQ4_NL);
     }
     return f;
@@ -370,7 +371,7 @@ static gg_file *qwen2moe(void)
     gg_kv_arch_u32(f, "expert_shared_feed_forward_length", 128);
     embd_and_output(f, GG_Q4_K, gg_pick(GG_Q6_K, GG_Q8_0));
     for (int i = 0; i < 2; i++) {
-        attn(f, i, GG_Q4_K, gg_pick(GG_Q5_K, GG_Q4_K), GG_Q4_K, true, false);
+        attn(f, i, gg_pick(GG_Q5_K, GG_Q4_K), true, false);
         experts(f, i, 8, 64, GG_IQ4_XS, GG_Q8_0);
         shared(f, i, 128, GG_Q4_K, gg_pick(GG_Q5_0, GG_Q8_0), true);
     }
@@ -391,8 +392,8 @@ static gg_file *qwen3next(void)
     /* blk.0: gated full attention (attn_q holds the query and its gate) */
     gg_tensor(f, "blk.0.attn_norm.weight", GG_F32, 1, E, 1, 1);
     gg_tensor(f, "blk.0.attn_q.weight", GG_Q4_K, 2, E, 8 * HEAD, 1);
-    gg_tensor(f, "blk.0.attn_k.weight", GG_Q4_K, 2, E, 2 * HEAD, 1);
-    gg_tensor(f, "blk.0.attn_v.weight", gg_pick(GG_Q6_K, GG_Q8_0), 2, E, 2 * HEAD, 1);
+    gg_tensor(f, "blk.0.attn_k.weight", GG_Q4_K, 2, E, 4 * HEAD, 1);
+    gg_tensor(f, "blk.0.attn_v.weight", GG_Q4_K, 2, E, 4 * HEAD, 1);
     gg_tensor(f, "blk.0.attn_output.weight", GG_Q4_K, 2, 4 * HEAD, E, 1);
     gg_tensor(f, "blk.0.attn_q_norm.weight", GG_F32, 1, HEAD, 1, 1);
     gg_tensor(f, "blk.0.attn_k_norm.weight", GG_F32, 1, HEAD, 1, 1);
@@ -464,7 +465,7 @@ static gg_file *olmoe(void)
         gg_tensorf(f, GG_F32, 1, E, 1, 1, "blk.%d.attn_norm.weight", i);
         gg_tensorf(f, GG_Q4_K, 2, E, E, 1, "blk.%d.attn_q.weight", i);
         gg_tensorf(f, GG_Q4_K, 2, E, E, 1, "blk.%d.attn_k.weight", i);
-        gg_tensorf(f, gg_pick(GG_Q6_K, GG_Q8_0), 2, E, E, 1, "blk.%d.attn_v.weight", i);
+        gg_tensorf(f, GG_Q4_K, 2, E, E, 1, "blk.%d.attn_v.weight", i);
         gg_tensorf(f, GG_Q4_K, 2, E, E, 1, "blk.%d.attn_output.weight", i);
         gg_tensorf(f, GG_F32, 1, E, 1, 1, "blk.%d.attn_q_norm.weight", i);
         gg_tensorf(f, GG_F32, 1, E, 1, 1, "blk.%d.attn_k_norm.weight", i);
@@ -483,8 +484,12 @@ static gg_file *llama(void)
     gg_kv_arch_u32(f, "expert_used_count", 2);
     gg_kv_arch_u32(f, "feed_forward_length", 256);
     embd_and_output(f, GG_Q4_K, gg_pick(GG_Q6_K, GG_Q8_0));
-    attn(f, 0, GG_Q4_K, gg_pick(GG_Q6_K, GG_Q8_0), GG_Q4_K, false, false);
-    attn(f, 1, gg_pick(GG_Q3_K, GG_Q4_K), gg_pick(GG_Q5_K, GG_Q4_K), GG_F16, false, false);
+    attn(f, 0, GG_Q4_K, false, false);
+    gg_tensor(f, "blk.1.attn_norm.weight", GG_F32, 1, E, 1, 1);
+    gg_tensor(f, "blk.1.attn_q.weight", GG_Q4_K, 2, E, 4 * HEAD, 1);
+    gg_tensor(f, "blk.1.attn_k.weight", GG_Q4_K, 2, E, 4 * HEAD, 1);
+    gg_tensor(f, "blk.1.attn_v.weight", GG_Q4_K, 2, E, 4 * HEAD, 1);
+    gg_tensor(f, "blk.1.attn_output.weight", GG_F16, 2, 4 * HEAD, E, 1);
     experts(f, 0, 8, 256, gg_pick(GG_Q3_K, GG_Q4_K), gg_pick(GG_Q5_K, GG_Q4_K));
     experts(f, 1, 8, 256, GG_F16, GG_F16);
     return f;
@@ -500,7 +505,7 @@ static gg_file *gpt_oss(void)
     gg_kv_arch_u32(f, "attention.sliding_window", 128);
     embd_and_output(f, GG_Q8_0, GG_Q8_0);
     for (int i = 0; i < 2; i++) {
-        attn(f, i, GG_Q8_0, GG_Q8_0, GG_Q8_0, true, false);
+        attn(f, i, GG_Q8_0, true, false);
         gg_tensorf(f, GG_F32, 1, E, 1, 1, "blk.%d.attn_output.bias", i);
         gg_tensorf(f, GG_F32, 1, 4, 1, 1, "blk.%d.attn_sinks.weight", i);
         gg_tensorf(f, GG_F32, 1, E, 1, 1, "blk.%d.post_attention_norm.weight", i);

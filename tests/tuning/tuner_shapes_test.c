@@ -102,6 +102,7 @@ static void a_512_expert_top10_model_tunes_on_the_cpu(void **state)
     o.model_path = model;
     o.out_dir = dir;
     o.quick = true;
+    o.rounds = 3;
     o.quiet = true;
     o.do_mmvq = false;
     /* the gate's timing verdict is noise on a shared CPU (tests/tuning/
