@@ -5,6 +5,7 @@
 #include "strata/tuner.h"
 #include "strata/verify.h"
 #include "ctx_internal.h"
+#include "gguf.h"
 #include "internal.h"
 #include "randgen.h"
 #include "table_internal.h"
@@ -529,6 +530,7 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
             snprintf(why, sizeof why, "%s", st_last_error());
             return st_fail(ms, "%s: %s", o->model_path, why);
         }
+        if (!o->quiet) st_model_log_skips(model, "tune");
     }
     st_tune_shape *shapes = NULL;
     int n = 0;

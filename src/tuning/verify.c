@@ -8,6 +8,7 @@
 #include "strata/model.h"
 #include "strata/verify.h"
 #include "ctx_internal.h"
+#include "gguf.h"
 #include "internal.h"
 #include "randgen.h"
 #include "tuner_internal.h"
@@ -504,7 +505,9 @@ static st_status run_gate(st_ctx *c, const st_verify_options *o, const vops *v, 
     return s;
 }
 
-st_status st_verify_run(st_ctx *c, const st_verify_options *o, st_verify_result *res)
+/* LOG_SKIPS: one line per part of the model the step leaves out (not for
+ * the tuner's gate: the tuner said so already). */
+static st_status verify_run(st_ctx *c, const st_verify_options *o, st_verify_result *res, bool log_skips)
 {
     memset(res, 0, sizeof *res);
     if (!o->table_path) return st_fail(ST_ERR_INVALID_ARG, "verify: no table given");
@@ -527,6 +530,7 @@ st_status st_verify_run(st_ctx *c, const st_verify_options *o, st_verify_result 
         return st_fail(s, "verify: the table does not engage here: %s", line);
     }
     if (!o->quiet) st_log("%s", line);
+    if (m && log_skips && !o->quiet) st_model_log_skips(m, "verify");
     vops v = {NULL, 0, 0};
     st_rng r;
     st_rng_seed(&r, 20261129);
@@ -541,6 +545,11 @@ st_status st_verify_run(st_ctx *c, const st_verify_options *o, st_verify_result 
     st_model_close(m);
     st_table_destroy(tab);
     return s;
+}
+
+st_status st_verify_run(st_ctx *c, const st_verify_options *o, st_verify_result *res)
+{
+    return verify_run(c, o, res, true);
 }
 
 /* The tuner's gate: the model when one was given, else the tuned shapes as a
@@ -592,7 +601,7 @@ st_status st_tune_gate(st_ctx *ctx, const st_tune_options *o, const st_tune_shap
             vo.topk = r[0].shape.kind == ST_SHAPE_EXPERT ? r[0].shape.topk : o->topk;
         }
     }
-    st_status s = st_verify_run(ctx, &vo, vr);
+    st_status s = verify_run(ctx, &vo, vr, false);
     free(texts);
     free(ptrs);
     return s;

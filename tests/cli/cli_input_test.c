@@ -53,7 +53,7 @@ static void numeric_options_refuse_nan_infinity_and_out_of_range(void **state)
         cli_expect_usage(&r, "--threshold", bad_pct[i]);
         cli_free(&r);
     }
-    static const char *const bad_slow[] = {"nan", "inf", "101", "-0.5"};
+    static const char *const bad_slow[] = {"nan", "inf", "1001", "-0.5"};
     for (size_t i = 0; i < sizeof bad_slow / sizeof bad_slow[0]; i++) {
         cli_run r = cli(QUICK, "verify", "--max-slowdown", bad_slow[i], MODEL, "t.table", NULL);
         cli_expect_usage(&r, "--max-slowdown", bad_slow[i]);

@@ -32,8 +32,11 @@ static const char BENCH_HELP[] =
     "Expert bytes count only the unique experts the routing reads. Whole decode steps: the\n"
     "model given (default tests/data/gguf/tiny-moe.gguf when present) and a synthetic model of\n"
     "--layers (default 48) MoE layers iq3_s/iq4_nl 2560/640, 64 experts, top-8.\n"
-    "Without --shape: the suite (iq3_s/iq4_xs/iq4_nl 4096x14336 and 14336x4096, n_tokens 1 2 4 8;\n"
-    "every supported expert pair at 2560/640, n_tokens 1..8). --no-suite runs only --shape.\n"
+    "Without --shape: the suite (iq3_s/iq4_xs/iq4_nl 4096x14336 and 14336x4096, the K-quant\n"
+    "matrices real quants keep beside their experts: q5_K and q6_K 4096x4096 (attention) and a\n"
+    "q6_K 16384x4096 output-like slice, n_tokens 1 2 4 8; the expert pairs iq3_s iq3_xxs iq2_s\n"
+    "iq4_xs iq4_nl q8_0 q4_K and the low-bit iq2_xxs gate-up with iq4_nl down at 2560/640,\n"
+    "n_tokens 1..8; an entry whose type this build lacks is left out). --no-suite runs only --shape.\n"
     "SPEC: 'mmvq TYPE ROWS COLS' or 'expert GU DN N_EMBD N_FF N_TOKENS'.\n"
     "--html FILE.html: the figures as a page (one chart per shape), and their JSON beside it\n"
     "(FILE.json, the --json document; tune_decode report FILE.json renders it again).\n";
@@ -450,15 +453,24 @@ int cmd_bench(int argc, char **argv, const td_global *g)
                                        : bench_shape(c, &e, sh, one, 1, have_variant ? variant : NULL);
     }
     if (suite) {
-        const st_qtype mt[] = {ST_IQ3_S, ST_IQ4_XS, ST_IQ4_NL};
-        for (int i = 0; i < 3 && s == ST_OK; i++)
-            for (int k = 0; k < 2 && s == ST_OK; k++) {
-                st_tune_shape m = {ST_SHAPE_MMVQ, mt[i], ST_QTYPE_NONE, k ? 14336 : 4096, k ? 4096 : 14336, 0, 0, 0, 0, 0, {0}, ""};
-                s = bench_shape(c, &e, &m, nt4, 4, NULL);
-            }
-        const st_qtype gus[] = {ST_IQ3_S, ST_IQ3_XXS, ST_IQ2_S, ST_IQ4_XS, ST_IQ4_NL, ST_Q8_0, ST_Q4_K};
-        for (int i = 0; i < 7 && s == ST_OK; i++) {
-            st_tune_shape x = {ST_SHAPE_EXPERT, gus[i], ST_IQ4_NL, 0, 0, 2560, 640, 1, 64, 8, {0}, ""};
+        /* by ggml name: a type this build lacks is left out */
+        static const struct {
+            const char *t;
+            int rows, cols;
+        } mm[] = {{"iq3_s", 4096, 14336}, {"iq3_s", 14336, 4096}, {"iq4_xs", 4096, 14336}, {"iq4_xs", 14336, 4096},
+                  {"iq4_nl", 4096, 14336}, {"iq4_nl", 14336, 4096}, {"q5_K", 4096, 4096},    {"q6_K", 4096, 4096},
+                  {"q6_K", 16384, 4096}};
+        for (size_t i = 0; i < sizeof mm / sizeof mm[0] && s == ST_OK; i++) {
+            const st_qtype t = st_qtype_from_name(mm[i].t);
+            if (t == ST_QTYPE_NONE) continue;
+            st_tune_shape m = {ST_SHAPE_MMVQ, t, ST_QTYPE_NONE, mm[i].rows, mm[i].cols, 0, 0, 0, 0, 0, {0}, ""};
+            s = bench_shape(c, &e, &m, nt4, 4, NULL);
+        }
+        static const char *const gus[] = {"iq3_s", "iq3_xxs", "iq2_s", "iq4_xs", "iq4_nl", "q8_0", "q4_K", "iq2_xxs"};
+        for (size_t i = 0; i < sizeof gus / sizeof gus[0] && s == ST_OK; i++) {
+            const st_qtype gu = st_qtype_from_name(gus[i]);
+            if (gu == ST_QTYPE_NONE) continue;
+            st_tune_shape x = {ST_SHAPE_EXPERT, gu, ST_IQ4_NL, 0, 0, 2560, 640, 1, 64, 8, {0}, ""};
             s = bench_shape(c, &e, &x, nt8, i == 0 ? 8 : 2, NULL);
         }
     }

@@ -19,17 +19,19 @@
 static const char TUNE_HELP[] =
     "usage: tune_decode tune [MODEL.gguf] [options]\n"
     "\n"
-    "Tunes the decode kernels for this machine: for every shape the model needs (or the demo\n"
-    "set: the 7 expert pairs gate-up {iq3_xxs iq3_s iq2_s iq4_xs iq4_nl q8_0 q4_K} x down iq4_nl\n"
-    "at n_embd 2560, n_ff 640, 64 experts, top-8, plus dense iq_mmvq shapes), it byte-compares\n"
-    "the default and every compiled-in variant on the device, times them round-robin with\n"
-    "weights rotated past the last-level cache, keeps a variant only when it beats the default\n"
-    "by more than the threshold, runs the end-to-end gate (tune_decode verify), then writes\n"
-    "DIR/strata-<model>-<arch>-<runtime>.table atomically (its comments carry the provenance:\n"
-    "tool, source commit, date, device, model file and SHA-256, token mix, report names), loads\n"
-    "it back, writes the report DIR/strata-<model>.autotune.json and its page\n"
-    "DIR/strata-<model>.autotune.html (charts per shape; tune_decode report renders it again),\n"
-    "and updates DIR/tables.json, the folder's index (tune_decode table list DIR).\n"
+    "Tunes the decode kernels for this machine: for every shape the model needs, or the demo\n"
+    "set (the expert pairs gate-up {iq3_xxs iq3_s iq2_s iq4_xs iq4_nl q8_0 q4_K iq2_xxs} x down\n"
+    "iq4_nl at n_embd 2560, n_ff 640, 64 experts, top-8; dense iq3_s, iq4_xs and iq4_nl shapes of\n"
+    "4096/14336 and 2560 models, q5_K and q6_K 4096x4096, a q6_K 16384x4096 output-like slice; a type\n"
+    "this build lacks is left out), it byte-compares the default and every compiled-in variant\n"
+    "on the device, times them round-robin with weights rotated past the last-level cache,\n"
+    "keeps a variant only when it beats the default by more than the threshold, runs the\n"
+    "end-to-end gate (tune_decode verify), then writes DIR/strata-<model>-<arch>-<runtime>.table\n"
+    "atomically (its comments carry the provenance: tool, source commit, date, device, model\n"
+    "file and SHA-256, token mix, report names), loads it back, writes the report\n"
+    "DIR/strata-<model>.autotune.json and its page DIR/strata-<model>.autotune.html (charts per\n"
+    "shape; tune_decode report renders it again), and updates DIR/tables.json, the folder's\n"
+    "index (tune_decode table list DIR).\n"
     "\n"
     "Options:\n"
     "  --out DIR            where the table, the reports and tables.json go (default .)\n"
@@ -39,7 +41,8 @@ static const char TUNE_HELP[] =
     "  --shapes LIST        expert,mmvq (default both)\n"
     "  --shape 'SPEC'       tune this shape instead (repeatable): 'expert GU DN N_EMBD N_FF N_TOKENS'\n"
     "                       or 'mmvq TYPE ROWS COLS'\n"
-    "  --experts N --topk K experts and top-k for the demo set and --shape (default 64, 8)\n"
+    "  --experts N --topk K experts (1.." TD_STR(ST_MAX_EXPERTS) ") and top-k (1.." TD_STR(ST_MAX_TOPK) ") for the demo\n"
+    "                       set and --shape (default 64, 8)\n"
     "  --rounds N           timed rounds per candidate (default 15; --quick 5)\n"
     "  --quick              fewer rounds and a smaller weight rotation (smoke runs, CI)\n"
     "  --no-verify          skip the end-to-end gate (not recommended)\n"
@@ -238,11 +241,13 @@ static const char VERIFY_HELP[] =
     "                          [--html FILE.html]\n"
     "\n"
     "The end-to-end gate: runs a whole synthetic decode step of the model (every expert layer\n"
-    "through expert_grouped with routing from the model's router, every dense matrix through\n"
-    "iq_mmvq) for n_tokens 1..8, without and with the table, interleaved in one process. Passes\n"
+    "through expert_grouped with routing from the model's router, every dense matrix, shared\n"
+    "experts included, through iq_mmvq) for n_tokens 1..8, without and with the table,\n"
+    "interleaved in one process; what no kernel runs is skipped with one line each. Passes\n"
     "only if every output byte is identical and the step is not slower than the limit (2%).\n"
     "--synthetic 'SPEC' (repeatable) builds the model from shapes instead ('expert GU DN N_EMBD\n"
-    "N_FF 1' / 'mmvq TYPE ROWS COLS'), repeated --layers times.\n"
+    "N_FF 1' / 'mmvq TYPE ROWS COLS'), repeated --layers times, with --experts N (1.." TD_STR(ST_MAX_EXPERTS) ")\n"
+    "and --topk K (1.." TD_STR(ST_MAX_TOPK) ") per expert layer (default 64, 8).\n"
     "--html FILE.html writes the verdict and the step times as a page, and its JSON beside it\n"
     "(FILE.json; tune_decode report FILE.json renders it again).\n"
     "Exit status: 0 pass, 1 fail or error, 2 usage, 128+N stopped by signal N.\n";
@@ -271,7 +276,7 @@ int cmd_verify(int argc, char **argv, const td_global *g)
             if (rc) return rc;
         } else if (!strcmp(a, "--max-slowdown")) {
             if (!(v = td_value(argc, argv, &i, "verify", &rc))) return rc;
-            if ((rc = td_percent_option("verify", a, v, 0, 100, &o.max_slowdown))) return rc;
+            if ((rc = td_percent_option("verify", a, v, 0, 1000, &o.max_slowdown))) return rc;
         } else if (!strcmp(a, "--html")) {
             if (!(v = td_value(argc, argv, &i, "verify", &rc))) return rc;
             html = v;
@@ -357,8 +362,10 @@ static const char COVERAGE_HELP[] =
     "\n"
     "Lists the decode shapes the model needs that the table lacks (shapes the tuner measured\n"
     "and kept the default for count as covered: they appear as 'tuned-default' comments), and\n"
-    "says whether the table would engage in this process. Exit status 0 when every shape is\n"
-    "covered and the table engages, 1 otherwise, 2 usage.\n";
+    "says whether the table would engage in this process. What the decode step leaves out (an\n"
+    "expert layer or a matrix whose type no kernel runs, a per-head weight) is listed, one\n"
+    "'skipped:' line each, and needs no shape. Exit status 0 when every shape is covered and\n"
+    "the table engages, 1 otherwise, 2 usage.\n";
 
 static bool tuned_default(const st_table *t, const char *key)
 {
@@ -437,11 +444,27 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
             if (!g->json) printf("missing: %s  (%d matrices)\n", key, ms->n_matrices);
         }
     }
+    cJSON *skips = cJSON_CreateArray();
+    char skip[320];
+    for (size_t i = 0; i < st_model_omitted_count(m); i++) {
+        snprintf(skip, sizeof skip, "%s: %s", st_model_omitted_at(m, i)->name, st_model_omitted_at(m, i)->reason);
+        cJSON_AddItemToArray(skips, cJSON_CreateString(skip));
+    }
+    for (size_t i = 0; i < st_model_matrix_count(m); i++) {
+        const st_model_matrix *x = st_model_matrix_at(m, i);
+        if (x->type != ST_QTYPE_NONE) continue;
+        snprintf(skip, sizeof skip, "%s: type %s has no decode kernel", x->name, x->type_name);
+        cJSON_AddItemToArray(skips, cJSON_CreateString(skip));
+    }
+    if (!g->json)
+        for (int i = 0; i < cJSON_GetArraySize(skips); i++) printf("skipped: %s\n", cJSON_GetArrayItem(skips, i)->valuestring);
     if (g->json) {
         cJSON *j = cJSON_CreateObject();
         cJSON_AddNumberToObject(j, "shapes_needed", need);
         cJSON_AddNumberToObject(j, "shapes_missing", missing);
         cJSON_AddItemToObject(j, "missing", arr);
+        cJSON_AddItemToObject(j, "skipped", skips);
+        skips = NULL;
         cJSON_AddBoolToObject(j, "engages", engages);
         td_json_add_string(j, "load_line", line);
         char *txt = cJSON_Print(j);
@@ -454,6 +477,7 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
                engages ? "the table engages here" : "the table would NOT engage here");
         td_print("%s", line);
     }
+    cJSON_Delete(skips);
     st_table_destroy(t);
     st_ctx_destroy(ctx);
     st_model_close(m);

@@ -45,6 +45,10 @@ void td_report_header(struct cJSON *root, const char *kind, const st_identity *i
 /* Writes ROOT as HTML_PATH minus ".html" plus ".json", then the page
  * rendered from it as HTML_PATH. 0, or 1 after one line on stderr. */
 int td_write_report(const struct cJSON *root, const char *html_path, const char *cmd, bool quiet);
+/* A limit macro (strata/limits.h) as a string literal, for --help texts
+ * that stay true when the limit changes. */
+#define TD_STR_(x) #x
+#define TD_STR(x) TD_STR_(x)
 
 /* Prints "tune_decode: " + message to stderr (made terminal-safe) and
  * returns 2 (usage). */
