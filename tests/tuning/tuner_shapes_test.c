@@ -90,7 +90,7 @@ static void a_512_expert_top10_model_tunes_on_the_cpu(void **state)
     (void)state;
     char dir[] = "/tmp/strata-tune-q3n-XXXXXX";
     assert_non_null(mkdtemp(dir));
-    char model[128], table[1024];
+    char model[128], table[ST_TUNE_PATH_MAX];
     snprintf(model, sizeof model, "%s/qwen3next.gguf", dir);
     gg_file *f = gg_arch_model("qwen3next");
     assert_int_equal(gg_write(f, 11, model), 0);
@@ -132,7 +132,7 @@ static void a_512_expert_top10_model_tunes_on_the_cpu(void **state)
     }
     st_table_destroy(t);
     /* the report records the layout tuned: 512 experts, top-10 */
-    char report[1024];
+    char report[ST_TUNE_PATH_MAX];
     snprintf(report, sizeof report, "%s", res.report_path);
     char *buf = NULL;
     size_t len = 0;
