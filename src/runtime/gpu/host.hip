@@ -84,17 +84,30 @@ extern "C" st_status st_gpu_open(int device, st_gpu **out, st_identity *id)
         delete g;
         return rt_fail(se, "create stream");
     }
-    const size_t gb = sizeof(uint32_t) * (512 + 256) + sizeof(uint64_t) * 1024;
+    /* the tables of ST_DEVICE_GRIDS back to back, each 16-byte aligned */
+    size_t gb = 0;
+#define ST_GRID_SIZE_(name, type, table) gb = st_align16(gb) + sizeof(table);
+    ST_DEVICE_GRIDS(ST_GRID_SIZE_)
+#undef ST_GRID_SIZE_
+    uint8_t *host = (uint8_t *)calloc(1, gb);
+    if (!host) {
+        st_gpu_close(g);
+        return st_fail(ST_ERR_NOMEM, "GPU lookup tables");
+    }
     se = st_rt_malloc(&g->grids, gb);
     if (se == ST_RT_SUCCESS) {
-        uint8_t *host = (uint8_t *)malloc(gb);
-        memcpy(host, st_iq2s_grid, sizeof(uint64_t) * 1024);
-        memcpy(host + 8192, st_iq3s_grid, sizeof(uint32_t) * 512);
-        memcpy(host + 8192 + 2048, st_iq3xxs_grid, sizeof(uint32_t) * 256);
+        size_t off = 0;
+#define ST_GRID_COPY_(name, type, table)                                 \
+    off = st_align16(off);                                               \
+    memcpy(host + off, table, sizeof(table));                            \
+    g->L.grids.name = (const type *)((const uint8_t *)g->grids + off);   \
+    off += sizeof(table);
+        ST_DEVICE_GRIDS(ST_GRID_COPY_)
+#undef ST_GRID_COPY_
         se = st_rt_memcpy_htod(g->grids, host, gb, g->L.stream);
         if (se == ST_RT_SUCCESS) se = st_rt_stream_sync(g->L.stream);
-        free(host);
     }
+    free(host);
     if (se != ST_RT_SUCCESS) {
         st_gpu_close(g);
         return rt_fail(se, "upload grids");
@@ -104,9 +117,6 @@ extern "C" st_status st_gpu_open(int device, st_gpu **out, st_identity *id)
         return rt_fail(se, "create events");
     }
     g->llc = st_rt_l2_bytes(device);
-    g->L.grids.iq2s = (const uint2 *)g->grids;
-    g->L.grids.iq3s = (const uint32_t *)((uint8_t *)g->grids + 8192);
-    g->L.grids.iq3xxs = (const uint32_t *)((uint8_t *)g->grids + 8192 + 2048);
     *out = g;
     return ST_OK;
 }
@@ -224,13 +234,10 @@ template <typename F>
 static st_rt_error by_type(st_qtype t, F f)
 {
     switch (t) {
-    case ST_Q8_0: return f(std::integral_constant<int, T_Q8_0>());
-    case ST_Q4_K: return f(std::integral_constant<int, T_Q4_K>());
-    case ST_IQ3_XXS: return f(std::integral_constant<int, T_IQ3_XXS>());
-    case ST_IQ4_NL: return f(std::integral_constant<int, T_IQ4_NL>());
-    case ST_IQ3_S: return f(std::integral_constant<int, T_IQ3_S>());
-    case ST_IQ2_S: return f(std::integral_constant<int, T_IQ2_S>());
-    case ST_IQ4_XS: return f(std::integral_constant<int, T_IQ4_XS>());
+#define ST_BY_TYPE_(id, name, ggml, qk, bytes) \
+    case ST_##id: return f(std::integral_constant<int, ST_##id>());
+        ST_QTYPES(ST_BY_TYPE_)
+#undef ST_BY_TYPE_
     default: return ST_RT_INVALID_VALUE;
     }
 }
