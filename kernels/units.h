@@ -52,6 +52,10 @@ ST_DEV uint32_t st_apply_signs_t(uint32_t g, uint32_t t, int k)
 
 ST_DEV uint16_t ld_u16(const uint8_t *p) { return *(const uint16_t *)p; }
 
+/* Byte-wise V - C as int8, for bytes of V in 0..127 and of C in 0..128:
+ * with bit 7 set first no byte borrows from the next. */
+ST_DEV uint32_t st_sub_bytes(uint32_t v, uint32_t c) { return ((v | 0x80808080u) - c) ^ 0x80808080u; }
+
 /* Each decoder is split in two: LOAD fetches the unit's raw bytes (all of
  * its global loads, nothing that depends on them), DEC turns them into
  * st_dunit (grid lookups and integer work). The row dot issues the loads of
