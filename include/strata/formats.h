@@ -18,6 +18,10 @@ extern "C" {
 /* X(ID, ggml name, ggml type id, values per block, bytes per block).
  * The enum value of each type IS its ggml type id. */
 #define ST_QTYPES(X)                    \
+    X(Q4_0, "q4_0", 2, 32, 18)          \
+    X(Q4_1, "q4_1", 3, 32, 20)          \
+    X(Q5_0, "q5_0", 6, 32, 22)          \
+    X(Q5_1, "q5_1", 7, 32, 24)          \
     X(Q8_0, "q8_0", 8, 32, 34)          \
     X(Q4_K, "q4_K", 12, 256, 144)       \
     X(IQ3_XXS, "iq3_xxs", 18, 256, 98)  \

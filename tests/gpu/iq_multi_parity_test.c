@@ -1,4 +1,4 @@
-/* iq_mmvq with n_tokens 1..8 on the GPU: every type, rows variant and knob path
+/* iq_mmvq with n_tokens 1..ST_MAX_TOKENS on the GPU: every type, rows variant and knob path
  * and the default chain give the same bytes as the CPU reference (and so as
  * each other), on many shapes including odd row counts. */
 #include "parity_util.h"
@@ -9,16 +9,17 @@ static void iq_mmvq_multi_token_gpu_matches_cpu_bitwise(void **state)
     st_ctx *cpu = make_ctx(ST_BACKEND_CPU), *gpu = make_ctx(ST_BACKEND_GPU);
     printf("device: %s (%s, runtime %s)\n", st_ctx_identity(gpu)->device_name, st_ctx_identity(gpu)->arch,
            st_ctx_identity(gpu)->runtime);
-    const int nts[] = {1, 2, 3, 4, 5, 6, 7, 8};
+    int nts[ST_MAX_TOKENS];
+    for (int i = 0; i < ST_MAX_TOKENS; i++) nts[i] = i + 1;
     for (size_t i = 0; i < sizeof ALL_TYPES / sizeof ALL_TYPES[0]; i++) {
         const st_qtype t = ALL_TYPES[i];
         const int big = st_qtype_block_values(t) == 256;
         const int shapes[][2] = {{5, big ? 512 : 96}, {333, big ? 2560 : 640}, {4096, big ? 1024 : 288}};
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-            sweep(cpu, gpu, t, shapes[s][0], shapes[s][1], nts, 8);
+            sweep(cpu, gpu, t, shapes[s][0], shapes[s][1], nts, ST_MAX_TOKENS);
     }
-    printf("iq_multi_parity: %zu comparisons (7 types x 3 shapes x 8 token counts x 8 paths), %zu mismatches\n",
-           g_compares, g_bad);
+    printf("iq_multi_parity: %zu comparisons (%d types x 3 shapes x %d token counts x 8 paths), %zu mismatches\n",
+           g_compares, N_ALL_TYPES, ST_MAX_TOKENS, g_bad);
     st_ctx_destroy(cpu);
     st_ctx_destroy(gpu);
     assert_int_equal(g_bad, 0);

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "randgen.h"
+#include "strata/limits.h"
 #include "strata/strata.h"
 
 #define CHECK_OK(expr)                                                                   \
@@ -100,8 +101,13 @@ static size_t diff_floats(const char *what, const float *a, const float *b, size
     return bad;
 }
 
+/* Every weight format (ST_QTYPES, the one list). */
+#define ST_ALL_TYPE_(id, name, ggml, qk, bytes) ST_##id,
+static const st_qtype ALL_TYPES[] = {ST_QTYPES(ST_ALL_TYPE_)};
+#undef ST_ALL_TYPE_
+#define N_ALL_TYPES ((int)(sizeof ALL_TYPES / sizeof ALL_TYPES[0]))
+
 /* Every mmvq path vs the CPU reference on one shape, for each token count. */
-static const st_qtype ALL_TYPES[] = {ST_IQ3_S, ST_IQ4_NL, ST_IQ4_XS, ST_IQ3_XXS, ST_IQ2_S, ST_Q8_0, ST_Q4_K};
 
 static size_t __attribute__((unused)) g_compares, g_bad;
 

@@ -25,7 +25,7 @@
 #define TINY_GGUF STRATA_TEST_DATA "/gguf/tiny-moe.gguf"
 #define TINY_TXT STRATA_TEST_DATA "/gguf/tiny-moe.txt"
 
-enum { T_F32 = 0, T_F16 = 1, T_Q5_1 = 7, T_Q8_0 = 8, T_IQ4_NL = 20, T_IQ3_S = 21 };
+enum { T_F32 = 0, T_F16 = 1, T_Q8_0 = 8, T_IQ4_NL = 20, T_IQ3_S = 21, T_TQ1_0 = 34 };
 
 /* ---- helpers --------------------------------------------------------------- */
 
@@ -940,9 +940,9 @@ static void model_refuses_incomplete_or_inconsistent_expert_layers(void **state)
     l2[1].type = T_Q8_0;
     expect_model_refused(l2, 3, ST_ERR_UNSUPPORTED, "gate and up must share a type");
     l2[1].type = T_IQ3_S;
-    l2[2].type = T_Q5_1;
+    l2[2].type = T_TQ1_0; /* a ggml type no kernel here decodes */
     expect_model_refused(l2, 3, ST_ERR_UNSUPPORTED,
-                         "blk.2.ffn_down_exps.weight has type q5_1, which the expert kernels do not support");
+                         "blk.2.ffn_down_exps.weight has type tq1_0, which the expert kernels do not support");
     l2[2].type = 200;
     expect_model_refused(l2, 3, ST_ERR_UNSUPPORTED, "has type type 200");
     l2[2].type = T_F32;
