@@ -109,6 +109,15 @@ template <typename F> static inline st_rt_error st_by_lanes(int t, F f)
     return f(std::integral_constant<int, 32>());
 }
 
+/* Calls F(std::integral_constant<int, N>) for N = n in 1..MAX (MAX if larger). */
+template <int MAX, typename F> static inline st_rt_error st_by_count(int n, F f)
+{
+    if constexpr (MAX > 1) {
+        if (n < MAX) return st_by_count<MAX - 1>(n, f);
+    }
+    return f(std::integral_constant<int, MAX>());
+}
+
 static inline int st_nt_bucket(int n) { return n <= 1 ? 1 : n <= 2 ? 2 : n <= 4 ? 4 : 8; }
 
 #define ST_RT_TRY(expr)                                  \

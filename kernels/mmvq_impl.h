@@ -7,6 +7,7 @@
  *  - the legacy path (STRATA_OLD_IQ_MMVQ): ggml block_q8_1 activations read
  *    with 4-byte loads, one warp per block. */
 #include "common.h"
+#include "mmvq_mma.h"
 #include "strata/variants.h"
 
 /* Each group of T lanes computes RW adjacent rows. */
@@ -130,6 +131,7 @@ template <int TYPE>
 st_rt_error st_launch_mmvq(const st_launch &L, const st_mat_dev &m, const st_xplanes &x, const uint8_t *xblocks,
                            int nt, float *y, int rows, bool stage, bool legacy)
 {
+    if (rows < 0) return st_launch_mmvq_mma<TYPE>(L, m, x, nt, y, -rows, stage);
     switch (st_nt_bucket(nt)) {
     case 1: return st_mmvq_nt<TYPE, 1>(L, m, x, xblocks, nt, y, rows, stage, legacy);
     case 2: return st_mmvq_nt<TYPE, 2>(L, m, x, xblocks, nt, y, rows, stage, legacy);

@@ -33,6 +33,13 @@
  * per block. X(R). */
 #define STRATA_MMVQ_ROWS_VARIANTS(X) X(1) X(2) X(4) X(8) X(16)
 
+/* iq_mmvq matrix-instruction variants: 16 rows per block on W warps, warp w
+ * taking the canonical streams w, w + W, ... (W divides 32), every weight
+ * decoded once for all tokens of the call (kernels/mmvq_mma.h). A rows
+ * argument names one as -W (st_iq_mmvq_variant); a table row as "mmaW".
+ * X(W). */
+#define STRATA_MMVQ_MMA_VARIANTS(X) X(8) X(16) X(32)
+
 /* expert_grouped table variants: plain one-warp-per-row gate-up kernel with
  * GU rows per block, and down kernel with DN rows per block. X(GU, DN). */
 #define STRATA_EXPERT_ROWS_VARIANTS(X) \

@@ -34,6 +34,9 @@ bool st_mmvq_rows_valid(int r)
 #define ST_ROWS_CASE_(rv) case rv:
         STRATA_MMVQ_ROWS_VARIANTS(ST_ROWS_CASE_)
 #undef ST_ROWS_CASE_
+#define ST_MMA_CASE_(w) case -(w):
+        STRATA_MMVQ_MMA_VARIANTS(ST_MMA_CASE_)
+#undef ST_MMA_CASE_
         return true;
     default:
         return false;

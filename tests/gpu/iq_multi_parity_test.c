@@ -18,7 +18,7 @@ static void iq_mmvq_multi_token_gpu_matches_cpu_bitwise(void **state)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             sweep(cpu, gpu, t, shapes[s][0], shapes[s][1], nts, ST_MAX_TOKENS);
     }
-    printf("iq_multi_parity: %zu comparisons (%d types x 3 shapes x %d token counts x 8 paths), %zu mismatches\n",
+    printf("iq_multi_parity: %zu comparisons (%d types x 3 shapes x %d token counts x every path), %zu mismatches\n",
            g_compares, N_ALL_TYPES, ST_MAX_TOKENS, g_bad);
     st_ctx_destroy(cpu);
     st_ctx_destroy(gpu);

@@ -18,7 +18,7 @@ static void iq_mmvq_gpu_matches_cpu_bitwise(void **state)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             sweep(cpu, gpu, t, shapes[s][0], shapes[s][1], nts, 3);
     }
-    printf("iq_parity: %zu comparisons (%d types x 6 shapes x 3 token counts x 8 paths), %zu mismatches\n",
+    printf("iq_parity: %zu comparisons (%d types x 6 shapes x 3 token counts x every path), %zu mismatches\n",
            g_compares, N_ALL_TYPES, g_bad);
     st_ctx_destroy(cpu);
     st_ctx_destroy(gpu);
