@@ -15,10 +15,10 @@
  * fixed butterfly: the levels 16 .. W inside each thread, the rest through
  * shared memory. Same bits as the CPU reference and every dp4a path.
  *
- * The A operand is decoded with each format's unit decoder
- * (st_unit_dec::get): a lane that needs only some words of a unit still
- * decodes the whole unit (NVIDIA: 2 rows x 2 of 8 words per lane), which
- * st_mma_frag specialises for the formats where that matters. */
+ * The A operand comes from each format's decoder: on NVIDIA a lane needs
+ * words t and t + 4 of two rows' units, which a format's frag2 decodes alone
+ * (has_frag2); otherwise the lane decodes the whole unit and keeps those
+ * words (4 times the decode work). On gfx11 a lane holds a whole row-unit. */
 #ifndef ST_MMVQ_MMA_H
 #define ST_MMVQ_MMA_H
 
@@ -31,25 +31,23 @@ struct st_mma_rowf {
     int f0, f1, g0, g1;
 };
 
-/* Words WORDS[0..N) of unit U of ROW into OUT, and the row's factors. The
- * generic form decodes the whole unit. */
-template <int TYPE> struct st_mma_frag {
-    template <int N>
-    static ST_DEVM void get(const st_mat_dev &m, int64_t row, int u, const st_grids &g, const int (&words)[N],
-                           uint32_t *out, st_mma_rowf &f)
-    {
-        st_dunit un;
-        st_unit_dec<TYPE>().get(m, row, u, g, un);
+/* Words WORDS[0..N) of unit U of ROW into OUT, and the row's factors, from
+ * the format's whole-unit decoder. */
+template <int TYPE, int N>
+ST_DEV void st_mma_words(const st_mat_dev &m, int64_t row, int u, const st_grids &g, const int (&words)[N], uint32_t *out,
+                         st_mma_rowf &f)
+{
+    st_dunit un;
+    st_unit_dec<TYPE>().get(m, row, u, g, un);
 #pragma unroll
-        for (int i = 0; i < N; i++) out[i] = un.w[words[i]];
-        f.W = un.W;
-        f.M = un.M;
-        f.f0 = un.f0;
-        f.f1 = un.f1;
-        f.g0 = un.g0;
-        f.g1 = un.g1;
-    }
-};
+    for (int i = 0; i < N; i++) out[i] = un.w[words[i]];
+    f.W = un.W;
+    f.M = un.M;
+    f.f0 = un.f0;
+    f.f1 = un.f1;
+    f.g0 = un.g0;
+    f.g1 = un.g1;
+}
 
 /* The operands of one lane for unit U: A words and the factors of the rows
  * whose C elements it holds. */
@@ -64,7 +62,7 @@ ST_DEV void st_mma_load_a(const st_mat_dev &m, int64_t row0, int u, int lane, co
     const int64_t r = row0 + M::a_row(lane, 0) < m.rows ? row0 + M::a_row(lane, 0) : m.rows - 1;
     const int words[8] = {0, 1, 2, 3, 4, 5, 6, 7};
     st_mma_rowf f;
-    st_mma_frag<TYPE>::get(m, r, u, g, words, a, f);
+    st_mma_words<TYPE>(m, r, u, g, words, a, f);
 #pragma unroll
     for (int i = 0; i < M::NC; i++) {
         const int src = M::c_row(lane, i);
@@ -87,7 +85,13 @@ ST_DEV void st_mma_load_a(const st_mat_dev &m, int64_t row0, int u, int lane, co
         const int64_t r = rr < m.rows ? rr : m.rows - 1;
         uint32_t w2[2];
         st_mma_rowf f;
-        st_mma_frag<TYPE>::get(m, r, u, g, words, w2, f);
+        if constexpr (st_unit_dec<TYPE>::has_frag2) {
+            f.W = st_unit_dec<TYPE>().frag2(m, r, u, g, t, w2[0], w2[1]);
+            f.M = 0.0f;
+            f.f0 = f.f1 = f.g0 = f.g1 = 1;
+        } else {
+            st_mma_words<TYPE>(m, r, u, g, words, w2, f);
+        }
         a[h] = w2[0];
         a[h + 2] = w2[1];
         cf[2 * h] = f;
