@@ -131,40 +131,47 @@ __global__ void __launch_bounds__(32 * W) st_mmvq_mma_kernel(st_mat_dev m, st_xp
 #pragma unroll
     for (int i = 0; i < M::NA; i++) ones[i] = 0x01010101u;
 
-    for (int u0 = 0; u0 < m.nu; u0 += 32)
+    /* a round: the warp's SPW units of 32, their A operands all loaded
+     * first (independent loads in flight), then their products */
+    for (int u0 = 0; u0 < m.nu; u0 += 32) {
+        uint32_t a[SPW][M::NA];
+        st_mma_rowf cf[SPW][M::NC];
 #pragma unroll
-    for (int j = 0; j < SPW; j++) {
-        /* stream warp + W j: its unit of this round of 32 */
-        const int u = u0 + warp + W * j;
-        if (u >= m.nu) break; /* uniform across the warp */
-        uint32_t a[M::NA];
-        st_mma_rowf cf[M::NC];
-        st_mma_load_a<TYPE>(m, row0, u, lane, g, a, cf);
+        for (int j = 0; j < SPW; j++) {
+            const int u = u0 + warp + W * j; /* of stream warp + W j */
+            st_mma_load_a<TYPE>(m, row0, u < m.nu ? u : m.nu - 1, lane, g, a[j], cf[j]);
+        }
 #pragma unroll
-        for (int tl = 0; tl < TILES; tl++) {
-            if (tl * M::TOK >= nt) break; /* uniform across the warp */
-            const int bt = tl * M::TOK + M::b_tok(lane);
-            uint32_t b[M::NB];
-            st_mma_load_b(x, u, bt < nt ? bt : nt - 1, lane, b);
-            int c0[M::NC], c1[M::NC], q0[M::NC], q1[M::NC];
-            if (D::halves)
-                M::mma16x2(c0, c1, a, b);
-            else
-                M::mma32(c0, a, b);
-            if (D::min) {
-                if (D::min_halves)
-                    M::mma16x2(q0, q1, ones, b);
+        for (int j = 0; j < SPW; j++) {
+            const int u = u0 + warp + W * j;
+            if (u >= m.nu) break; /* uniform across the warp */
+#pragma unroll
+            for (int tl = 0; tl < TILES; tl++) {
+                if (tl * M::TOK >= nt) break; /* uniform across the warp */
+                const int bt = tl * M::TOK + M::b_tok(lane);
+                uint32_t b[M::NB];
+                st_mma_load_b(x, u, bt < nt ? bt : nt - 1, lane, b);
+                int c0[M::NC], c1[M::NC], q0[M::NC], q1[M::NC];
+                if (D::halves)
+                    M::mma16x2(c0, c1, a[j], b);
                 else
-                    M::mma32(q0, ones, b);
-            }
+                    M::mma32(c0, a[j], b);
+                if (D::min) {
+                    if (D::min_halves)
+                        M::mma16x2(q0, q1, ones, b);
+                    else
+                        M::mma32(q0, ones, b);
+                }
 #pragma unroll
-            for (int i = 0; i < M::NC; i++) {
-                const int tok = tl * M::TOK + M::c_tok(lane, i);
-                const float da = x.d[(int64_t)(tok < nt ? tok : nt - 1) * x.nu + u];
-                const int isum = D::halves ? cf[i].f0 * c0[i] + cf[i].f1 * c1[i] : c0[i];
-                float v = st_canon_unit(cf[i].W, da, isum, acc[tl][i][j]);
-                if (D::min) v = st_canon_unit_min(cf[i].M, da, D::min_halves ? cf[i].g0 * q0[i] + cf[i].g1 * q1[i] : q0[i], v);
-                acc[tl][i][j] = v;
+                for (int i = 0; i < M::NC; i++) {
+                    const int tok = tl * M::TOK + M::c_tok(lane, i);
+                    const float da = x.d[(int64_t)(tok < nt ? tok : nt - 1) * x.nu + u];
+                    const st_mma_rowf &f = cf[j][i];
+                    const int isum = D::halves ? f.f0 * c0[i] + f.f1 * c1[i] : c0[i];
+                    float v = st_canon_unit(f.W, da, isum, acc[tl][i][j]);
+                    if (D::min) v = st_canon_unit_min(f.M, da, D::min_halves ? f.g0 * q0[i] + f.g1 * q1[i] : q0[i], v);
+                    acc[tl][i][j] = v;
+                }
             }
         }
     }
@@ -196,7 +203,7 @@ __global__ void __launch_bounds__(32 * W) st_mmvq_mma_kernel(st_mat_dev m, st_xp
     }
 }
 
-/* W warps per block (8, 16 or 32: 4, 2 or 1 streams per warp); as many
+/* W warps per block (4, 8, 16 or 32: 8, 4, 2 or 1 streams per warp); as many
  * tiles as NT tokens need. */
 template <int TYPE, int W>
 static st_rt_error st_mmvq_mma_w(const st_launch &L, const st_mat_dev &m, const st_xplanes &x, int nt,
