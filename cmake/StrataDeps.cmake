@@ -18,4 +18,16 @@ if(STRATA_BUILD_TESTS)
   endif()
 endif()
 
+# The HTML report's test parses the page with gumbo, a real HTML5 parser in C
+# (Debian's libgumbo-dev). Optional for the build: without it the test is a
+# failing placeholder that says what to install (tests/CMakeLists.txt), so a
+# CPU test run cannot pass without the parse check.
+if(STRATA_BUILD_TESTS)
+  find_path(STRATA_GUMBO_INCLUDE_DIR gumbo.h)
+  find_library(STRATA_GUMBO_LIBRARY NAMES gumbo)
+  if(NOT STRATA_GUMBO_INCLUDE_DIR OR NOT STRATA_GUMBO_LIBRARY)
+    message(WARNING "gumbo (libgumbo-dev) not found: report_html_test will fail until it is installed (tools/install-deps.sh)")
+  endif()
+endif()
+
 find_package(Threads REQUIRED)

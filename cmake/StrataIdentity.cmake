@@ -48,3 +48,25 @@ elseif(STRATA_GPU_BACKEND STREQUAL "HIP")
   strata_hash(STRATA_GPU_COMPILER_HASH
     "${CMAKE_CXX_COMPILER_ID};${CMAKE_CXX_COMPILER_VERSION};${STRATA_HIP_ARCH};-ffp-contract=off;${CMAKE_CXX_FLAGS};${CMAKE_CXX_FLAGS_${_bt}}")
 endif()
+
+# The source commit recorded in the provenance of tables and reports
+# (`git rev-parse HEAD` at configure time; "unknown" outside a git checkout
+# or without git). Not part of the identity: a table does not refuse because
+# the commit changed. CMake configures again when HEAD moves, so a build
+# does not keep an old commit.
+set(STRATA_SOURCE_COMMIT "unknown")
+find_package(Git QUIET)
+if(GIT_FOUND)
+  execute_process(COMMAND ${GIT_EXECUTABLE} rev-parse HEAD WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+    OUTPUT_VARIABLE _st_commit OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE _st_rc)
+  execute_process(COMMAND ${GIT_EXECUTABLE} rev-parse --absolute-git-dir WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+    OUTPUT_VARIABLE _st_gitdir OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  if(_st_rc EQUAL 0 AND _st_commit MATCHES "^[0-9a-f]+$")
+    set(STRATA_SOURCE_COMMIT "${_st_commit}")
+    foreach(_st_f HEAD logs/HEAD)
+      if(EXISTS "${_st_gitdir}/${_st_f}")
+        set_property(DIRECTORY ${PROJECT_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${_st_gitdir}/${_st_f}")
+      endif()
+    endforeach()
+  endif()
+endif()

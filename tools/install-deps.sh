@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what a CPU build and its tests need on Debian/Ubuntu, when missing:
-# a C compiler, CMake, cJSON and CMocka. Pass --hip to add the gfx1100
+# a C compiler, CMake, cJSON, CMocka and gumbo (the HTML5 parser the
+# report's test uses). Pass --hip to add the gfx1100
 # compile-check toolchain (clang-19 + HIP headers + gfx11 device libraries).
 set -euo pipefail
 need=()
@@ -8,6 +9,7 @@ command -v cc >/dev/null || need+=(build-essential)
 command -v cmake >/dev/null || need+=(cmake)
 [ -f /usr/include/cjson/cJSON.h ] || need+=(libcjson-dev)
 [ -f /usr/include/cmocka.h ] || need+=(libcmocka-dev)
+[ -f /usr/include/gumbo.h ] || need+=(libgumbo-dev)   # the HTML5 parser of the report's test
 command -v pkg-config >/dev/null || need+=(pkg-config)
 if [ "${1:-}" = "--hip" ]; then
   command -v clang++-19 >/dev/null || need+=(clang-19)

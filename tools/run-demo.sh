@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job (README.md): installs missing dependencies, builds (CUDA when
 # nvcc and an NVIDIA GPU are present, else the CPU backend), then tunes the
-# demo model shipped in tests/data with tune_decode: table + report in
-# build/tables, the table checked in a fresh process, coverage listed.
+# demo model shipped in tests/data with tune_decode: the table, its report
+# (JSON and HTML page) and the folder's index tables.json in build/tables,
+# the table checked in a fresh process, the folder listed, coverage listed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
@@ -23,4 +24,5 @@ quick=()
 [ "$preset" = cpu ] && quick=(--quick)   # the CPU backend is the slow reference: fewer rounds
 "$bin" tune "$model" --out "$out" --force "${quick[@]}"
 "$bin" table check "$out"
+"$bin" table list "$out"
 "$bin" coverage "$model" "$out"

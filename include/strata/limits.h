@@ -12,10 +12,10 @@
 
 /* Activation vectors (tokens) of one call. */
 #define ST_MAX_TOKENS 8
-/* Experts each token is routed to (top-k). */
-#define ST_MAX_TOPK 8
-/* Experts of one MoE layer. */
-#define ST_MAX_EXPERTS 256
+/* Experts each token is routed to (top-k): Qwen3-Next routes 10. */
+#define ST_MAX_TOPK 16
+/* Experts of one MoE layer: Qwen3-Next has 512. */
+#define ST_MAX_EXPERTS 512
 /* (token, slot) pairs of one expert_grouped call. */
 #define ST_MAX_PAIRS (ST_MAX_TOKENS * ST_MAX_TOPK)
 

@@ -41,7 +41,8 @@ typedef struct {
 /* For each token t < NT and slot k < TOPK, with e = ids[t*topk+k]:
  *   h = silu(gate_e . q8_1(x_t)) * (up_e . q8_1(x_t)); hq = q8_1(h);
  *   y = down_e . hq;  out[t] = sum_k wts[t*topk+k] * y in k order (fma).
- * Tokens that chose the same expert share one pass over its weights. */
+ * Tokens that chose the same expert share one pass over its weights.
+ * NT 1..ST_MAX_TOKENS, TOPK 1..ST_MAX_TOPK, n_expert 1..ST_MAX_EXPERTS. */
 ST_API st_status st_ref_expert_grouped(const st_expert_weights *ew, const float *x,
                                        const int32_t *ids, const float *wts, int nt,
                                        int topk, float *out, const st_cpu_split *split);

@@ -9,8 +9,11 @@
  * median of rounds with the spread recorded. A variant is kept only when it
  * beats the default by more than the threshold with non-overlapping spreads
  * and is not the very launch the default makes. The table is written
- * atomically, loaded back through the guarded loader, and a JSON report
- * records every measurement and decision. */
+ * atomically (its comment lines carry the provenance: tool, source commit,
+ * date, device, model file and SHA-256, token mix, report names), loaded
+ * back through the guarded loader, a JSON report records every measurement
+ * and decision, an HTML page is rendered from that JSON beside it, and the
+ * output folder's index tables.json is updated. */
 #ifndef STRATA_TUNER_H
 #define STRATA_TUNER_H
 
@@ -56,7 +59,7 @@ typedef struct {
     int mismatches;      /* candidates disqualified by the byte compare (bugs) */
     int noisy;           /* decisions whose spread exceeded the threshold */
     char table_path[1024];
-    char report_path[1024];
+    char report_path[1024]; /* the JSON; the HTML page is the same name ending in .html */
     bool table_written;  /* false when every shape kept the default... still written with provenance */
     bool engaged;        /* the written table loaded back and engaged */
     int changed_vs_previous; /* choices that differ from the table this run replaced (-1: none for this identity) */

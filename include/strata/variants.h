@@ -16,8 +16,11 @@
  * shipped; 2 = S=32 canonical streams, row-planar device layout, the lists
  * below; 3 = IQ3_S sign plane transposed, pipelined default iq_mmvq (the
  * same bits, but a table tuned against space 2 compared variants with
- * other kernels: its choices no longer describe this build). */
-#define STRATA_SELECTION_SPACE 3
+ * other kernels: its choices no longer describe this build); 4 = experts
+ * per layer up to 512 and top-k up to 16 (ST_MAX_EXPERTS, ST_MAX_TOPK): the
+ * expert kernels' shared expert lists and pair arrays are sized by them, so
+ * a table measured the kernels with the smaller arrays. */
+#define STRATA_SELECTION_SPACE 4
 
 /* Exactness contract (docs/DESIGN.md section 2). A row's K values are split into
  * units of ST_CANON_UNIT values (one q8_1 activation block). Unit u belongs

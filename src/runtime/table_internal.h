@@ -66,7 +66,18 @@ st_status st_table_read_header(const char *buf, size_t len, st_identity *hdr);
  * counted in *LEN). */
 st_status st_read_file_err(const char *path, char **buf, size_t *len, int *err);
 
-/* Test hook for st_table_write_atomic: when >= 0, the write of the
+/* Writes LEN bytes of TEXT to PATH atomically, as st_table_write_atomic
+ * does (a temporary file beside PATH, fsync, rename over PATH, fsync of the
+ * directory): a reader sees the old content or the new, never a part. On
+ * failure PATH is untouched and the temporary file removed. */
+st_status st_file_write_atomic(const char *path, const char *text, size_t len);
+
+/* Test hook: when set, called with the temporary file's name after it is
+ * written and synced and before the rename (a test kills the process
+ * there). NULL (the default) in production. */
+extern void (*st_file_write_before_rename)(const char *tmp);
+
+/* Test hook for st_table_write_atomic (and st_file_write_atomic): when >= 0, the write of the
  * temporary file fails (EIO) after this many bytes, exercising the cleanup
  * path. -1 (the default) disables it. Not for production use. */
 extern long st_table_write_fail_after_bytes;

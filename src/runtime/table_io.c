@@ -319,19 +319,15 @@ static int sync_parent(const char *path)
     return r;
 }
 
-st_status st_table_write_atomic(const st_table *t, const char *path)
+void (*st_file_write_before_rename)(const char *tmp) = NULL;
+
+st_status st_file_write_atomic(const char *path, const char *text, size_t len)
 {
     static atomic_uint counter;
-    if (!t || !path || !path[0]) return st_fail(ST_ERR_INVALID_ARG, "table_write: NULL argument");
-    char *text = NULL;
-    size_t len = 0;
-    ST_TRY(st_table_format(t, &text, &len));
+    if (!path || !path[0] || (!text && len)) return st_fail(ST_ERR_INVALID_ARG, "write: NULL argument");
     size_t tn = strlen(path) + 64;
     char *tmp = malloc(tn);
-    if (!tmp) {
-        free(text);
-        return st_fail(ST_ERR_NOMEM, "table_write: out of memory");
-    }
+    if (!tmp) return st_fail(ST_ERR_NOMEM, "write: out of memory");
     snprintf(tmp, tn, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&counter, 1));
     const char *step = "create";
     int r = 0;
@@ -346,11 +342,11 @@ st_status st_table_write_atomic(const st_table *t, const char *path)
     r = close(fd);
     fd = -1;
     if (r != 0) goto fail;
+    if (st_file_write_before_rename) st_file_write_before_rename(tmp);
     step = "rename";
     if (rename(tmp, path) != 0) goto fail;
-    free(text);
     free(tmp);
-    /* PATH holds the new table now; a failed directory sync only means the
+    /* PATH holds the new content now; a failed directory sync only means the
      * rename might not survive a crash. */
     if (sync_parent(path) != 0)
         return st_fail(ST_ERR_IO, "%s: written, but syncing its directory failed: %s", path,
@@ -361,8 +357,18 @@ fail: {
     if (fd >= 0) close(fd);
     if (created) unlink(tmp);
     st_status s = st_fail(ST_ERR_IO, "%s: cannot %s %s: %s", path, step, tmp, strerror(e));
-    free(text);
     free(tmp);
     return s;
 }
+}
+
+st_status st_table_write_atomic(const st_table *t, const char *path)
+{
+    if (!t || !path || !path[0]) return st_fail(ST_ERR_INVALID_ARG, "table_write: NULL argument");
+    char *text = NULL;
+    size_t len = 0;
+    ST_TRY(st_table_format(t, &text, &len));
+    st_status s = st_file_write_atomic(path, text, len);
+    free(text);
+    return s;
 }

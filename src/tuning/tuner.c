@@ -5,6 +5,7 @@
 #include "strata/tuner.h"
 #include "strata/verify.h"
 #include "ctx_internal.h"
+#include "gguf.h"
 #include "internal.h"
 #include "randgen.h"
 #include "table_internal.h"
@@ -355,22 +356,13 @@ static st_status check_existing(const char *path, const st_identity *id, bool fo
     return ST_OK;
 }
 
-static st_status build_table(st_ctx *ctx, const st_tune_options *o, const st_tune_shape_result *r, int n,
-                             const char *report_path, st_table **out, int *kept)
+static st_status build_table(st_ctx *ctx, const st_tune_shape_result *r, int n, const st_provenance *prov, st_table **out,
+                             int *kept)
 {
     st_table *t = NULL;
     ST_TRY(st_table_create(st_ctx_identity(ctx), &t));
     char line[1200], key[128];
-    time_t now = time(NULL);
-    struct tm tmv;
-    gmtime_r(&now, &tmv);
-    char date[32];
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tmv);
-    snprintf(line, sizeof line, "made by tune_decode %s on %s, device %s, driver %s", st_version(), date,
-             st_ctx_identity(ctx)->device_name, st_ctx_identity(ctx)->driver);
-    st_status s = st_table_add_comment(t, line);
-    snprintf(line, sizeof line, "report: %s; threshold %.1f%%", report_path, 100 * o->threshold);
-    if (s == ST_OK) s = st_table_add_comment(t, line);
+    st_status s = st_provenance_to_table(t, prov);
     *kept = 0;
     for (int i = 0; i < n && s == ST_OK; i++) {
         const st_tune_shape *sh = &r[i].shape;
@@ -466,6 +458,7 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
             snprintf(why, sizeof why, "%s", st_last_error());
             return st_fail(ms, "%s: %s", o->model_path, why);
         }
+        if (!o->quiet) st_model_log_skips(model, "tune");
     }
     st_tune_shape *shapes = NULL;
     int n = 0;
@@ -481,6 +474,9 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
     if (st == ST_OK && mkdir(dir, 0777) != 0 && errno != EEXIST)
         st = st_fail(ST_ERR_IO, "tune: cannot create the output directory %s: %s", dir, strerror(errno));
     if (st == ST_OK) st = check_existing(table_path, id, o->force);
+    st_provenance prov;
+    memset(&prov, 0, sizeof prov);
+    if (st == ST_OK) st = st_tune_provenance(ctx, o, name, report_path, &prov);
     if (st == ST_OK && !o->quiet)
         st_log("tune: %d shapes on %s (%s), threshold %.1f%%%s", n, id->device_name, id->arch, 100 * o->threshold,
                o->quick ? ", quick" : "");
@@ -501,17 +497,19 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
     snprintf(res->report_path, sizeof res->report_path, "%s", report_path);
     char engage[ST_TABLE_MSG_MAX] = "", verdict[600] = "";
     st_table *t = NULL;
-    if (st == ST_OK) st = build_table(ctx, o, r, n, report_path, &t, &res->kept_variants);
+    st_verify_result vr;
+    memset(&vr, 0, sizeof vr);
+    bool gate_ran = false;
+    if (st == ST_OK) st = build_table(ctx, r, n, &prov, &t, &res->kept_variants);
     if (st == ST_OK) {
         /* The gate runs on a candidate file; only a passing table is installed. */
         char cand_path[1100];
         snprintf(cand_path, sizeof cand_path, "%s.candidate", table_path);
         st = st_table_write_atomic(t, cand_path);
-        st_verify_result vr;
-        memset(&vr, 0, sizeof vr);
         bool pass = true;
         if (st == ST_OK && !o->no_verify && res->kept_variants > 0) {
             st = st_tune_gate(ctx, o, r, n, cand_path, &vr);
+            gate_ran = st == ST_OK;
             pass = st == ST_OK && vr.passed;
             snprintf(verdict, sizeof verdict, "%s", vr.message);
             if (!o->quiet && st == ST_OK) st_log("tune: gate: %s", vr.message);
@@ -540,7 +538,9 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
     }
     st_table_destroy(t);
     if (r && res->shapes > 0 && st != ST_ERR_INTERRUPTED) {
-        st_status rs = st_tune_write_report(report_path, ctx, o, r, res->shapes, res, engage, verdict);
+        st_status rs = st_tune_write_report(report_path, ctx, o, r, res->shapes, res, engage, verdict, &prov,
+                                            gate_ran ? &vr : NULL);
+        if (rs == ST_OK) rs = st_tune_outputs(ctx, o, dir, report_path, table_path);
         if (rs != ST_OK && st == ST_OK) st = rs;
     }
     if (st == ST_OK && res->mismatches) st = st_fail(ST_ERR_MISMATCH, "%d candidates differed from the default", res->mismatches);

@@ -3,6 +3,8 @@
 #define ST_TUNER_INTERNAL_H
 
 #include "measure.h"
+#include "provenance.h"
+#include "strata/verify.h"
 #include "strata/model.h"
 #include "strata/tuner.h"
 
@@ -51,9 +53,21 @@ st_status st_tune_shapes(const st_tune_options *opt, const st_model *model, st_t
 /* Parses "expert GU DN N_EMBD N_FF N_TOKENS" / "mmvq TYPE ROWS COLS". */
 st_status st_tune_parse_shape(const char *text, int n_expert, int topk, st_tune_shape *s);
 
-/* Writes the JSON report; the path goes into RES. */
-st_status st_tune_write_report(const char *path, const st_ctx *ctx, const st_tune_options *opt,
+/* Writes the JSON report atomically. PROV (may be NULL) adds the
+ * campaign's provenance and settings; GATE (NULL when the gate did not run)
+ * its step times per n_tokens. */
+st_status st_tune_write_report(const char *path, st_ctx *ctx, const st_tune_options *opt,
                                const st_tune_shape_result *r, int n, const st_tune_result *res,
-                               const char *engage_line, const char *verify_line);
+                               const char *engage_line, const char *verify_line, const st_provenance *prov,
+                               const st_verify_result *gate);
+
+/* The campaign's provenance (tuner_outputs.c): tool, source commit, date,
+ * device, model name, file and SHA-256, token mix, threshold, report names. */
+st_status st_tune_provenance(st_ctx *ctx, const st_tune_options *o, const char *model_name, const char *report_path,
+                             st_provenance *p);
+/* After the JSON report: renders the HTML page beside it and updates DIR's
+ * tables.json (saying which tables this one supersedes). */
+st_status st_tune_outputs(st_ctx *ctx, const st_tune_options *o, const char *dir, const char *report_path,
+                          const char *table_path);
 
 #endif

@@ -2,7 +2,11 @@
 /* The tuner's JSON report: identity, command line, every candidate's
  * timings and byte-compare result, each decision with its delta, and where
  * the table went. */
+#include "ctx_internal.h"
 #include "internal.h"
+#include "provenance.h"
+#include "strata/verify.h"
+#include "table_internal.h"
 #include "tuner_internal.h"
 
 #include <cjson/cJSON.h>
@@ -62,6 +66,8 @@ static cJSON *shape_json(const st_tune_shape_result *r)
         cJSON_AddStringToObject(j, "byte_compare", c == 0 ? "reference" : x->bytes_match ? "identical" : "MISMATCH");
         if (!x->bytes_match) cJSON_AddStringToObject(j, "mismatch", x->mismatch);
         cJSON_AddNumberToObject(j, "blended_median_us", x->blended_us);
+        cJSON_AddNumberToObject(j, "blended_p25_us", x->blended_p25);
+        cJSON_AddNumberToObject(j, "blended_p75_us", x->blended_p75);
         cJSON *ts = cJSON_AddArrayToObject(j, "timings");
         for (int k = 0; k < r->n_nts; k++) cJSON_AddItemToArray(ts, timing_json(&x->t[k], r->nts[k]));
         cJSON_AddItemToArray(cands, j);
@@ -74,12 +80,55 @@ static cJSON *shape_json(const st_tune_shape_result *r)
     return o;
 }
 
-st_status st_tune_write_report(const char *path, const st_ctx *ctx, const st_tune_options *opt,
+/* The provenance and settings the HTML report and tables.json show. */
+static void add_campaign(cJSON *root, cJSON *op, const st_provenance *p, const st_tune_options *opt, st_ctx *ctx)
+{
+    cJSON_AddStringToObject(root, "source_commit", st_source_commit());
+    if (!p) return;
+    cJSON_AddStringToObject(op, "model_name", p->model);
+    cJSON_AddStringToObject(op, "model_sha256", p->model_sha256);
+    cJSON_AddStringToObject(op, "token_mix", p->token_mix);
+    cJSON_AddStringToObject(op, "expert_token_counts", p->expert_tokens);
+    cJSON_AddNumberToObject(op, "rounds", opt->rounds > 0 ? opt->rounds : opt->quick ? 5 : 15);
+    cJSON_AddNumberToObject(op, "llc_bytes", (double)st_ctx_llc_bytes(ctx));
+    cJSON *kn = cJSON_AddArrayToObject(op, "active_knobs");
+    const st_dispatch_config *cfg = st_ctx_dispatch(ctx);
+    for (int k = 0; cfg && k < ST_KNOB_COUNT; k++)
+        if (cfg->active[k]) cJSON_AddItemToArray(kn, cJSON_CreateString(st_knob_env((st_knob)k)));
+    cJSON_AddStringToObject(op, "report_files", p->report);
+}
+
+/* The gate's verdict and its step times per n_tokens. */
+static void add_gate(cJSON *root, const st_verify_result *g, const char *line)
+{
+    cJSON *gj = cJSON_AddObjectToObject(root, "gate");
+    cJSON_AddStringToObject(gj, "message", line ? line : "");
+    cJSON_AddBoolToObject(gj, "ran", g != NULL);
+    if (!g) return;
+    cJSON_AddBoolToObject(gj, "passed", g->passed);
+    cJSON_AddBoolToObject(gj, "bytes_equal", g->bytes_equal);
+    cJSON_AddBoolToObject(gj, "not_slower", g->not_slower);
+    cJSON *steps = cJSON_AddArrayToObject(gj, "steps");
+    for (int nt = 0; nt < ST_MAX_TOKENS; nt++) {
+        if (!(g->base_us[nt] > 0)) continue;
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "n_tokens", nt + 1);
+        cJSON_AddNumberToObject(e, "without_us", g->base_us[nt]);
+        cJSON_AddNumberToObject(e, "with_us", g->table_us[nt]);
+        cJSON_AddNumberToObject(e, "spread_without", g->base_spread[nt]);
+        cJSON_AddNumberToObject(e, "spread_with", g->table_spread[nt]);
+        cJSON_AddItemToArray(steps, e);
+    }
+}
+
+st_status st_tune_write_report(const char *path, st_ctx *ctx, const st_tune_options *opt,
                                const st_tune_shape_result *r, int n, const st_tune_result *res,
-                               const char *engage_line, const char *verify_line)
+                               const char *engage_line, const char *verify_line, const st_provenance *prov,
+                               const st_verify_result *gate)
 {
     cJSON *root = cJSON_CreateObject();
     const st_identity *id = st_ctx_identity(ctx);
+    cJSON_AddStringToObject(root, "report", "autotune");
     cJSON_AddStringToObject(root, "tool", "tune_decode");
     cJSON_AddStringToObject(root, "version", st_version());
     char date[32];
@@ -100,6 +149,7 @@ st_status st_tune_write_report(const char *path, const st_ctx *ctx, const st_tun
     cJSON_AddNumberToObject(op, "threshold_pct", 100 * opt->threshold);
     cJSON_AddBoolToObject(op, "quick", opt->quick);
     cJSON_AddStringToObject(op, "model", opt->model_path ? opt->model_path : "");
+    add_campaign(root, op, prov, opt, ctx);
     cJSON *shapes = cJSON_AddArrayToObject(root, "shapes");
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(shapes, shape_json(&r[i]));
     cJSON *tj = cJSON_AddObjectToObject(root, "table");
@@ -108,6 +158,7 @@ st_status st_tune_write_report(const char *path, const st_ctx *ctx, const st_tun
     cJSON_AddBoolToObject(tj, "engaged", res->engaged);
     cJSON_AddStringToObject(tj, "engagement_line", engage_line ? engage_line : "");
     cJSON_AddStringToObject(tj, "gate", verify_line ? verify_line : "");
+    add_gate(root, gate, verify_line);
     cJSON *sm = cJSON_AddObjectToObject(root, "summary");
     cJSON_AddNumberToObject(sm, "shapes", res->shapes);
     cJSON_AddNumberToObject(sm, "kept_variants", res->kept_variants);
@@ -117,14 +168,7 @@ st_status st_tune_write_report(const char *path, const st_ctx *ctx, const st_tun
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     if (!text) return st_fail(ST_ERR_NOMEM, "report: out of memory");
-    char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    st_status s = ST_OK;
-    if (!f || fputs(text, f) < 0 || fputc('\n', f) < 0) s = st_fail(ST_ERR_IO, "report: cannot write %s", tmp);
-    if (f && fclose(f) != 0 && s == ST_OK) s = st_fail(ST_ERR_IO, "report: cannot write %s", tmp);
-    if (s == ST_OK && rename(tmp, path) != 0) s = st_fail(ST_ERR_IO, "report: cannot rename %s to %s", tmp, path);
-    if (s != ST_OK) remove(tmp);
+    st_status s = st_file_write_atomic(path, text, strlen(text));
     free(text);
     return s;
 }

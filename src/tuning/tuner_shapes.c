@@ -7,12 +7,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const st_qtype DEMO_GU[] = {ST_IQ3_XXS, ST_IQ3_S, ST_IQ2_S, ST_IQ4_XS, ST_IQ4_NL, ST_Q8_0, ST_Q4_K};
+/* The demo set, by ggml name: a type this build lacks (st_qtype_from_name
+ * says ST_QTYPE_NONE) is left out, so the set follows the format list.
+ * Expert pairs: each gate-up type with IQ4_NL down (n_ff 640 is no multiple
+ * of 256), iq2_xxs being the low-bit MoE quants' gate-up. Dense: the IQ
+ * shapes, then the K-quant matrices real quants keep beside their experts:
+ * q5_K / q6_K attention (4096x4096) and a q6_K output-like slice of the
+ * vocabulary (16384 rows of 4096). */
+static const char *const DEMO_GU[] = {"iq3_xxs", "iq3_s", "iq2_s", "iq4_xs", "iq4_nl", "q8_0", "q4_K", "iq2_xxs"};
 static const struct {
-    st_qtype t;
+    const char *t;
     int rows, cols;
-} DEMO_MMVQ[] = {{ST_IQ3_S, 4096, 14336}, {ST_IQ3_S, 14336, 4096}, {ST_IQ4_XS, 4096, 14336},
-                 {ST_IQ4_NL, 14336, 4096}, {ST_IQ3_S, 2560, 2560}};
+} DEMO_MMVQ[] = {{"iq3_s", 4096, 14336}, {"iq3_s", 14336, 4096}, {"iq4_xs", 4096, 14336}, {"iq4_nl", 14336, 4096},
+                 {"iq3_s", 2560, 2560},  {"q5_K", 4096, 4096},   {"q6_K", 4096, 4096},    {"q6_K", 16384, 4096}};
 
 static st_status fits(const st_tune_shape *s)
 {
@@ -151,17 +158,22 @@ static st_status demo(const st_tune_options *o, list *l)
 {
     int nts[ST_MAX_TOKENS], nn = expert_nts(o, nts);
     if (o->do_expert)
-        for (size_t i = 0; i < sizeof DEMO_GU / sizeof DEMO_GU[0]; i++)
-            for (int k = 0; k < nn; k++) {
-                st_tune_shape s = {ST_SHAPE_EXPERT, DEMO_GU[i], ST_IQ4_NL, 0, 0, 2560, 640, nts[k], o->n_expert, o->topk,
+        for (size_t i = 0; i < sizeof DEMO_GU / sizeof DEMO_GU[0]; i++) {
+            const st_qtype gu = st_qtype_from_name(DEMO_GU[i]);
+            for (int k = 0; k < nn && gu != ST_QTYPE_NONE; k++) {
+                st_tune_shape s = {ST_SHAPE_EXPERT, gu, ST_IQ4_NL, 0, 0, 2560, 640, nts[k], o->n_expert, o->topk,
                                    {NULL, NULL, NULL}, "demo"};
                 ST_TRY(fits(&s));
                 ST_TRY(push(l, &s));
             }
+        }
     if (o->do_mmvq)
         for (size_t i = 0; i < sizeof DEMO_MMVQ / sizeof DEMO_MMVQ[0]; i++) {
-            st_tune_shape s = {ST_SHAPE_MMVQ, DEMO_MMVQ[i].t, ST_QTYPE_NONE, DEMO_MMVQ[i].rows, DEMO_MMVQ[i].cols,
+            const st_qtype t = st_qtype_from_name(DEMO_MMVQ[i].t);
+            if (t == ST_QTYPE_NONE) continue;
+            st_tune_shape s = {ST_SHAPE_MMVQ, t, ST_QTYPE_NONE, DEMO_MMVQ[i].rows, DEMO_MMVQ[i].cols,
                                0, 0, 0, 0, 0, {NULL, NULL, NULL}, "demo"};
+            ST_TRY(fits(&s));
             ST_TRY(push(l, &s));
         }
     return ST_OK;

@@ -8,6 +8,7 @@
 #include "strata/model.h"
 #include "strata/verify.h"
 #include "ctx_internal.h"
+#include "gguf.h"
 #include "internal.h"
 #include "randgen.h"
 #include "tuner_internal.h"
@@ -92,13 +93,13 @@ static st_status upload_inputs(st_ctx *c, st_rng *r, vop *op, const float *route
     if (s == ST_OK && op->kind == ST_SHAPE_EXPERT) {
         int32_t ids[ST_MAX_PAIRS];
         float w[ST_MAX_PAIRS];
-        for (int t = 0; t < 8; t++) {
+        for (int t = 0; t < ST_MAX_TOKENS; t++) {
             if (router)
                 route_router(router, op->in, op->n_expert, op->topk, hx + (size_t)t * op->in, ids + t * op->topk, w + t * op->topk);
             else
                 st_random_routing(r, 1, op->topk, op->n_expert, ids + t * op->topk, w + t * op->topk);
         }
-        const size_t n = (size_t)(8 * op->topk);
+        const size_t n = (size_t)(ST_MAX_TOKENS * op->topk);
         s = st_ctx_alloc(c, n * sizeof(int32_t), (void **)&op->ids);
         if (s == ST_OK) s = st_ctx_upload(c, op->ids, ids, n * sizeof(int32_t));
         if (s == ST_OK) s = st_ctx_alloc(c, n * sizeof(float), (void **)&op->wts);
@@ -474,7 +475,9 @@ static st_status run_gate(st_ctx *c, const st_verify_options *o, const vops *v, 
     return s;
 }
 
-st_status st_verify_run(st_ctx *c, const st_verify_options *o, st_verify_result *res)
+/* LOG_SKIPS: one line per part of the model the step leaves out (not for
+ * the tuner's gate: the tuner said so already). */
+static st_status verify_run(st_ctx *c, const st_verify_options *o, st_verify_result *res, bool log_skips)
 {
     memset(res, 0, sizeof *res);
     if (!o->table_path) return st_fail(ST_ERR_INVALID_ARG, "verify: no table given");
@@ -488,6 +491,7 @@ st_status st_verify_run(st_ctx *c, const st_verify_options *o, st_verify_result 
     if (!o->quiet) st_log("%s", line);
     st_model *m = NULL;
     if (o->model_path) s = open_model(o->model_path, &m);
+    if (m && log_skips && !o->quiet) st_model_log_skips(m, "verify");
     vops v = {NULL, 0, 0};
     st_rng r;
     st_rng_seed(&r, 20261129);
@@ -502,6 +506,11 @@ st_status st_verify_run(st_ctx *c, const st_verify_options *o, st_verify_result 
     st_model_close(m);
     st_table_destroy(tab);
     return s;
+}
+
+st_status st_verify_run(st_ctx *c, const st_verify_options *o, st_verify_result *res)
+{
+    return verify_run(c, o, res, true);
 }
 
 /* The tuner's gate: the model when one was given, else the tuned shapes as a
@@ -553,7 +562,7 @@ st_status st_tune_gate(st_ctx *ctx, const st_tune_options *o, const st_tune_shap
             vo.topk = r[0].shape.kind == ST_SHAPE_EXPERT ? r[0].shape.topk : o->topk;
         }
     }
-    st_status s = st_verify_run(ctx, &vo, vr);
+    st_status s = verify_run(ctx, &vo, vr, false);
     free(texts);
     free(ptrs);
     return s;

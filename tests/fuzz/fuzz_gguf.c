@@ -3,6 +3,7 @@
  * (every KV, array element, string, the first and last byte of every tensor's
  * data), so a wrong bounds check shows up under ASan. */
 #include "gguf.h"
+#include "strata/limits.h"
 #include "strata/model.h"
 
 #include <stdint.h>
@@ -60,6 +61,17 @@ static void walk_model(const st_model *m)
     }
     for (size_t i = 0; i < st_model_skipped_count(m); i++)
         touch(st_model_skipped_at(m, i)->data, st_model_skipped_at(m, i)->bytes);
+    for (size_t i = 0; i < st_model_omitted_count(m); i++) {
+        const st_model_omission *o = st_model_omitted_at(m, i);
+        g_sink += strlen(o->name) + strlen(o->reason) + (uint64_t)(o->layer + 1);
+        if (i > 0 && st_model_omitted_at(m, i - 1)->layer > o->layer) __builtin_trap();
+    }
+    const st_model_moe *md = st_model_moe_info(m);
+    if (md->n_expert > ST_MAX_EXPERTS || md->n_expert_used > ST_MAX_TOPK) __builtin_trap();
+    for (size_t i = 0; i < st_model_expert_layer_count(m); i++)
+        if (st_model_expert_layer_at(m, i)->n_expert > ST_MAX_EXPERTS ||
+            !st_qtype_valid(st_model_expert_layer_at(m, i)->gu_type))
+            __builtin_trap();
     for (size_t i = 0; i < st_model_expert_shape_count(m); i++) {
         const st_model_expert_shape *s = st_model_expert_shape_at(m, i);
         if (!st_model_expert_layer_at(m, s->first)) __builtin_trap();

@@ -1,9 +1,9 @@
 /* expert_grouped on the GPU: the default chain, every (gate-up, down) rows
  * variant and every expert knob path give the same bytes as the CPU
  * reference, for n_tokens 1..ST_MAX_TOKENS and routings that put all tokens
- * on the same experts, every token on different experts, and random top-k;
- * every format of ST_QTYPES as gate-up (with an IQ4_NL or Q8_0 down) and as
- * down. */
+ * on the same experts, every token on different experts, and random top-k,
+ * up to ST_MAX_EXPERTS experts and top-ST_MAX_TOPK; every format of
+ * ST_QTYPES as gate-up (with an IQ4_NL or Q8_0 down) and as down. */
 #include "parity_util.h"
 
 typedef struct {
@@ -145,6 +145,12 @@ static void expert_grouped_gpu_matches_cpu_bitwise(void **state)
     /* the campaign shape: 2560/640, 64 experts, top-8 */
     eshape big = {ST_IQ3_S, ST_IQ4_NL, 2560, 640, 64};
     expert_sweep(cpu, gpu, &big, few, 3, 8);
+    /* at the limits: every expert id the kernels' lists hold, the most
+     * (token, slot) pairs (ST_MAX_TOKENS x ST_MAX_TOPK), and Qwen3-Next's
+     * 512 experts with top-10 */
+    eshape wide = {ST_IQ3_S, ST_IQ4_NL, 256, 64, ST_MAX_EXPERTS};
+    expert_sweep(cpu, gpu, &wide, few, 3, ST_MAX_TOPK);
+    expert_sweep(cpu, gpu, &wide, few, 3, 10);
     printf("native_grouped_parity: %zu comparisons, %zu mismatches\n", g_cmp, g_mis);
     st_ctx_destroy(cpu);
     st_ctx_destroy(gpu);

@@ -108,39 +108,99 @@ static void expert_same_bytes_for_any_thread_split(void **state)
     free((void *)ew.down);
 }
 
-/* out[t] = sum_k w * down_e . q8_1(silu(gate_e . q8_1(x)) * (up_e . q8_1(x))), built from st_ref_mmvq. */
+/* out[t] = sum_k w * down_e . q8_1(silu(gate_e . q8_1(x)) * (up_e . q8_1(x))), built from st_ref_mmvq,
+ * for the routing IDS [nt][topk]. */
+static void check_composition(st_rng *r, st_qtype gu, st_qtype dn, int n_embd, int n_ff, int n_exp, int nt, int topk,
+                              const int32_t *ids)
+{
+    const size_t grb = st_qtype_row_bytes(gu, n_embd), drb = st_qtype_row_bytes(dn, n_ff);
+    st_expert_weights ew = {gu, dn, n_embd, n_ff, n_exp, rand_matrix(r, gu, n_exp * n_ff, n_embd),
+                            rand_matrix(r, gu, n_exp * n_ff, n_embd), rand_matrix(r, dn, n_exp * n_embd, n_ff)};
+    const size_t nx = (size_t)nt * (size_t)n_embd;
+    float *x = malloc(sizeof(float) * nx), *out = malloc(sizeof(float) * nx), *want = malloc(sizeof(float) * nx);
+    float *wts = malloc(sizeof(float) * (size_t)(nt * topk));
+    float *g = malloc(sizeof(float) * (size_t)n_ff), *u = malloc(sizeof(float) * (size_t)n_ff);
+    float *h = malloc(sizeof(float) * (size_t)n_ff), *y = malloc(sizeof(float) * (size_t)n_embd);
+    st_random_floats(r, x, nx, 2.0f);
+    for (int i = 0; i < nt * topk; i++) wts[i] = st_rng_float(r);
+    assert_int_equal(st_ref_expert_grouped(&ew, x, ids, wts, nt, topk, out, NULL), ST_OK);
+    for (int t = 0; t < nt; t++) {
+        uint8_t *xq = quantize_tokens(x + (size_t)t * n_embd, 1, n_embd);
+        float *acc = want + (size_t)t * n_embd;
+        memset(acc, 0, sizeof(float) * (size_t)n_embd);
+        for (int k = 0; k < topk; k++) {
+            int e = ids[t * topk + k];
+            assert_int_equal(st_ref_mmvq(gu, (const uint8_t *)ew.gate + (size_t)e * n_ff * grb, n_ff, n_embd, xq, 1, g, NULL), ST_OK);
+            assert_int_equal(st_ref_mmvq(gu, (const uint8_t *)ew.up + (size_t)e * n_ff * grb, n_ff, n_embd, xq, 1, u, NULL), ST_OK);
+            for (int i = 0; i < n_ff; i++) h[i] = st_silu_mul(g[i], u[i]);
+            uint8_t *hq = quantize_tokens(h, 1, n_ff);
+            assert_int_equal(st_ref_mmvq(dn, (const uint8_t *)ew.down + (size_t)e * n_embd * drb, n_embd, n_ff, hq, 1, y, NULL), ST_OK);
+            for (int i = 0; i < n_embd; i++) acc[i] = st_fma(wts[t * topk + k], y[i], acc[i]);
+            free(hq);
+        }
+        free(xq);
+    }
+    assert_memory_equal(out, want, sizeof(float) * nx);
+    free((void *)ew.gate);
+    free((void *)ew.up);
+    free((void *)ew.down);
+    free(x), free(out), free(want), free(wts), free(g), free(u), free(h), free(y);
+}
+
 static void expert_equals_its_composition(void **state)
 {
     (void)state;
     st_rng r;
     st_rng_seed(&r, 13);
-    const int n_embd = 512, n_ff = 96, n_exp = 6, nt = 3, topk = 3;
-    const size_t grb = st_qtype_row_bytes(ST_IQ4_XS, n_embd), drb = st_qtype_row_bytes(ST_Q8_0, n_ff);
-    st_expert_weights ew = {ST_IQ4_XS, ST_Q8_0, n_embd, n_ff, n_exp, rand_matrix(&r, ST_IQ4_XS, n_exp * n_ff, n_embd),
-                            rand_matrix(&r, ST_IQ4_XS, n_exp * n_ff, n_embd), rand_matrix(&r, ST_Q8_0, n_exp * n_embd, n_ff)};
-    float x[3 * 512], wts[9], out[3 * 512], want[3 * 512];
-    int32_t ids[9] = {0, 4, 2, 4, 5, 0, 1, 2, 3};
-    st_random_floats(&r, x, sizeof x / sizeof x[0], 2.0f);
-    for (int i = 0; i < 9; i++) wts[i] = st_rng_float(&r);
-    assert_int_equal(st_ref_expert_grouped(&ew, x, ids, wts, nt, topk, out, NULL), ST_OK);
-    for (int t = 0; t < nt; t++) {
-        uint8_t *xq = quantize_tokens(x + t * n_embd, 1, n_embd);
-        float acc[512] = {0};
-        for (int k = 0; k < topk; k++) {
-            int e = ids[t * topk + k];
-            float g[96], u[96], h[96], y[512];
-            assert_int_equal(st_ref_mmvq(ST_IQ4_XS, (const uint8_t *)ew.gate + (size_t)e * n_ff * grb, n_ff, n_embd, xq, 1, g, NULL), ST_OK);
-            assert_int_equal(st_ref_mmvq(ST_IQ4_XS, (const uint8_t *)ew.up + (size_t)e * n_ff * grb, n_ff, n_embd, xq, 1, u, NULL), ST_OK);
-            for (int i = 0; i < n_ff; i++) h[i] = st_silu_mul(g[i], u[i]);
-            uint8_t *hq = quantize_tokens(h, 1, n_ff);
-            assert_int_equal(st_ref_mmvq(ST_Q8_0, (const uint8_t *)ew.down + (size_t)e * n_embd * drb, n_embd, n_ff, hq, 1, y, NULL), ST_OK);
-            for (int i = 0; i < n_embd; i++) acc[i] = st_fma(wts[t * topk + k], y[i], acc[i]);
-            free(hq);
-        }
-        memcpy(want + t * n_embd, acc, sizeof acc);
-        free(xq);
+    const int32_t ids[9] = {0, 4, 2, 4, 5, 0, 1, 2, 3};
+    check_composition(&r, ST_IQ4_XS, ST_Q8_0, 512, 96, 6, 3, 3, ids);
+}
+
+/* At the limits: ST_MAX_EXPERTS experts, ST_MAX_TOKENS tokens of top-
+ * ST_MAX_TOPK (ST_MAX_PAIRS pairs in one call), the last expert id used,
+ * some experts shared by several tokens; and Qwen3-Next's 512 / top-10. */
+static void expert_equals_its_composition_at_the_limits(void **state)
+{
+    (void)state;
+    st_rng r;
+    st_rng_seed(&r, 17);
+    int32_t ids[ST_MAX_PAIRS];
+    const int topks[] = {ST_MAX_TOPK, 10};
+    for (size_t i = 0; i < 2; i++) {
+        const int topk = topks[i];
+        for (int t = 0; t < ST_MAX_TOKENS; t++)
+            for (int k = 0; k < topk; k++) /* distinct within a token */
+                ids[t * topk + k] = k < 2 ? ST_MAX_EXPERTS - 1 - k : (t * 37 + k * 5) % (ST_MAX_EXPERTS - 2);
+        check_composition(&r, ST_IQ3_S, ST_IQ4_NL, 256, 64, ST_MAX_EXPERTS, ST_MAX_TOKENS, topk, ids);
     }
-    assert_memory_equal(out, want, sizeof out);
+}
+
+/* One past each limit is refused with a message that names it; the output
+ * is left as it was. */
+static void expert_refuses_beyond_the_limits(void **state)
+{
+    (void)state;
+    st_rng r;
+    st_rng_seed(&r, 19);
+    const int n_embd = 256, n_ff = 32;
+    st_expert_weights ew = {ST_Q8_0, ST_Q8_0, n_embd, n_ff, ST_MAX_EXPERTS + 1,
+                            rand_matrix(&r, ST_Q8_0, (ST_MAX_EXPERTS + 1) * n_ff, n_embd),
+                            rand_matrix(&r, ST_Q8_0, (ST_MAX_EXPERTS + 1) * n_ff, n_embd),
+                            rand_matrix(&r, ST_Q8_0, (ST_MAX_EXPERTS + 1) * n_embd, n_ff)};
+    float x[256] = {0}, wts[ST_MAX_TOPK + 1] = {0}, out[256];
+    int32_t ids[ST_MAX_TOPK + 1] = {0};
+    for (int k = 0; k <= ST_MAX_TOPK; k++) ids[k] = k;
+    memset(out, 0x5a, sizeof out);
+    assert_int_equal(st_ref_expert_grouped(&ew, x, ids, wts, 1, 2, out, NULL), ST_ERR_INVALID_ARG);
+    char want[128];
+    snprintf(want, sizeof want, "n_expert %d is out of range 1..%d (ST_MAX_EXPERTS)", ST_MAX_EXPERTS + 1, ST_MAX_EXPERTS);
+    assert_non_null(strstr(st_last_error(), want));
+    ew.n_expert = ST_MAX_EXPERTS;
+    assert_int_equal(st_ref_expert_grouped(&ew, x, ids, wts, 1, ST_MAX_TOPK + 1, out, NULL), ST_ERR_INVALID_ARG);
+    snprintf(want, sizeof want, "top-k %d is out of range 1..%d (ST_MAX_TOPK)", ST_MAX_TOPK + 1, ST_MAX_TOPK);
+    assert_non_null(strstr(st_last_error(), want));
+    for (int i = 0; i < 256; i++) assert_int_equal(((uint8_t *)out)[i], 0x5a);
+    assert_int_equal(st_ref_expert_grouped(&ew, x, ids, wts, 1, ST_MAX_TOPK, out, NULL), ST_OK);
     free((void *)ew.gate);
     free((void *)ew.up);
     free((void *)ew.down);
@@ -228,6 +288,8 @@ int main(void)
         cmocka_unit_test(mmvq_same_bytes_for_any_thread_split),
         cmocka_unit_test(expert_same_bytes_for_any_thread_split),
         cmocka_unit_test(expert_equals_its_composition),
+        cmocka_unit_test(expert_equals_its_composition_at_the_limits),
+        cmocka_unit_test(expert_refuses_beyond_the_limits),
         cmocka_unit_test(byte_compare_catches_a_changed_summation_order),
         cmocka_unit_test(repack_round_trips_every_type),
     };

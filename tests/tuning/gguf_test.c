@@ -25,7 +25,7 @@
 #define TINY_GGUF STRATA_TEST_DATA "/gguf/tiny-moe.gguf"
 #define TINY_TXT STRATA_TEST_DATA "/gguf/tiny-moe.txt"
 
-enum { T_F32 = 0, T_F16 = 1, T_Q8_0 = 8, T_IQ4_NL = 20, T_IQ3_S = 21, T_TQ1_0 = 34 };
+enum { T_F32 = 0, T_F16 = 1, T_Q8_0 = 8, T_IQ4_NL = 20, T_IQ3_S = 21 };
 
 /* ---- helpers --------------------------------------------------------------- */
 
@@ -936,21 +936,43 @@ static void model_refuses_incomplete_or_inconsistent_expert_layers(void **state)
     l2[1].ne[1] = 32;
     l2[2].ne[2] = 4;
     expect_model_refused(l2, 3, ST_ERR_PARSE, "blk.2.ffn_down_exps.weight has ne {32, 256, 4, 1}");
-    l2[2].ne[2] = 2;
-    l2[1].type = T_Q8_0;
-    expect_model_refused(l2, 3, ST_ERR_UNSUPPORTED, "gate and up must share a type");
-    l2[1].type = T_IQ3_S;
-    l2[2].type = T_TQ1_0; /* a ggml type no kernel here decodes */
-    expect_model_refused(l2, 3, ST_ERR_UNSUPPORTED,
-                         "blk.2.ffn_down_exps.weight has type tq1_0, which the expert kernels do not support");
-    l2[2].type = 200;
-    expect_model_refused(l2, 3, ST_ERR_UNSUPPORTED, "has type type 200");
-    l2[2].type = T_F32;
-    expect_model_refused(l2, 3, ST_ERR_UNSUPPORTED, "has type f32");
     /* Experts that disagree with the metadata (expert_count 2). */
     for (int i = 0; i < 3; i++) l2[i].ne[2] = 4;
-    l2[2].type = T_IQ4_NL;
     expect_model_refused(l2, 3, ST_ERR_PARSE, "has 4 experts, but qwen3moe.expert_count says 2");
+}
+
+/* A layer's types never refuse the model: the layer is left out with one
+ * line and the rest is described (every type: tests/tuning/model_arch_test.c). */
+static void expect_layer_omitted(const tspec *extra, size_t n, const char *why)
+{
+    wbuf w = make_moe(extra, n, true);
+    st_model *m = NULL;
+    if (model_of(&w, &m) != ST_OK) fail_msg("refused: %s", st_last_error());
+    assert_int_equal(st_model_expert_layer_count(m), 2);
+    assert_int_equal(st_model_omitted_count(m), 1);
+    const st_model_omission *o = st_model_omitted_at(m, 0);
+    assert_int_equal(o->layer, 2);
+    assert_string_equal(o->name, "blk.2 experts");
+    if (!strstr(o->reason, why)) fail_msg("reason '%s', wanted '%s'", o->reason, why);
+    assert_int_equal(st_model_expert_shape_count(m), 1);
+    st_model_close(m);
+    free(w.p);
+}
+
+static void model_omits_expert_layers_of_types_the_kernels_lack(void **state)
+{
+    tspec l2[3] = {{"blk.2.ffn_gate_exps.weight", 3, {256, 32, 2, 1}, T_Q8_0},
+                   {"blk.2.ffn_up_exps.weight", 3, {256, 32, 2, 1}, T_IQ3_S},
+                   {"blk.2.ffn_down_exps.weight", 3, {32, 256, 2, 1}, T_IQ4_NL}};
+    expect_layer_omitted(l2, 3, "blk.2.ffn_gate_exps.weight is q8_0 but blk.2.ffn_up_exps.weight is iq3_s: the expert "
+                                "kernels take gate and up of one type");
+    l2[0].type = T_IQ3_S;
+    l2[2].type = 200;
+    expect_layer_omitted(l2, 3, "blk.2.ffn_down_exps.weight has type type 200, which the expert kernels do not support");
+    l2[2].type = T_F32;
+    expect_layer_omitted(l2, 3, "blk.2.ffn_down_exps.weight has type f32, which the expert kernels do not support");
+    l2[2].type = T_F16;
+    expect_layer_omitted(l2, 3, "has type f16");
 }
 
 static void model_name_falls_back_to_the_file_name(void **state)
@@ -991,6 +1013,7 @@ int main(void)
         cmocka_unit_test(model_describes_a_synthetic_moe),
         cmocka_unit_test(model_prefers_output_weight_over_the_tied_embedding),
         cmocka_unit_test(model_refuses_incomplete_or_inconsistent_expert_layers),
+        cmocka_unit_test(model_omits_expert_layers_of_types_the_kernels_lack),
         cmocka_unit_test(model_name_falls_back_to_the_file_name),
     };
     return cmocka_run_group_tests_name("gguf", tests, setup_tiny, teardown_tiny);

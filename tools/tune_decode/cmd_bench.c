@@ -20,7 +20,7 @@
 
 static const char BENCH_HELP[] =
     "usage: tune_decode bench [--shape 'SPEC']... [--variant R|G/D] [--model M.gguf] [--layers N]\n"
-    "                         [--quick] [--no-suite]\n"
+    "                         [--quick] [--no-suite] [--html FILE.html]\n"
     "\n"
     "Measures, in one process: the read bandwidth (a streaming-read kernel over 1 GiB), the\n"
     "device-to-device copy bandwidth (bytes read + written), the launch overhead (back-to-back\n"
@@ -30,9 +30,14 @@ static const char BENCH_HELP[] =
     "Expert bytes count only the unique experts the routing reads. Whole decode steps: the\n"
     "model given (default tests/data/gguf/tiny-moe.gguf when present) and a synthetic model of\n"
     "--layers (default 48) MoE layers iq3_s/iq4_nl 2560/640, 64 experts, top-8.\n"
-    "Without --shape: the suite (iq3_s/iq4_xs/iq4_nl 4096x14336 and 14336x4096, n_tokens 1 2 4 8;\n"
-    "every supported expert pair at 2560/640, n_tokens 1..8). --no-suite runs only --shape.\n"
-    "SPEC: 'mmvq TYPE ROWS COLS' or 'expert GU DN N_EMBD N_FF N_TOKENS'.\n";
+    "Without --shape: the suite (iq3_s/iq4_xs/iq4_nl 4096x14336 and 14336x4096, the K-quant\n"
+    "matrices real quants keep beside their experts: q5_K and q6_K 4096x4096 (attention) and a\n"
+    "q6_K 16384x4096 output-like slice, n_tokens 1 2 4 8; the expert pairs iq3_s iq3_xxs iq2_s\n"
+    "iq4_xs iq4_nl q8_0 q4_K and the low-bit iq2_xxs gate-up with iq4_nl down at 2560/640,\n"
+    "n_tokens 1..8; an entry whose type this build lacks is left out). --no-suite runs only --shape.\n"
+    "SPEC: 'mmvq TYPE ROWS COLS' or 'expert GU DN N_EMBD N_FF N_TOKENS'.\n"
+    "--html FILE.html: the figures as a page (one chart per shape), and their JSON beside it\n"
+    "(FILE.json, the --json document; tune_decode report FILE.json renders it again).\n";
 
 typedef struct {
     st_ctx *ctx;
@@ -324,7 +329,7 @@ static st_status bench_model(st_ctx *c, bench_env *e, const st_verify_options *v
 
 int cmd_bench(int argc, char **argv, const td_global *g)
 {
-    const char *specs[32], *model = NULL;
+    const char *specs[32], *model = NULL, *html = NULL;
     int ns = 0, layers = 48, variant[2] = {0, 0};
     bool have_variant = false, suite = true, quick = false;
     for (int i = 1; i < argc; i++) {
@@ -343,6 +348,8 @@ int cmd_bench(int argc, char **argv, const td_global *g)
             specs[ns++] = argv[++i];
         } else if (!strcmp(a, "--model")) {
             model = argv[++i];
+        } else if (!strcmp(a, "--html")) {
+            html = argv[++i];
         } else if (!strcmp(a, "--layers")) {
             layers = atoi(argv[++i]);
             if (layers < 0 || layers > 512) return td_usage_error("bench: --layers %s is out of range 0..512", argv[i]);
@@ -380,15 +387,24 @@ int cmd_bench(int argc, char **argv, const td_global *g)
                                           : bench_shape(c, &e, &sh, one, 1, have_variant ? variant : NULL);
     }
     if (suite) {
-        const st_qtype mt[] = {ST_IQ3_S, ST_IQ4_XS, ST_IQ4_NL};
-        for (int i = 0; i < 3 && s == ST_OK; i++)
-            for (int k = 0; k < 2 && s == ST_OK; k++) {
-                st_tune_shape m = {ST_SHAPE_MMVQ, mt[i], ST_QTYPE_NONE, k ? 14336 : 4096, k ? 4096 : 14336, 0, 0, 0, 0, 0, {0}, ""};
-                s = bench_shape(c, &e, &m, nt4, 4, NULL);
-            }
-        const st_qtype gus[] = {ST_IQ3_S, ST_IQ3_XXS, ST_IQ2_S, ST_IQ4_XS, ST_IQ4_NL, ST_Q8_0, ST_Q4_K};
-        for (int i = 0; i < 7 && s == ST_OK; i++) {
-            st_tune_shape x = {ST_SHAPE_EXPERT, gus[i], ST_IQ4_NL, 0, 0, 2560, 640, 1, 64, 8, {0}, ""};
+        /* by ggml name: a type this build lacks is left out */
+        static const struct {
+            const char *t;
+            int rows, cols;
+        } mm[] = {{"iq3_s", 4096, 14336}, {"iq3_s", 14336, 4096}, {"iq4_xs", 4096, 14336}, {"iq4_xs", 14336, 4096},
+                  {"iq4_nl", 4096, 14336}, {"iq4_nl", 14336, 4096}, {"q5_K", 4096, 4096},    {"q6_K", 4096, 4096},
+                  {"q6_K", 16384, 4096}};
+        for (size_t i = 0; i < sizeof mm / sizeof mm[0] && s == ST_OK; i++) {
+            const st_qtype t = st_qtype_from_name(mm[i].t);
+            if (t == ST_QTYPE_NONE) continue;
+            st_tune_shape m = {ST_SHAPE_MMVQ, t, ST_QTYPE_NONE, mm[i].rows, mm[i].cols, 0, 0, 0, 0, 0, {0}, ""};
+            s = bench_shape(c, &e, &m, nt4, 4, NULL);
+        }
+        static const char *const gus[] = {"iq3_s", "iq3_xxs", "iq2_s", "iq4_xs", "iq4_nl", "q8_0", "q4_K", "iq2_xxs"};
+        for (size_t i = 0; i < sizeof gus / sizeof gus[0] && s == ST_OK; i++) {
+            const st_qtype gu = st_qtype_from_name(gus[i]);
+            if (gu == ST_QTYPE_NONE) continue;
+            st_tune_shape x = {ST_SHAPE_EXPERT, gu, ST_IQ4_NL, 0, 0, 2560, 640, 1, 64, 8, {0}, ""};
             s = bench_shape(c, &e, &x, nt8, i == 0 ? 8 : 2, NULL);
         }
     }
@@ -412,20 +428,26 @@ int cmd_bench(int argc, char **argv, const td_global *g)
         snprintf(label, sizeof label, "synthetic %d x MoE iq3_s/iq4_nl 2560/640", vo.n_layers);
         s = bench_model(c, &e, &vo, label);
     }
-    if (g->json) {
+    int rc = 0;
+    if (g->json || (html && s == ST_OK)) {
         cJSON *root = cJSON_CreateObject();
-        cJSON *idj = cJSON_AddObjectToObject(root, "identity");
-        cJSON_AddStringToObject(idj, "device", id->device_name);
-        cJSON_AddStringToObject(idj, "arch", id->arch);
-        cJSON_AddStringToObject(idj, "runtime", id->runtime);
-        cJSON_AddStringToObject(idj, "driver", id->driver);
+        if (html) {
+            td_report_header(root, "bench", id, argc, argv); /* the identity included */
+        } else {
+            cJSON *idj = cJSON_AddObjectToObject(root, "identity");
+            cJSON_AddStringToObject(idj, "device", id->device_name);
+            cJSON_AddStringToObject(idj, "arch", id->arch);
+            cJSON_AddStringToObject(idj, "runtime", id->runtime);
+            cJSON_AddStringToObject(idj, "driver", id->driver);
+        }
         cJSON_AddNumberToObject(root, "read_gb_per_s", e.read_gbs);
         cJSON_AddNumberToObject(root, "copy_gb_per_s", e.copy_gbs);
         cJSON_AddNumberToObject(root, "launch_overhead_us", e.launch_us);
         cJSON_AddNumberToObject(root, "llc_bytes", (double)e.llc);
         cJSON_AddItemToObject(root, "rows", e.rows);
         e.rows = NULL;
-        char *t = cJSON_Print(root);
+        if (html && s == ST_OK) rc = td_write_report(root, html, "bench", g->quiet);
+        char *t = g->json ? cJSON_Print(root) : NULL;
         if (t) puts(t);
         free(t);
         cJSON_Delete(root);
@@ -436,5 +458,5 @@ int cmd_bench(int argc, char **argv, const td_global *g)
         fprintf(stderr, "bench: %s\n", st_last_error()[0] ? st_last_error() : st_status_str(s));
         return 1;
     }
-    return 0;
+    return rc;
 }

@@ -13,8 +13,13 @@ static const char SHAPES_USAGE[] =
     "Lists what one decode step of the GGUF model asks of the kernels:\n"
     "  expert shapes  MoE layers (gate/up type, down type, n_embd, n_ff, experts)\n"
     "  mmvq shapes    dense matrices (type, rows, cols) and which tensors have them\n"
-    "Matrices whose type has no kernel are listed as unsupported; routers kept in\n"
-    "f32 are listed as skipped (they are no quantized decode shape).\n"
+    "Shared experts (ffn_*_shexp) are dense matrices of every step. The MoE metadata\n"
+    "(<arch>.expert_count, expert_used_count, expert_shared_count, expert_feed_forward_length,\n"
+    "expert_shared_feed_forward_length, leading_dense_block_count) is printed when present.\n"
+    "Nothing refuses the model for its types: matrices whose type has no kernel are listed\n"
+    "as unsupported, routers kept in f32 as skipped (no quantized decode shape), and expert\n"
+    "layers the kernels do not run (their types, or a layout such as one tensor per expert)\n"
+    "and 3-D per-head weights as omitted, one line each with the reason.\n"
     "--json prints the same as JSON.\n";
 
 #define SKIP_REASON "router stored in float: no quantized decode shape"
@@ -95,6 +100,17 @@ static int print_text(const char *path, const st_model *m)
     printf("arch: %s\n", st_model_arch(m)[0] ? st_model_arch(m) : "(none)");
     printf("file: %s\n", path);
     printf("expert_used_count: %d\n", st_model_expert_used(m));
+    const st_model_moe *md = st_model_moe_info(m);
+    const struct {
+        const char *key;
+        int v;
+    } meta[] = {{"expert_count", md->n_expert},
+                {"expert_shared_count", md->n_expert_shared},
+                {"expert_feed_forward_length", md->n_ff_expert},
+                {"expert_shared_feed_forward_length", md->n_ff_shared},
+                {"leading_dense_block_count", md->n_leading_dense}};
+    for (size_t i = 0; i < sizeof meta / sizeof meta[0]; i++)
+        if (meta[i].v > 0) printf("%s: %d\n", meta[i].key, meta[i].v);
 
     size_t ne = st_model_expert_shape_count(m);
     printf("\nexpert shapes: %zu (%zu expert layers)\n", ne, st_model_expert_layer_count(m));
@@ -135,6 +151,12 @@ static int print_text(const char *path, const st_model *m)
         printf("  %-8s %6s %6s %5s  %s\n", "type", "rows", "cols", "count", "tensors");
         print_matrix_groups(st_model_skipped_at, st_model_skipped_count(m), m, NULL);
     }
+    if (st_model_omitted_count(m)) {
+        printf("\nomitted: %zu left out of the decode step (supported types: %s)\n", st_model_omitted_count(m),
+               st_qtype_names());
+        for (size_t i = 0; i < st_model_omitted_count(m); i++)
+            printf("  %s: %s\n", st_model_omitted_at(m, i)->name, st_model_omitted_at(m, i)->reason);
+    }
     return 0;
 }
 
@@ -152,13 +174,27 @@ static cJSON *matrix_json(const st_model_matrix *mx, const char *reason)
     return o;
 }
 
+static bool add_moe_json(cJSON *root, const st_model *m)
+{
+    const st_model_moe *md = st_model_moe_info(m);
+    cJSON *o = cJSON_AddObjectToObject(root, "moe");
+    return o && cJSON_AddNumberToObject(o, "block_count", md->n_layer) &&
+           cJSON_AddNumberToObject(o, "embedding_length", md->n_embd) &&
+           cJSON_AddNumberToObject(o, "expert_count", md->n_expert) &&
+           cJSON_AddNumberToObject(o, "expert_used_count", md->n_expert_used) &&
+           cJSON_AddNumberToObject(o, "expert_shared_count", md->n_expert_shared) &&
+           cJSON_AddNumberToObject(o, "expert_feed_forward_length", md->n_ff_expert) &&
+           cJSON_AddNumberToObject(o, "expert_shared_feed_forward_length", md->n_ff_shared) &&
+           cJSON_AddNumberToObject(o, "leading_dense_block_count", md->n_leading_dense);
+}
+
 static cJSON *build_json(const char *path, const st_model *m)
 {
     cJSON *root = cJSON_CreateObject();
     if (!root) return NULL;
     bool ok = cJSON_AddStringToObject(root, "file", path) && cJSON_AddStringToObject(root, "name", st_model_name(m)) &&
               cJSON_AddStringToObject(root, "arch", st_model_arch(m)) &&
-              cJSON_AddNumberToObject(root, "expert_used_count", st_model_expert_used(m));
+              cJSON_AddNumberToObject(root, "expert_used_count", st_model_expert_used(m)) && add_moe_json(root, m);
     cJSON *experts = ok ? cJSON_AddArrayToObject(root, "expert_shapes") : NULL;
     for (size_t i = 0; experts && ok && i < st_model_expert_shape_count(m); i++) {
         const st_model_expert_shape *s = st_model_expert_shape_at(m, i);
@@ -208,7 +244,19 @@ static cJSON *build_json(const char *path, const st_model *m)
     cJSON *skipped = ok && unsup ? cJSON_AddArrayToObject(root, "skipped") : NULL;
     for (size_t j = 0; skipped && ok && j < st_model_skipped_count(m); j++)
         ok = cJSON_AddItemToArray(skipped, matrix_json(st_model_skipped_at(m, j), SKIP_REASON));
-    if (!ok || !skipped) {
+    cJSON *omitted = ok && skipped ? cJSON_AddArrayToObject(root, "omitted") : NULL;
+    for (size_t j = 0; omitted && ok && j < st_model_omitted_count(m); j++) {
+        const st_model_omission *om = st_model_omitted_at(m, j);
+        cJSON *o = cJSON_CreateObject();
+        ok = o && cJSON_AddItemToArray(omitted, o);
+        if (!ok) {
+            cJSON_Delete(o);
+            break;
+        }
+        ok = cJSON_AddStringToObject(o, "name", om->name) && cJSON_AddNumberToObject(o, "layer", om->layer) &&
+             cJSON_AddStringToObject(o, "reason", om->reason);
+    }
+    if (!ok || !omitted) {
         cJSON_Delete(root);
         return NULL;
     }

@@ -1,6 +1,7 @@
 /* tune_decode table check|show, variants, identity: inspect tuning tables,
  * the compiled-in variants and knobs, and this process's identity. */
 #include "commands.h"
+#include "provenance.h"
 #include "strata/decode.h"
 #include "table_internal.h"
 #include "strata/identity.h"
@@ -16,6 +17,7 @@
 static const char TABLE_HELP[] =
     "usage: tune_decode [--json] table check PATH\n"
     "       tune_decode [--json] table show PATH\n"
+    "       tune_decode [--json] table list DIR [--prune]\n"
     "\n"
     "  check PATH   load PATH (a table file, or a directory holding *.table files: the one\n"
     "               whose header matches this process is chosen) the way the library does,\n"
@@ -24,11 +26,16 @@ static const char TABLE_HELP[] =
     "               line or the reason for the refusal.\n"
     "               Exit status: 0 the table would engage, 1 it would not.\n"
     "               --json: {\"engages\": bool, \"message\": \"...\", \"path\": \"...\"}\n"
-    "  show PATH    print a table's header tokens, comments and shapes without checking\n"
-    "               them against this machine (the structure is still checked).\n"
+    "  show PATH    print a table's header tokens, provenance (tool, source commit, date,\n"
+    "               device, model file and SHA-256, token mix, threshold, report files), other\n"
+    "               comments and shapes, without checking them against this machine (the\n"
+    "               structure is still checked).\n"
     "               Exit status: 0, or 1 with the one refusal line when it is malformed.\n"
-    "               --json: {\"path\", \"identity\": {...}, \"comments\": [...],\n"
-    "               \"mmvq\": [...], \"expert\": [...]}\n"
+    "               --json: {\"path\", \"identity\": {...}, \"provenance\": {...},\n"
+    "               \"comments\": [...], \"mmvq\": [...], \"expert\": [...]}\n"
+    "  list DIR     the tables folder from its index (tables.json): each table's identity,\n"
+    "               model, date, shapes and status here, which one engages and why the others\n"
+    "               do not; --prune removes superseded tables (tune_decode table list --help).\n"
     "\n"
     "Options:\n"
     "  --json       machine-readable output\n"
@@ -145,8 +152,12 @@ static void show_text(const char *path, const st_table *t)
     const st_identity *id = st_table_identity(t);
     printf("table:     %s\narch:      %s\nruntime:   %s\ncompiler:  %s\nspace:     %d\n", path,
            id->arch, id->runtime, id->compiler, id->space);
+    st_provenance p;
+    st_provenance_from_table(t, &p);
+    for (int i = 0; i < ST_PROVENANCE_COUNT; i++)
+        printf("%-16s %s\n", st_provenance_key(i), st_provenance_value(&p, i)[0] ? st_provenance_value(&p, i) : "(not recorded)");
     for (size_t i = 0; i < st_table_comment_count(t); i++)
-        printf("# %s\n", st_table_comment_at(t, i));
+        if (!st_provenance_is_comment(st_table_comment_at(t, i))) printf("# %s\n", st_table_comment_at(t, i));
     size_t nm = st_table_mmvq_count(t), ne = st_table_expert_count(t);
     printf("shapes:    %zu (%zu mmvq, %zu expert)\n", st_table_count(t), nm, ne);
     if (nm) {
@@ -181,6 +192,10 @@ static int show_json(const char *path, const st_table *t)
     cJSON_AddStringToObject(ido, "runtime", id->runtime);
     cJSON_AddStringToObject(ido, "compiler", id->compiler);
     cJSON_AddNumberToObject(ido, "space", id->space);
+    st_provenance p;
+    st_provenance_from_table(t, &p);
+    cJSON *pj = cJSON_AddObjectToObject(o, "provenance");
+    for (int i = 0; i < ST_PROVENANCE_COUNT; i++) cJSON_AddStringToObject(pj, st_provenance_key(i), st_provenance_value(&p, i));
     cJSON *com = cJSON_AddArrayToObject(o, "comments");
     for (size_t i = 0; i < st_table_comment_count(t); i++)
         cJSON_AddItemToArray(com, cJSON_CreateString(st_table_comment_at(t, i)));
@@ -243,14 +258,15 @@ static int table_show(const char *path, const td_global *g)
 
 int cmd_table(int argc, char **argv, const td_global *g)
 {
+    if (argc >= 2 && !strcmp(argv[1], "list")) return td_table_list(argc - 2, argv + 2, g);
     const char *pos[2];
     int err = 0;
     int n = td_args(argc, argv, 1, TABLE_HELP, "table", pos, 2, &err);
     if (n == -1) return 0;
     if (n == -2) return err;
-    if (n == 0) return td_usage_error("table: expected 'check PATH' or 'show PATH'");
+    if (n == 0) return td_usage_error("table: expected 'check PATH', 'show PATH' or 'list DIR'");
     bool check = !strcmp(pos[0], "check"), show = !strcmp(pos[0], "show");
-    if (!check && !show) return td_usage_error("table: unknown subcommand '%s' (check, show)", pos[0]);
+    if (!check && !show) return td_usage_error("table: unknown subcommand '%s' (check, show, list)", pos[0]);
     if (n != 2) return td_usage_error("table %s: expected one PATH", pos[0]);
     return check ? table_check(pos[1], g) : table_show(pos[1], g);
 }

@@ -5,6 +5,7 @@
 #include "strata/tuner.h"
 #include "strata/verify.h"
 #include "internal.h"
+#include "report_html.h"
 #include "table_internal.h"
 
 #include <cjson/cJSON.h>
@@ -16,24 +17,30 @@
 static const char TUNE_HELP[] =
     "usage: tune_decode tune [MODEL.gguf] [options]\n"
     "\n"
-    "Tunes the decode kernels for this machine: for every shape the model needs (or the demo\n"
-    "set: the 7 expert pairs gate-up {iq3_xxs iq3_s iq2_s iq4_xs iq4_nl q8_0 q4_K} x down iq4_nl\n"
-    "at n_embd 2560, n_ff 640, 64 experts, top-8, plus dense iq_mmvq shapes), it byte-compares\n"
-    "the default and every compiled-in variant on the device, times them round-robin with\n"
-    "weights rotated past the last-level cache, keeps a variant only when it beats the default\n"
-    "by more than the threshold, runs the end-to-end gate (tune_decode verify), then writes\n"
-    "DIR/strata-<model>-<arch>-<runtime>.table atomically, loads it back, and writes the report\n"
-    "DIR/strata-<model>.autotune.json.\n"
+    "Tunes the decode kernels for this machine: for every shape the model needs, or the demo\n"
+    "set (the expert pairs gate-up {iq3_xxs iq3_s iq2_s iq4_xs iq4_nl q8_0 q4_K iq2_xxs} x down\n"
+    "iq4_nl at n_embd 2560, n_ff 640, 64 experts, top-8; dense iq3_s, iq4_xs and iq4_nl shapes of\n"
+    "4096/14336 and 2560 models, q5_K and q6_K 4096x4096, a q6_K 16384x4096 output-like slice; a type\n"
+    "this build lacks is left out), it byte-compares the default and every compiled-in variant\n"
+    "on the device, times them round-robin with weights rotated past the last-level cache,\n"
+    "keeps a variant only when it beats the default by more than the threshold, runs the\n"
+    "end-to-end gate (tune_decode verify), then writes DIR/strata-<model>-<arch>-<runtime>.table\n"
+    "atomically (its comments carry the provenance: tool, source commit, date, device, model\n"
+    "file and SHA-256, token mix, report names), loads it back, writes the report\n"
+    "DIR/strata-<model>.autotune.json and its page DIR/strata-<model>.autotune.html (charts per\n"
+    "shape; tune_decode report renders it again), and updates DIR/tables.json, the folder's\n"
+    "index (tune_decode table list DIR).\n"
     "\n"
     "Options:\n"
-    "  --out DIR            where the table and the report go (default .)\n"
+    "  --out DIR            where the table, the reports and tables.json go (default .)\n"
     "  --threshold P%       keep threshold (default 1%)\n"
     "  --ntok-mix LIST      token counts, e.g. 1,2,4,8 (default 1..8): the blend timed for\n"
     "                       mmvq shapes and the token counts tuned for expert shapes\n"
     "  --shapes LIST        expert,mmvq (default both)\n"
     "  --shape 'SPEC'       tune this shape instead (repeatable): 'expert GU DN N_EMBD N_FF N_TOKENS'\n"
     "                       or 'mmvq TYPE ROWS COLS'\n"
-    "  --experts N --topk K experts and top-k for the demo set and --shape (default 64, 8)\n"
+    "  --experts N --topk K experts (1.." TD_STR(ST_MAX_EXPERTS) ") and top-k (1.." TD_STR(ST_MAX_TOPK) ") for the demo\n"
+    "                       set and --shape (default 64, 8)\n"
     "  --rounds N           timed rounds per candidate (default 15; --quick 5)\n"
     "  --quick              fewer rounds and a smaller weight rotation (smoke runs, CI)\n"
     "  --no-verify          skip the end-to-end gate (not recommended)\n"
@@ -58,7 +65,7 @@ static int parse_list(const char *s, int *v, int max)
     for (char *p = strtok(buf, ","); p; p = strtok(NULL, ",")) {
         char *end;
         long x = strtol(p, &end, 10);
-        if (*end || x < 1 || x > 8 || n >= max) return -1;
+        if (*end || x < 1 || x > ST_MAX_TOKENS || n >= max) return -1;
         v[n++] = (int)x;
     }
     return n;
@@ -109,8 +116,9 @@ int cmd_tune(int argc, char **argv, const td_global *g)
                 return td_usage_error("tune: --threshold '%s' is not a percentage like 1%%", argv[i]);
             o.threshold = t / 100.0;
         } else if (!strcmp(a, "--ntok-mix")) {
-            o.n_ntok_mix = parse_list(argv[++i], o.ntok_mix, 8);
-            if (o.n_ntok_mix <= 0) return td_usage_error("tune: --ntok-mix '%s': expected token counts 1..8 like 1,2,4,8", argv[i]);
+            o.n_ntok_mix = parse_list(argv[++i], o.ntok_mix, ST_MAX_TOKENS);
+            if (o.n_ntok_mix <= 0)
+                return td_usage_error("tune: --ntok-mix '%s': expected token counts 1..%d like 1,2,4,8", argv[i], ST_MAX_TOKENS);
         } else if (!strcmp(a, "--shapes")) {
             const char *sv = argv[++i];
             o.do_expert = strstr(sv, "expert") != NULL;
@@ -122,7 +130,8 @@ int cmd_tune(int argc, char **argv, const td_global *g)
         } else if (!strcmp(a, "--experts") || !strcmp(a, "--topk") || !strcmp(a, "--rounds")) {
             char *end;
             long x = strtol(argv[++i], &end, 10);
-            if (*end || x < 1 || x > 256) return td_usage_error("tune: %s '%s' is not a number in 1..256", a, argv[i]);
+            const int hi = !strcmp(a, "--experts") ? ST_MAX_EXPERTS : !strcmp(a, "--topk") ? ST_MAX_TOPK : 256;
+            if (*end || x < 1 || x > hi) return td_usage_error("tune: %s '%s' is not a number in 1..%d", a, argv[i], hi);
             if (!strcmp(a, "--experts")) o.n_expert = (int)x;
             else if (!strcmp(a, "--topk")) o.topk = (int)x;
             else o.rounds = (int)x;
@@ -134,7 +143,6 @@ int cmd_tune(int argc, char **argv, const td_global *g)
             return td_usage_error("tune: more than one model given ('%s')", a);
         }
     }
-    if (o.topk > 8) return td_usage_error("tune: --topk is at most 8");
     o.shapes = shapes;
     o.n_shapes = ns;
     o.quiet = g->quiet;
@@ -164,6 +172,9 @@ int cmd_tune(int argc, char **argv, const td_global *g)
         cJSON_AddStringToObject(j, "table", res.table_written ? res.table_path : "");
         cJSON_AddBoolToObject(j, "engaged", res.engaged);
         cJSON_AddStringToObject(j, "report", res.report_path);
+        char html[1100];
+        st_report_html_path(res.report_path, html, sizeof html);
+        cJSON_AddStringToObject(j, "report_html", html);
         char *t = cJSON_Print(j);
         if (t) puts(t);
         free(t);
@@ -171,7 +182,10 @@ int cmd_tune(int argc, char **argv, const td_global *g)
     } else if (s == ST_OK || s == ST_ERR_MISMATCH) {
         printf("tuned %d shapes: %d kept a variant, %d kept the default%s\n", res.shapes, res.kept_variants,
                res.shapes - res.kept_variants, res.noisy ? " (some decisions noisy: see the report)" : "");
-        printf("table:  %s%s\nreport: %s\n", res.table_path, res.engaged ? " (engages here)" : " (DOES NOT ENGAGE)", res.report_path);
+        char html[1100];
+        st_report_html_path(res.report_path, html, sizeof html);
+        printf("table:  %s%s\nreport: %s\n        %s\n", res.table_path, res.engaged ? " (engages here)" : " (DOES NOT ENGAGE)",
+               res.report_path, html);
     }
     if (s == ST_ERR_INTERRUPTED) {
         fprintf(stderr, "tune: interrupted; no table was written\n");
@@ -186,20 +200,25 @@ int cmd_tune(int argc, char **argv, const td_global *g)
 
 static const char VERIFY_HELP[] =
     "usage: tune_decode verify MODEL.gguf|--synthetic SPEC TABLE [--rounds N] [--max-slowdown P%] [--layers N]\n"
+    "                          [--html FILE.html]\n"
     "\n"
     "The end-to-end gate: runs a whole synthetic decode step of the model (every expert layer\n"
-    "through expert_grouped with routing from the model's router, every dense matrix through\n"
-    "iq_mmvq) for n_tokens 1..8, without and with the table, interleaved in one process. Passes\n"
+    "through expert_grouped with routing from the model's router, every dense matrix, shared\n"
+    "experts included, through iq_mmvq) for n_tokens 1..8, without and with the table,\n"
+    "interleaved in one process; what no kernel runs is skipped with one line each. Passes\n"
     "only if every output byte is identical and the step is not slower than the limit (2%).\n"
     "--synthetic 'SPEC' (repeatable) builds the model from shapes instead ('expert GU DN N_EMBD\n"
-    "N_FF 1' / 'mmvq TYPE ROWS COLS'), repeated --layers times.\n"
+    "N_FF 1' / 'mmvq TYPE ROWS COLS'), repeated --layers times, with --experts N (1.." TD_STR(ST_MAX_EXPERTS) ")\n"
+    "and --topk K (1.." TD_STR(ST_MAX_TOPK) ") per expert layer (default 64, 8).\n"
+    "--html FILE.html writes the verdict and the step times as a page, and its JSON beside it\n"
+    "(FILE.json; tune_decode report FILE.json renders it again).\n"
     "Exit status: 0 pass, 1 fail or error, 2 usage.\n";
 
 int cmd_verify(int argc, char **argv, const td_global *g)
 {
     st_verify_options o;
     st_verify_options_default(&o);
-    const char *pos[2], *syn[32];
+    const char *pos[2], *syn[32], *html = NULL;
     int np = 0, ns = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -211,7 +230,8 @@ int cmd_verify(int argc, char **argv, const td_global *g)
         if (!strcmp(a, "--rounds") || !strcmp(a, "--layers") || !strcmp(a, "--experts") || !strcmp(a, "--topk")) {
             char *end;
             long x = strtol(argv[++i], &end, 10);
-            if (*end || x < 1 || x > 255) return td_usage_error("verify: %s '%s' is not a number in 1..255", a, argv[i]);
+            const int hi = !strcmp(a, "--experts") ? ST_MAX_EXPERTS : !strcmp(a, "--topk") ? ST_MAX_TOPK : 255;
+            if (*end || x < 1 || x > hi) return td_usage_error("verify: %s '%s' is not a number in 1..%d", a, argv[i], hi);
             if (!strcmp(a, "--rounds")) o.rounds = (int)x;
             else if (!strcmp(a, "--layers")) o.n_layers = (int)x;
             else if (!strcmp(a, "--experts")) o.n_expert = (int)x;
@@ -221,6 +241,8 @@ int cmd_verify(int argc, char **argv, const td_global *g)
             double t = strtod(argv[++i], &end);
             if (end == argv[i] || (*end && strcmp(end, "%")) || t < 0) return td_usage_error("verify: --max-slowdown '%s' is not a percentage", argv[i]);
             o.max_slowdown = t / 100;
+        } else if (!strcmp(a, "--html")) {
+            html = argv[++i];
         } else if (!strcmp(a, "--synthetic")) {
             if (ns >= 32) return td_usage_error("verify: at most 32 --synthetic");
             syn[ns++] = argv[++i];
@@ -245,13 +267,26 @@ int cmd_verify(int argc, char **argv, const td_global *g)
     st_verify_result r;
     st_status s = st_verify_run(ctx, &o, &r);
     signal(SIGINT, SIG_DFL);
+    const st_identity id = *st_ctx_identity(ctx);
     st_ctx_destroy(ctx);
     if (s != ST_OK) {
         fprintf(stderr, "verify: %s\n", st_last_error()[0] ? st_last_error() : st_status_str(s));
         return 1;
     }
-    if (g->json) {
+    int rc = r.passed ? 0 : 1;
+    if (g->json || html) {
         cJSON *j = cJSON_CreateObject();
+        if (html) {
+            td_report_header(j, "verify", &id, argc, argv);
+            cJSON *op = cJSON_AddObjectToObject(j, "options");
+            cJSON_AddStringToObject(op, "model", o.model_path ? o.model_path : "(synthetic)");
+            cJSON_AddStringToObject(op, "table", o.table_path);
+            cJSON_AddNumberToObject(op, "rounds", o.rounds);
+            cJSON_AddNumberToObject(op, "max_slowdown_pct", 100 * o.max_slowdown);
+            cJSON_AddNumberToObject(j, "n_layers", r.n_layers);
+            cJSON_AddNumberToObject(j, "n_ops", r.n_ops);
+            cJSON_AddNumberToObject(j, "table_launches", r.table_launches);
+        }
         cJSON_AddBoolToObject(j, "passed", r.passed);
         cJSON_AddBoolToObject(j, "bytes_equal", r.bytes_equal);
         cJSON_AddBoolToObject(j, "not_slower", r.not_slower);
@@ -266,14 +301,14 @@ int cmd_verify(int argc, char **argv, const td_global *g)
             cJSON_AddNumberToObject(e, "spread_with", r.table_spread[nt]);
             cJSON_AddItemToArray(a, e);
         }
-        char *t = cJSON_Print(j);
+        if (html && td_write_report(j, html, "verify", g->quiet) != 0) rc = 1;
+        char *t = g->json ? cJSON_Print(j) : NULL;
         if (t) puts(t);
         free(t);
         cJSON_Delete(j);
-    } else {
-        printf("verify: %s\n", r.message);
     }
-    return r.passed ? 0 : 1;
+    if (!g->json) printf("verify: %s\n", r.message);
+    return rc;
 }
 
 static const char COVERAGE_HELP[] =
@@ -281,8 +316,10 @@ static const char COVERAGE_HELP[] =
     "\n"
     "Lists the decode shapes the model needs that the table lacks (shapes the tuner measured\n"
     "and kept the default for count as covered: they appear as 'tuned-default' comments), and\n"
-    "says whether the table would engage in this process. Exit status 0 when every shape is\n"
-    "covered and the table engages, 1 otherwise, 2 usage.\n";
+    "says whether the table would engage in this process. What the decode step leaves out (an\n"
+    "expert layer or a matrix whose type no kernel runs, a per-head weight) is listed, one\n"
+    "'skipped:' line each, and needs no shape. Exit status 0 when every shape is covered and\n"
+    "the table engages, 1 otherwise, 2 usage.\n";
 
 static bool tuned_default(const st_table *t, const char *key)
 {
@@ -361,11 +398,27 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
             if (!g->json) printf("missing: %s  (%d matrices)\n", key, ms->n_matrices);
         }
     }
+    cJSON *skips = cJSON_CreateArray();
+    char skip[320];
+    for (size_t i = 0; i < st_model_omitted_count(m); i++) {
+        snprintf(skip, sizeof skip, "%s: %s", st_model_omitted_at(m, i)->name, st_model_omitted_at(m, i)->reason);
+        cJSON_AddItemToArray(skips, cJSON_CreateString(skip));
+    }
+    for (size_t i = 0; i < st_model_matrix_count(m); i++) {
+        const st_model_matrix *x = st_model_matrix_at(m, i);
+        if (x->type != ST_QTYPE_NONE) continue;
+        snprintf(skip, sizeof skip, "%s: type %s has no decode kernel", x->name, x->type_name);
+        cJSON_AddItemToArray(skips, cJSON_CreateString(skip));
+    }
+    if (!g->json)
+        for (int i = 0; i < cJSON_GetArraySize(skips); i++) printf("skipped: %s\n", cJSON_GetArrayItem(skips, i)->valuestring);
     if (g->json) {
         cJSON *j = cJSON_CreateObject();
         cJSON_AddNumberToObject(j, "shapes_needed", need);
         cJSON_AddNumberToObject(j, "shapes_missing", missing);
         cJSON_AddItemToObject(j, "missing", arr);
+        cJSON_AddItemToObject(j, "skipped", skips);
+        skips = NULL;
         cJSON_AddBoolToObject(j, "engages", engages);
         cJSON_AddStringToObject(j, "load_line", line);
         char *txt = cJSON_Print(j);
@@ -378,6 +431,7 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
                engages ? "the table engages here" : "the table would NOT engage here");
         printf("%s\n", line);
     }
+    cJSON_Delete(skips);
     st_table_destroy(t);
     st_ctx_destroy(ctx);
     st_model_close(m);

@@ -3,6 +3,8 @@
 #ifndef TUNE_DECODE_COMMANDS_H
 #define TUNE_DECODE_COMMANDS_H
 
+#include "strata/identity.h"
+
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -18,7 +20,9 @@ struct st_ctx;
  * one line and returns non-zero. */
 int td_open_ctx(const td_global *g, struct st_ctx **out);
 
-int cmd_table(int argc, char **argv, const td_global *g);     /* table check|show PATH */
+int cmd_table(int argc, char **argv, const td_global *g);     /* table check|show PATH, table list DIR */
+int td_table_list(int argc, char **argv, const td_global *g); /* table list DIR [--prune] (ARGV: after "list") */
+int cmd_report(int argc, char **argv, const td_global *g);    /* report FILE.json [-o FILE.html] */
 int cmd_variants(int argc, char **argv, const td_global *g);  /* variants */
 int cmd_identity(int argc, char **argv, const td_global *g);  /* identity */
 int cmd_vectors(int argc, char **argv, const td_global *g);   /* vectors FILE... */
@@ -27,6 +31,18 @@ int cmd_tune(int argc, char **argv, const td_global *g);      /* tune [MODEL.ggu
 int cmd_verify(int argc, char **argv, const td_global *g);    /* verify MODEL.gguf TABLE */
 int cmd_coverage(int argc, char **argv, const td_global *g);  /* coverage MODEL.gguf TABLE|DIR */
 int cmd_bench(int argc, char **argv, const td_global *g);     /* bench */
+
+struct cJSON;
+/* verify --html / bench --html (td_report.c): adds "report": KIND, the tool,
+ * version, source commit, date, command line and identity to ROOT. */
+void td_report_header(struct cJSON *root, const char *kind, const st_identity *id, int argc, char **argv);
+/* Writes ROOT as HTML_PATH minus ".html" plus ".json", then the page
+ * rendered from it as HTML_PATH. 0, or 1 after one line on stderr. */
+int td_write_report(const struct cJSON *root, const char *html_path, const char *cmd, bool quiet);
+/* A limit macro (strata/limits.h) as a string literal, for --help texts
+ * that stay true when the limit changes. */
+#define TD_STR_(x) #x
+#define TD_STR(x) TD_STR_(x)
 
 /* Prints "tune_decode: " + message to stderr and returns 2 (usage) . */
 int td_usage_error(const char *fmt, ...);

@@ -1,6 +1,7 @@
 /* tune_decode: tune, check and inspect strata-tune decode kernels.
  * A thin front end: argument parsing here, the work in libstrata_tune. */
 #include "commands.h"
+#include "provenance.h"
 #include "strata/decode.h"
 #include "strata/identity.h"
 
@@ -15,17 +16,23 @@ static const char USAGE[] =
     "Commands:\n"
     "  table check PATH      say whether this machine would engage the table (PATH: file or\n"
     "                        tables directory), and why not\n"
-    "  table show PATH       print a table's identity and shapes (no checks against this machine)\n"
+    "  table show PATH       print a table's identity, provenance and shapes (no checks against\n"
+    "                        this machine)\n"
+    "  table list DIR        the tables folder from its index (tables.json): which table engages\n"
+    "                        here and why each other does not; --prune removes superseded ones\n"
     "  variants              print the compiled-in rows variants and the dispatch knobs\n"
     "  identity              print the header tokens this process writes and accepts\n"
     "  vectors FILE...       check reference-vector (.stqv) files against the decoders and the\n"
     "                        CPU reference; one pass/fail line per type and section\n"
     "  shapes MODEL.gguf     list the decode shapes and types a GGUF model needs\n"
     "  tune [MODEL.gguf]     tune this machine: byte-compare and time every variant, write a\n"
-    "                        table (gated end to end) and a JSON report (demo set without a model)\n"
+    "                        table (gated end to end), a JSON and an HTML report and the folder's\n"
+    "                        tables.json (demo set without a model)\n"
+    "  report FILE.json      render a report's HTML page again from its JSON\n"
     "  verify MODEL TABLE    the end-to-end gate: a whole decode step without and with the table\n"
     "  coverage MODEL TABLE  which shapes the model needs that the table lacks; would it engage?\n"
     "  bench                 bandwidth probes, iq_mmvq, expert_grouped and decode-step figures\n"
+    "                        (--html FILE: the figures as a page)\n"
     "\n"
     "Options:\n"
     "  -q, --quiet           no progress output\n"
@@ -58,6 +65,7 @@ static const td_command COMMANDS[] = {
     {"table", cmd_table},       {"variants", cmd_variants}, {"identity", cmd_identity},
     {"vectors", cmd_vectors},   {"shapes", cmd_shapes},     {"tune", cmd_tune},
     {"verify", cmd_verify},     {"coverage", cmd_coverage}, {"bench", cmd_bench},
+    {"report", cmd_report},
 };
 
 int main(int argc, char **argv)
@@ -101,7 +109,8 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("tune_decode %s (strata-tune, GPU backend: %s)\n", st_version(), st_gpu_backend_name());
+        printf("tune_decode %s (strata-tune, GPU backend: %s, source %s)\n", st_version(), st_gpu_backend_name(),
+               st_source_commit());
         return 0;
     }
     for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)

@@ -1,0 +1,467 @@
+#define _POSIX_C_SOURCE 200809L
+/* tables.json (tables_index.h): built from a folder's tables, written and
+ * read back, compared with the folder, and pruned of superseded tables. */
+#include "tables_index.h"
+#include "internal.h"
+#include "table_internal.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const STATUS_TEXT[] = {
+#define ST_TSTATUS_TEXT_(e, text) text,
+    ST_TABLE_STATUSES(ST_TSTATUS_TEXT_)
+#undef ST_TSTATUS_TEXT_
+};
+enum { N_STATUS = sizeof STATUS_TEXT / sizeof STATUS_TEXT[0] };
+
+const char *st_table_status_text(st_table_status s) { return (unsigned)s < N_STATUS ? STATUS_TEXT[s] : "?"; }
+
+bool st_table_status_from_text(const char *text, st_table_status *s)
+{
+    for (int k = 0; k < (int)N_STATUS; k++)
+        if (!strcmp(text, STATUS_TEXT[k])) {
+            *s = (st_table_status)k;
+            return true;
+        }
+    return false;
+}
+
+const char *st_index_state_text(st_index_state s)
+{
+    switch (s) {
+    case ST_INDEX_UP_TO_DATE: return "up to date";
+    case ST_INDEX_MISSING: return "missing";
+    case ST_INDEX_DAMAGED: return "damaged";
+    case ST_INDEX_STALE: return "stale (the tables changed)";
+    }
+    return "?";
+}
+
+void st_tables_index_free(st_tables_index *ix)
+{
+    if (!ix) return;
+    for (int i = 0; i < ix->n; i++) free(ix->e[i].shapes);
+    free(ix->e);
+    free(ix);
+}
+
+/* Bounded copy (truncates; always NUL-terminated). */
+static void copy(char *dst, size_t n, const char *src)
+{
+    size_t l = strlen(src);
+    if (l >= n) l = n - 1;
+    memcpy(dst, src, l);
+    dst[l] = '\0';
+}
+
+static char *join(const char *dir, const char *name)
+{
+    const size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s%s%s", dir, dir[0] && dir[strlen(dir) - 1] == '/' ? "" : "/", name);
+    return p;
+}
+
+static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static void free_names(char **v, int n)
+{
+    for (int i = 0; i < n; i++) free(v[i]);
+    free(v);
+}
+
+/* The *.table regular files of DIR, sorted (the loader's own choice of files). */
+static st_status scan(const char *dir, char ***out, int *n_out)
+{
+    *out = NULL;
+    *n_out = 0;
+    DIR *d = opendir(dir);
+    if (!d) return st_fail(ST_ERR_IO, "%s: cannot read: %s", dir, strerror(errno));
+    char **v = NULL;
+    int n = 0, cap = 0;
+    struct dirent *e;
+    st_status s = ST_OK;
+    while (s == ST_OK && (e = readdir(d)) != NULL) {
+        const size_t l = strlen(e->d_name);
+        if (e->d_name[0] == '.' || l <= 6 || strcmp(e->d_name + l - 6, ".table") || l >= ST_INDEX_NAME_MAX) continue;
+        char *full = join(dir, e->d_name);
+        struct stat st;
+        const bool reg = full && stat(full, &st) == 0 && S_ISREG(st.st_mode);
+        free(full);
+        if (!reg) continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 8;
+            char **q = realloc(v, sizeof *v * (size_t)cap);
+            if (!q) {
+                s = st_fail(ST_ERR_NOMEM, "tables index: out of memory");
+                break;
+            }
+            v = q;
+        }
+        if (!(v[n] = strdup(e->d_name))) s = st_fail(ST_ERR_NOMEM, "tables index: out of memory");
+        else n++;
+    }
+    closedir(d);
+    if (s != ST_OK) {
+        free_names(v, n);
+        return s;
+    }
+    if (n) qsort(v, (size_t)n, sizeof *v, cmp_names);
+    *out = v;
+    *n_out = n;
+    return ST_OK;
+}
+
+static bool add_shape(st_tables_entry *e, int *cap, const char *key, const char *choice)
+{
+    if (e->n_shapes == *cap) {
+        *cap = *cap ? 2 * *cap : 16;
+        st_index_shape *p = realloc(e->shapes, sizeof *p * (size_t)*cap);
+        if (!p) return false;
+        e->shapes = p;
+    }
+    st_index_shape *s = &e->shapes[e->n_shapes++];
+    snprintf(s->key, sizeof s->key, "%s", key);
+    snprintf(s->choice, sizeof s->choice, "%s", choice);
+    return true;
+}
+
+static st_status table_shapes(const st_table *t, st_tables_entry *e)
+{
+    int cap = 0;
+    char key[96], choice[16];
+    for (size_t i = 0; i < st_table_expert_count(t); i++) {
+        st_expert_key k;
+        int gu = 0, dn = 0;
+        st_table_expert_at(t, i, &k, &gu, &dn);
+        snprintf(key, sizeof key, "expert %s %s %d %d %d", st_qtype_name(k.gu_type), st_qtype_name(k.down_type), k.n_embd, k.n_ff,
+                 k.n_tokens);
+        snprintf(choice, sizeof choice, "rows %d/%d", gu, dn);
+        if (!add_shape(e, &cap, key, choice)) return st_fail(ST_ERR_NOMEM, "tables index: out of memory");
+    }
+    for (size_t i = 0; i < st_table_mmvq_count(t); i++) {
+        st_mmvq_key k;
+        int rows = 0;
+        st_table_mmvq_at(t, i, &k, &rows);
+        snprintf(key, sizeof key, "mmvq %s %d %d", st_qtype_name(k.type), k.n_rows, k.n_cols);
+        snprintf(choice, sizeof choice, "rows %d", rows);
+        if (!add_shape(e, &cap, key, choice)) return st_fail(ST_ERR_NOMEM, "tables index: out of memory");
+    }
+    e->n_rows = e->n_shapes;
+    for (size_t i = 0; i < st_table_comment_count(t); i++) {
+        const char *c = st_table_comment_at(t, i);
+        if (strncmp(c, "tuned-default ", 14)) continue;
+        if (!add_shape(e, &cap, c + 14, "default")) return st_fail(ST_ERR_NOMEM, "tables index: out of memory");
+    }
+    return ST_OK;
+}
+
+/* Whether the report JSON at PATH describes table FILE; names the table it
+ * describes otherwise. */
+static void report_status(const char *dir, const char *file, st_index_report *r)
+{
+    char *path = join(dir, r->file), *buf = NULL;
+    size_t len = 0;
+    struct stat st;
+    if (!path || stat(path, &st) != 0) {
+        snprintf(r->status, sizeof r->status, "missing");
+        free(path);
+        return;
+    }
+    snprintf(r->status, sizeof r->status, "present");
+    const size_t l = strlen(r->file);
+    if (l > 5 && !strcmp(r->file + l - 5, ".json") && st_read_file(path, &buf, &len) == ST_OK) {
+        cJSON *j = cJSON_ParseWithLength(buf, len);
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "table"), "path");
+        if (cJSON_IsString(t) && t->valuestring) {
+            const char *b = strrchr(t->valuestring, '/');
+            b = b ? b + 1 : t->valuestring;
+            if (strcmp(b, file)) snprintf(r->status, sizeof r->status, "describes %s", b);
+        }
+        cJSON_Delete(j);
+    }
+    free(buf);
+    free(path);
+}
+
+static st_status build_entry(const char *dir, const char *name, const st_identity *id, const st_dispatch_config *cfg,
+                             st_tables_entry *e, bool *loads)
+{
+    memset(e, 0, sizeof *e);
+    snprintf(e->file, sizeof e->file, "%s", name);
+    char *path = join(dir, name), *buf = NULL;
+    if (!path) return st_fail(ST_ERR_NOMEM, "tables index: out of memory");
+    size_t len = 0;
+    int err = 0;
+    st_status s = st_read_file_err(path, &buf, &len, &err);
+    *loads = false;
+    if (s != ST_OK) {
+        e->status = ST_TSTATUS_REFUSED;
+        snprintf(e->status_line, sizeof e->status_line, ST_TABLE_MSG_PREFIX "%s: cannot read: %s", path, strerror(err ? err : EIO));
+        free(path);
+        return ST_OK;
+    }
+    st_sha256_buf(buf, len, e->sha256);
+    e->bytes = (double)len;
+    st_table *t = NULL;
+    char msg[ST_TABLE_MSG_MAX];
+    e->readable = st_table_parse_any(buf, len, path, &t, msg, sizeof msg) == ST_OK;
+    if (e->readable) {
+        e->id = *st_table_identity(t);
+        st_provenance_from_table(t, &e->prov);
+        s = table_shapes(t, e);
+    } else {
+        st_table_read_header(buf, len, &e->id); /* the tokens, when the header itself is fine */
+    }
+    st_table_destroy(t);
+    free(buf);
+    copy(e->id.device_name, sizeof e->id.device_name, e->prov.device);
+    copy(e->id.driver, sizeof e->id.driver, e->prov.driver);
+    t = NULL;
+    *loads = st_table_load_msg(path, id, cfg, &t, msg, sizeof msg) == ST_OK && t;
+    st_table_destroy(t);
+    copy(e->status_line, sizeof e->status_line, msg);
+    e->status = *loads ? ST_TSTATUS_ENGAGES : ST_TSTATUS_REFUSED;
+    char rep[ST_PROVENANCE_VALUE_MAX];
+    snprintf(rep, sizeof rep, "%s", e->prov.report);
+    char *save = NULL;
+    for (char *tok = strtok_r(rep, " ,", &save); tok && e->n_reports < 2; tok = strtok_r(NULL, " ,", &save)) {
+        st_index_report *r = &e->reports[e->n_reports++];
+        snprintf(r->file, sizeof r->file, "%s", tok);
+        report_status(dir, name, r);
+    }
+    /* the page is rendered from the JSON of the same name: it describes what the JSON does */
+    for (int k = 0; k < e->n_reports; k++)
+        for (int j = 0; j < e->n_reports; j++) {
+            const size_t lk = strlen(e->reports[k].file), lj = strlen(e->reports[j].file);
+            if (lk > 5 && lj > 5 && !strcmp(e->reports[k].file + lk - 5, ".html") && !strcmp(e->reports[j].file + lj - 5, ".json") &&
+                lk == lj && !strncmp(e->reports[k].file, e->reports[j].file, lk - 5) &&
+                !strcmp(e->reports[k].status, "present") && !strncmp(e->reports[j].status, "describes ", 10))
+                copy(e->reports[k].status, sizeof e->reports[k].status, e->reports[j].status);
+        }
+    free(path);
+    return s;
+}
+
+static bool same_model(const st_tables_entry *a, const st_tables_entry *b)
+{
+    if (a->prov.model_sha256[0] && b->prov.model_sha256[0]) return !strcmp(a->prov.model_sha256, b->prov.model_sha256);
+    return a->prov.model[0] && !strcmp(a->prov.model, b->prov.model);
+}
+
+/* Marks the superseded entries (see tables_index.h). */
+static void supersede(st_tables_index *ix)
+{
+    for (int i = 0; i < ix->n; i++) {
+        st_tables_entry *a = &ix->e[i];
+        if (a->status == ST_TSTATUS_ENGAGES || !a->readable || !a->prov.date[0]) continue;
+        const st_tables_entry *best = NULL;
+        for (int j = 0; j < ix->n; j++) {
+            const st_tables_entry *b = &ix->e[j];
+            if (i == j || !b->readable || !b->prov.date[0] || strcmp(a->id.arch, b->id.arch) ||
+                strcmp(a->prov.device, b->prov.device))
+                continue;
+            if (!same_model(a, b) && !st_identity_matches(&a->id, &b->id)) continue;
+            const int c = strcmp(b->prov.date, a->prov.date);
+            /* newer; at an equal date only the one that engages wins (no cycle) */
+            if (c < 0 || (c == 0 && b->status != ST_TSTATUS_ENGAGES)) continue;
+            if (!best || b->status == ST_TSTATUS_ENGAGES || strcmp(b->prov.date, best->prov.date) > 0) best = b;
+        }
+        if (best) {
+            a->status = ST_TSTATUS_SUPERSEDED;
+            snprintf(a->superseded_by, sizeof a->superseded_by, "%s", best->file);
+        }
+    }
+}
+
+static void now_iso(char *buf, size_t n)
+{
+    time_t now = time(NULL);
+    struct tm tmv;
+    gmtime_r(&now, &tmv);
+    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+}
+
+st_status st_tables_index_build(const char *dir, const st_identity *id, const st_dispatch_config *cfg, st_tables_index **out)
+{
+    *out = NULL;
+    char **names = NULL;
+    int n = 0;
+    ST_TRY(scan(dir, &names, &n));
+    st_tables_index *ix = calloc(1, sizeof *ix);
+    bool *loads = calloc((size_t)n + 1, sizeof *loads);
+    if (ix) ix->e = calloc((size_t)n + 1, sizeof *ix->e);
+    st_status s = ix && ix->e && loads ? ST_OK : st_fail(ST_ERR_NOMEM, "tables index: out of memory");
+    for (int i = 0; i < n && s == ST_OK; i++) {
+        s = build_entry(dir, names[i], id, cfg, &ix->e[i], &loads[i]);
+        ix->n = i + 1;
+    }
+    if (s == ST_OK) {
+        now_iso(ix->date, sizeof ix->date);
+        snprintf(ix->tool, sizeof ix->tool, "tune_decode %s", st_version());
+        snprintf(ix->source_commit, sizeof ix->source_commit, "%s", st_source_commit());
+        st_identity_header(id, ix->writer, sizeof ix->writer);
+        snprintf(ix->writer_device, sizeof ix->writer_device, "%s", id->device_name);
+        /* the folder as the loader sees it decides which one engages: with
+         * two tables of this identity neither does */
+        st_table *t = NULL;
+        char msg[ST_TABLE_MSG_MAX];
+        const bool dir_ok = st_table_load_msg(dir, id, cfg, &t, msg, sizeof msg) == ST_OK && t;
+        st_table_destroy(t);
+        copy(ix->dir_line, sizeof ix->dir_line, msg);
+        for (int i = 0; i < ix->n; i++) {
+            st_tables_entry *e = &ix->e[i];
+            if (!loads[i]) continue;
+            if (dir_ok && st_identity_matches(&e->id, id)) {
+                snprintf(ix->engages, sizeof ix->engages, "%s", e->file);
+            } else {
+                e->status = ST_TSTATUS_REFUSED;
+                copy(e->status_line, sizeof e->status_line, msg);
+            }
+        }
+        supersede(ix);
+    }
+    free(loads);
+    free_names(names, n);
+    if (s != ST_OK) {
+        st_tables_index_free(ix);
+        return s;
+    }
+    *out = ix;
+    return ST_OK;
+}
+
+/* ---- the file ------------------------------------------------------------- */
+
+st_status st_tables_index_read(const char *dir, st_tables_index **out, st_index_state *state)
+{
+    *out = NULL;
+    char *path = join(dir, ST_TABLES_INDEX_NAME), *buf = NULL;
+    if (!path) return st_fail(ST_ERR_NOMEM, "tables index: out of memory");
+    size_t len = 0;
+    int err = 0;
+    st_status s = st_read_file_err(path, &buf, &len, &err);
+    free(path);
+    if (s != ST_OK) {
+        *state = err == ENOENT ? ST_INDEX_MISSING : ST_INDEX_DAMAGED;
+        return ST_OK;
+    }
+    st_tables_index *ix = NULL;
+    s = st_tables_index_parse(buf, len, &ix);
+    free(buf);
+    if (s != ST_OK) {
+        *state = ST_INDEX_DAMAGED;
+        return ST_OK;
+    }
+    /* up to date: the same table files, with the same bytes */
+    char **names = NULL;
+    int n = 0;
+    s = scan(dir, &names, &n);
+    if (s != ST_OK) {
+        st_tables_index_free(ix);
+        return s;
+    }
+    bool same = n == ix->n;
+    for (int i = 0; same && i < n; i++) {
+        const st_tables_entry *e = NULL;
+        for (int k = 0; k < ix->n; k++)
+            if (!strcmp(ix->e[k].file, names[i])) e = &ix->e[k];
+        char *p = join(dir, names[i]), *tb = NULL;
+        size_t tl = 0;
+        char hex[ST_SHA256_HEX] = "";
+        if (p && st_read_file(p, &tb, &tl) == ST_OK) st_sha256_buf(tb, tl, hex);
+        free(tb);
+        free(p);
+        same = e && !strcmp(e->sha256, hex);
+    }
+    free_names(names, n);
+    *state = same ? ST_INDEX_UP_TO_DATE : ST_INDEX_STALE;
+    *out = ix;
+    return ST_OK;
+}
+
+st_status st_tables_index_write(const char *dir, const st_tables_index *ix)
+{
+    char *text = NULL, *path = join(dir, ST_TABLES_INDEX_NAME);
+    size_t len = 0;
+    st_status s = path ? st_tables_index_format(ix, &text, &len) : st_fail(ST_ERR_NOMEM, "tables index: out of memory");
+    if (s == ST_OK) s = st_file_write_atomic(path, text, len);
+    free(text);
+    free(path);
+    return s;
+}
+
+st_status st_tables_index_update(const char *dir, const st_identity *id, const st_dispatch_config *cfg, bool write,
+                                 st_tables_index **out, st_index_state *before, bool *wrote)
+{
+    *out = NULL;
+    *wrote = false;
+    st_tables_index *old = NULL;
+    ST_TRY(st_tables_index_read(dir, &old, before));
+    st_tables_index_free(old);
+    st_tables_index *ix = NULL;
+    ST_TRY(st_tables_index_build(dir, id, cfg, &ix));
+    st_status s = ST_OK;
+    if (write || *before != ST_INDEX_UP_TO_DATE) {
+        s = st_tables_index_write(dir, ix);
+        *wrote = s == ST_OK;
+    }
+    *out = ix;
+    return s;
+}
+
+/* ---- pruning -------------------------------------------------------------- */
+
+static void note(st_prune_note fn, void *user, const char *fmt, const char *a, const char *b)
+{
+    char line[1200];
+    snprintf(line, sizeof line, fmt, a, b);
+    if (fn) fn(user, line);
+}
+
+st_status st_tables_prune(const char *dir, const st_identity *id, const st_dispatch_config *cfg, const st_tables_index *ix,
+                          st_prune_note fn, void *user, int *n_removed)
+{
+    *n_removed = 0;
+    for (int i = 0; i < ix->n; i++) {
+        const st_tables_entry *e = &ix->e[i];
+        if (e->status != ST_TSTATUS_SUPERSEDED) continue;
+        char *p = join(dir, e->file), *buf = NULL;
+        size_t len = 0;
+        char hex[ST_SHA256_HEX] = "";
+        if (p && st_read_file(p, &buf, &len) == ST_OK) st_sha256_buf(buf, len, hex);
+        free(buf);
+        if (!p || strcmp(hex, e->sha256)) { /* changed since it was listed: not what the user saw */
+            note(fn, user, "kept %s: it changed since it was listed%s", e->file, "");
+            free(p);
+            continue;
+        }
+        if (unlink(p) != 0) {
+            const st_status s = st_fail(ST_ERR_IO, "%s: cannot remove: %s", p, strerror(errno));
+            free(p);
+            return s;
+        }
+        free(p);
+        (*n_removed)++;
+        note(fn, user, "removed %s (superseded by %s)", e->file, e->superseded_by);
+        for (int k = 0; k < e->n_reports; k++) {
+            if (strcmp(e->reports[k].status, "present")) continue; /* missing, or another table's now */
+            char *rp = join(dir, e->reports[k].file);
+            if (rp && unlink(rp) == 0) note(fn, user, "removed %s (the report of %s)", e->reports[k].file, e->file);
+            free(rp);
+        }
+    }
+    st_tables_index *fresh = NULL;
+    ST_TRY(st_tables_index_build(dir, id, cfg, &fresh));
+    st_status s = st_tables_index_write(dir, fresh);
+    st_tables_index_free(fresh);
+    return s;
+}
