@@ -32,7 +32,7 @@ typedef struct {
     const char *out_dir;    /* where the table and report go ("." if NULL) */
     double threshold;       /* keep threshold, fraction (0.01 = 1%) */
     int ntok_mix[ST_MAX_TOKENS];        /* decode mix for mmvq shapes (token counts) */
-    int n_ntok_mix;         /* 0 = 1..8 */
+    int n_ntok_mix;         /* 0 = 1..ST_DECODE_TOKENS */
     int expert_ntok[ST_MAX_TOKENS];     /* token counts tuned for expert shapes */
     int n_expert_ntok;      /* 0 = same as the mix */
     bool do_expert, do_mmvq;

@@ -261,8 +261,8 @@ static st_status tune_shape(st_ctx *ctx, const st_tune_options *o, const st_tune
             memcpy(res->nts, o->ntok_mix, sizeof(int) * (size_t)o->n_ntok_mix);
             res->n_nts = o->n_ntok_mix;
         } else {
-            for (int i = 0; i < ST_TUNE_MAX_NT; i++) res->nts[i] = i + 1;
-            res->n_nts = ST_TUNE_MAX_NT;
+            for (int i = 0; i < ST_DECODE_TOKENS; i++) res->nts[i] = i + 1;
+            res->n_nts = ST_DECODE_TOKENS;
         }
     } else {
         res->nts[0] = s->n_tokens;

@@ -11,6 +11,17 @@
 #define ST_TUNE_MAX_CAND 16
 #define ST_TUNE_MAX_NT ST_MAX_TOKENS
 
+/* The token counts a whole decode step is measured at (the gate, bench):
+ * 1..ST_DECODE_TOKENS and the common verify batches 16, 24, 32 up to
+ * ST_MAX_TOKENS. Fills NTS (ST_MAX_TOKENS entries), returns the count. */
+static inline int st_step_token_counts(int *nts)
+{
+    int n = 0;
+    for (int i = 1; i <= ST_DECODE_TOKENS && i <= ST_MAX_TOKENS; i++) nts[n++] = i;
+    for (int i = 16; i <= ST_MAX_TOKENS; i += 8) nts[n++] = i;
+    return n;
+}
+
 typedef enum { ST_SHAPE_MMVQ = 0, ST_SHAPE_EXPERT = 1 } st_shape_kind;
 
 typedef struct {

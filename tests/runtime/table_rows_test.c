@@ -158,12 +158,15 @@ static void table_refuses_zero_overflow_and_out_of_range_dims(void **state)
                    "line 2: n_cols 184467440737095516160 is out of range 1..%d", ST_TABLE_MAX_DIM);
     expect_refusal(tbl("mmvq q8_0 4294967328 32 1\n"), ST_ERR_PARSE,
                    "line 2: n_rows 4294967328 is out of range 1..%d", ST_TABLE_MAX_DIM);
-    expect_refusal(tbl("#\nexpert iq3_s iq4_nl 2560 640 9 4 2\n"), ST_ERR_PARSE,
-                   "line 3: n_tokens 9 is out of range 1..8");
+    char row[160];
+    snprintf(row, sizeof row, "#\nexpert iq3_s iq4_nl 2560 640 %d 4 2\n", ST_TABLE_MAX_TOKENS + 1);
+    expect_refusal(tbl(row), ST_ERR_PARSE, "line 3: n_tokens %d is out of range 1..%d", ST_TABLE_MAX_TOKENS + 1,
+                   ST_TABLE_MAX_TOKENS);
     expect_refusal(tbl("expert iq3_s iq4_nl 2560 640 0 4 2\n"), ST_ERR_PARSE,
-                   "line 2: n_tokens 0 is out of range 1..8");
+                   "line 2: n_tokens 0 is out of range 1..%d", ST_TABLE_MAX_TOKENS);
     /* The largest values are accepted. */
-    expect_engages(tbl("mmvq q8_0 1048576 1048576 1\nexpert q8_0 q8_0 1048576 1048576 8 1 1\n"), 2);
+    snprintf(row, sizeof row, "mmvq q8_0 1048576 1048576 1\nexpert q8_0 q8_0 1048576 1048576 %d 1 1\n", ST_TABLE_MAX_TOKENS);
+    expect_engages(tbl(row), 2);
     expect_engages(tbl("mmvq q8_0 0032 032 01\n"), 1);
 }
 
@@ -432,7 +435,7 @@ static void table_add_rejects_invalid_shapes(void **state)
     assert_int_equal(st_table_add_mmvq(t, &bad, 4), ST_ERR_INVALID_ARG);
     bad = (st_mmvq_key){ST_Q8_0, 0, 32};
     assert_int_equal(st_table_add_mmvq(t, &bad, 4), ST_ERR_INVALID_ARG);
-    st_expert_key e = {ST_IQ3_S, ST_IQ4_NL, 2560, 640, 9};
+    st_expert_key e = {ST_IQ3_S, ST_IQ4_NL, 2560, 640, ST_TABLE_MAX_TOKENS + 1};
     assert_int_equal(st_table_add_expert(t, &e, 4, 2), ST_ERR_INVALID_ARG);
     e.n_tokens = 8;
     assert_int_equal(st_table_add_expert(t, &e, 2, 4), ST_ERR_INVALID_ARG);

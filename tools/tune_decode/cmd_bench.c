@@ -272,7 +272,10 @@ static st_status bench_model(st_ctx *c, bench_env *e, const st_verify_options *v
      * would) and replayed; eager and graph rounds alternate, and the graph's
      * outputs are checked against the eager step's bytes. */
     const bool graphs = st_ctx_backend(c) == ST_BACKEND_GPU;
-    for (int nt = 1; nt <= ST_MAX_TOKENS && s == ST_OK; nt++) {
+    int step_nts[ST_MAX_TOKENS];
+    const int n_step_nts = st_step_token_counts(step_nts);
+    for (int si = 0; si < n_step_nts && s == ST_OK; si++) {
+        const int nt = step_nts[si];
         const int rounds = e->quick ? 5 : 15;
         double us[64], gus[64];
         st_ctx_graph *gr = NULL;

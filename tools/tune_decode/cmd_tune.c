@@ -34,7 +34,7 @@ static const char TUNE_HELP[] =
     "Options:\n"
     "  --out DIR            where the table, the reports and tables.json go (default .)\n"
     "  --threshold P%       keep threshold (default 1%)\n"
-    "  --ntok-mix LIST      token counts, e.g. 1,2,4,8 (default 1..8): the blend timed for\n"
+    "  --ntok-mix LIST      token counts, e.g. 1,2,4,8 (default 1..8, at most 32): the blend timed for\n"
     "                       mmvq shapes and the token counts tuned for expert shapes\n"
     "  --shapes LIST        expert,mmvq (default both)\n"
     "  --shape 'SPEC'       tune this shape instead (repeatable): 'expert GU DN N_EMBD N_FF N_TOKENS'\n"
@@ -204,7 +204,7 @@ static const char VERIFY_HELP[] =
     "\n"
     "The end-to-end gate: runs a whole synthetic decode step of the model (every expert layer\n"
     "through expert_grouped with routing from the model's router, every dense matrix, shared\n"
-    "experts included, through iq_mmvq) for n_tokens 1..8, without and with the table,\n"
+    "experts included, through iq_mmvq) for n_tokens 1..8, 16, 24, 32, without and with the table,\n"
     "interleaved in one process; what no kernel runs is skipped with one line each. Passes\n"
     "only if every output byte is identical and the step is not slower than the limit (2%).\n"
     "--synthetic 'SPEC' (repeatable) builds the model from shapes instead ('expert GU DN N_EMBD\n"
@@ -293,6 +293,7 @@ int cmd_verify(int argc, char **argv, const td_global *g)
         cJSON_AddStringToObject(j, "message", r.message);
         cJSON *a = cJSON_AddArrayToObject(j, "steps");
         for (int nt = 0; nt < ST_MAX_TOKENS; nt++) {
+            if (!(r.base_us[nt] > 0)) continue; /* not a step token count */
             cJSON *e = cJSON_CreateObject();
             cJSON_AddNumberToObject(e, "n_tokens", nt + 1);
             cJSON_AddNumberToObject(e, "without_us", r.base_us[nt]);
@@ -371,7 +372,7 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
     char key[160];
     for (size_t i = 0; i < st_model_expert_shape_count(m); i++) {
         const st_model_expert_shape *es = st_model_expert_shape_at(m, i);
-        for (int nt = 1; nt <= ST_MAX_TOKENS; nt++) {
+        for (int nt = 1; nt <= ST_DECODE_TOKENS; nt++) {
             st_expert_key k = {es->gu_type, es->down_type, es->n_embd, es->n_ff, nt};
             int a, b;
             snprintf(key, sizeof key, "expert %s %s %d %d %d", st_qtype_name(es->gu_type), st_qtype_name(es->down_type),
