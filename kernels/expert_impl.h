@@ -462,15 +462,15 @@ static st_rt_error st_down_nt(const st_launch &L, const st_expert_args &a, const
         return st_by_lanes(p.dn_t, [&](auto tt) {
             return st_down_fused2<TYPE, NT, decltype(tt)::value, 128>(L, a, p.stage_grid, groups);
         });
-    const size_t np = (size_t)a.nt * (size_t)a.topk;
+    const size_t pairs = (size_t)a.nt * (size_t)a.topk;
     if (p.grouped_v1) {
-        st_down_fused_kernel<TYPE, 32, NT, SG, 128, GROUP_V1><<<(a.n_embd + 3) / 4, 128, sizeof(float) * 4 * np, L.stream>>>(
+        st_down_fused_kernel<TYPE, 32, NT, SG, 128, GROUP_V1><<<(a.n_embd + 3) / 4, 128, sizeof(float) * 4 * pairs, L.stream>>>(
             a, L.grids);
         return st_rt_get_last_error();
     }
     const int rpb = 128 / p.dn_t;
     const unsigned grid = (unsigned)((a.n_embd + rpb - 1) / rpb);
-    const size_t smem = sizeof(float) * (size_t)rpb * np;
+    const size_t smem = sizeof(float) * (size_t)rpb * pairs;
     return st_by_lanes(p.dn_t, [&](auto tt) {
         constexpr int TT = decltype(tt)::value;
         ST_STAGE_DISPATCH(p.stage_grid,

@@ -19,8 +19,10 @@
  * other kernels: its choices no longer describe this build); 4 = experts
  * per layer up to 512 and top-k up to 16 (ST_MAX_EXPERTS, ST_MAX_TOPK): the
  * expert kernels' shared expert lists and pair arrays are sized by them, so
- * a table measured the kernels with the smaller arrays. */
-#define STRATA_SELECTION_SPACE 4
+ * a table measured the kernels with the smaller arrays; 5 = n_tokens up to
+ * 32 (the default iq_mmvq takes the matrix units beyond 8 tokens) and the
+ * matrix-instruction variants STRATA_MMVQ_MMA_VARIANTS ("mmaW"). */
+#define STRATA_SELECTION_SPACE 5
 
 /* Exactness contract (docs/DESIGN.md section 2). A row's K values are split into
  * units of ST_CANON_UNIT values (one q8_1 activation block). Unit u belongs

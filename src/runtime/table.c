@@ -67,6 +67,9 @@ const char *st_mmvq_rows_list(char *buf, size_t n)
 #define ST_ROWS_TEXT_(rv) list_append(buf, n, &at, at ? " %d" : "%d", (rv), 0);
     STRATA_MMVQ_ROWS_VARIANTS(ST_ROWS_TEXT_)
 #undef ST_ROWS_TEXT_
+#define ST_MMA_TEXT_(w) list_append(buf, n, &at, at ? " mma%d" : "mma%d", (w), 0);
+    STRATA_MMVQ_MMA_VARIANTS(ST_MMA_TEXT_)
+#undef ST_MMA_TEXT_
     return buf;
 }
 
@@ -460,8 +463,8 @@ st_status st_table_format(const st_table *t, char **text, size_t *len)
     for (size_t i = 0; i < t->n_rows; i++) {
         const st_table_row *r = &t->rows[i];
         if (r->kind == ST_ROW_MMVQ)
-            sb_printf(&b, "mmvq %s %d %d %d\n", st_qtype_name(r->mmvq.type), r->mmvq.n_rows,
-                      r->mmvq.n_cols, r->rows);
+            sb_printf(&b, r->rows < 0 ? "mmvq %s %d %d mma%d\n" : "mmvq %s %d %d %d\n", st_qtype_name(r->mmvq.type),
+                      r->mmvq.n_rows, r->mmvq.n_cols, r->rows < 0 ? -r->rows : r->rows);
         else
             sb_printf(&b, "expert %s %s %d %d %d %d %d\n", st_qtype_name(r->expert.gu_type),
                       st_qtype_name(r->expert.down_type), r->expert.n_embd, r->expert.n_ff,

@@ -326,7 +326,15 @@ static st_status parse_mmvq(pctx *c, const line_t *ln, st_table_row *r)
     ST_TRY(field_type(c, line, ln->t[1], &r->mmvq.type));
     ST_TRY(field_dim(c, line, "n_rows", ln->t[2], ST_TABLE_MAX_DIM, &r->mmvq.n_rows));
     ST_TRY(field_dim(c, line, "n_cols", ln->t[3], ST_TABLE_MAX_DIM, &r->mmvq.n_cols));
-    ST_TRY(field_rows(c, line, "rows", ln->t[4], &r->rows));
+    const tok rt = ln->t[4];
+    if (rt.n > 3 && !memcmp(rt.s, "mma", 3)) {
+        /* a matrix-instruction variant, "mmaW": rows -W */
+        tok w = {rt.s + 3, rt.n - 3};
+        ST_TRY(field_rows(c, line, "rows", w, &r->rows));
+        r->rows = r->rows > 0 ? -r->rows : 0;
+    } else {
+        ST_TRY(field_rows(c, line, "rows", rt, &r->rows));
+    }
     ST_TRY(check_block(c, line, "n_cols", r->mmvq.n_cols, r->mmvq.type));
     if (!st_mmvq_rows_valid(r->rows))
         return say_line(c, ST_ERR_PARSE, line, "rows %s is not a compiled-in variant (%s)",

@@ -66,6 +66,12 @@ static void candidates(const st_tune_shape *s, st_tune_shape_result *res)
     snprintf(c[n++].name, sizeof c[0].name, "rows %d", R);
         STRATA_MMVQ_ROWS_VARIANTS(ST_ADD_MMVQ)
 #undef ST_ADD_MMVQ
+#define ST_ADD_MMA(W)                                           \
+    memset(&c[n], 0, sizeof c[n]);                              \
+    c[n].rows = -(W);                                           \
+    snprintf(c[n++].name, sizeof c[0].name, "mma%d", W);
+        STRATA_MMVQ_MMA_VARIANTS(ST_ADD_MMA)
+#undef ST_ADD_MMA
     } else {
 #define ST_ADD_EXPERT(GU, DN)                                   \
     memset(&c[n], 0, sizeof c[n]);                              \

@@ -289,6 +289,10 @@ int cmd_variants(int argc, char **argv, const td_global *g)
 #define TD_ROWS_JSON_(r) cJSON_AddItemToArray(mm, cJSON_CreateNumber(r));
         STRATA_MMVQ_ROWS_VARIANTS(TD_ROWS_JSON_)
 #undef TD_ROWS_JSON_
+        cJSON *mma = cJSON_AddArrayToObject(o, "mmvq_mma_warps");
+#define TD_MMA_JSON_(w) cJSON_AddItemToArray(mma, cJSON_CreateNumber(w));
+        STRATA_MMVQ_MMA_VARIANTS(TD_MMA_JSON_)
+#undef TD_MMA_JSON_
         cJSON *ex = cJSON_AddArrayToObject(o, "expert_rows");
 #define TD_PAIR_JSON_(gu, dn)                                 \
     {                                                         \
