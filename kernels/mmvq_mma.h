@@ -203,7 +203,8 @@ __global__ void __launch_bounds__(32 * W) st_mmvq_mma_kernel(st_mat_dev m, st_xp
     }
 }
 
-/* W warps per block (4, 8, 16 or 32: 8, 4, 2 or 1 streams per warp); as many
+/* W warps per block (8, 16 or 32: 4, 2 or 1 streams per warp; 4 warps held too many
+ * registers on gfx1100: scratch); as many
  * tiles as NT tokens need. */
 template <int TYPE, int W>
 static st_rt_error st_mmvq_mma_w(const st_launch &L, const st_mat_dev &m, const st_xplanes &x, int nt,

@@ -43,7 +43,7 @@
  * decoded once for all tokens of the call (kernels/mmvq_mma.h). A rows
  * argument names one as -W (st_iq_mmvq_variant); a table row as "mmaW".
  * X(W). */
-#define STRATA_MMVQ_MMA_VARIANTS(X) X(4) X(8) X(16) X(32)
+#define STRATA_MMVQ_MMA_VARIANTS(X) X(8) X(16) X(32)
 
 /* expert_grouped table variants: plain one-warp-per-row gate-up kernel with
  * GU rows per block, and down kernel with DN rows per block. X(GU, DN). */

@@ -149,10 +149,10 @@ static void table_refuses_rows_not_compiled_in_with_documented_wording(void **st
     char list[256], plist[256];
     rows_list(list, sizeof list);
     pairs_list(plist, sizeof plist);
-    assert_string_equal(list, "1 2 4 8 16 mma4 mma8 mma16 mma32");
+    assert_string_equal(list, "1 2 4 8 16 mma8 mma16 mma32");
     assert_string_equal(plist, "1/1 2/2 4/2 4/4 8/4 8/8");
     const char *text = tbl("# a\n#b\n\nmmvq q8_0 32 32 1\nmmvq q8_0 64 32 2\nmmvq q8_0 96 32 3\n");
-    expect_refusal(text, ST_ERR_PARSE, "line 7: rows 3 is not a compiled-in variant (1 2 4 8 16 mma4 mma8 mma16 mma32)");
+    expect_refusal(text, ST_ERR_PARSE, "line 7: rows 3 is not a compiled-in variant (1 2 4 8 16 mma8 mma16 mma32)");
     text = tbl("# a\n#b\n\nmmvq q8_0 32 32 1\nmmvq q8_0 64 32 2\nexpert q8_0 q8_0 32 32 1 3 5\n");
     expect_refusal(text, ST_ERR_PARSE,
                    "line 7: rows 3/5 is not a compiled-in variant (1/1 2/2 4/2 4/4 8/4 8/8)");
@@ -374,7 +374,7 @@ static void table_parse_any_skips_identity_and_knob_checks(void **state)
     } bad[] = {
         {"a b c d e\n", "decode tuning: o.table: line 1: header must have 4 tokens (<arch> <runtime> <compiler> <space>), found 5"},
         {"a b c x\n", "decode tuning: o.table: line 1: space token 'x' is not a number"},
-        {"a b c 1\nmmvq iq3_s 2560 2560 3\n", "decode tuning: o.table: line 2: rows 3 is not a compiled-in variant (1 2 4 8 16 mma4 mma8 mma16 mma32)"},
+        {"a b c 1\nmmvq iq3_s 2560 2560 3\n", "decode tuning: o.table: line 2: rows 3 is not a compiled-in variant (1 2 4 8 16 mma8 mma16 mma32)"},
         {"a b c\n", "decode tuning: o.table: made before the kernel selection space was tracked - the kernels have changed since"},
         {"#\n", "decode tuning: o.table: empty file (no header line)"},
     };
