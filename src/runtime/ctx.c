@@ -20,6 +20,7 @@ struct st_ctx {
     st_gpu *gpu;
     st_ctx_stats stats;
     double t0; /* CPU timer start */
+    double test_slow; /* st_ctx_test_slow_variants */
 };
 
 struct st_matrix {
@@ -184,6 +185,23 @@ st_qtype st_matrix_type(const st_matrix *m) { return m->type; }
 int64_t st_matrix_rows(const st_matrix *m) { return m->rows; }
 int64_t st_matrix_cols(const st_matrix *m) { return m->cols; }
 
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+void st_ctx_test_slow_variants(st_ctx *c, double extra) { c->test_slow = extra > 0 ? extra : 0; }
+static double test_slow_start(const st_ctx *c) { return c->test_slow > 0 ? now_ms() : 0; }
+static void test_slow_end(const st_ctx *c, double t0)
+{
+    if (c->test_slow <= 0) return;
+    const double until = now_ms() + c->test_slow * (now_ms() - t0);
+    while (now_ms() < until) {
+    }
+}
+
 /* ---- iq_mmvq ---------------------------------------------------------- */
 static st_status cpu_mmvq(const st_matrix *w, const float *x, int nt, float *y, int rows)
 {
@@ -212,7 +230,10 @@ st_status st_iq_mmvq_variant(st_ctx *c, const st_matrix *w, const float *x, int 
     else
         c->stats.default_launches++;
     if (c->backend == ST_BACKEND_GPU) return st_gpu_mmvq(c->gpu, &w->gpu, x, nt, y, rows, &c->cfg);
-    return cpu_mmvq(w, x, nt, y, rows);
+    const double t0 = rows ? test_slow_start(c) : 0;
+    st_status s = cpu_mmvq(w, x, nt, y, rows);
+    if (rows) test_slow_end(c, t0);
+    return s;
 }
 
 st_status st_iq_mmvq(st_ctx *c, const st_matrix *w, const float *x, int nt, float *y)
@@ -274,7 +295,10 @@ st_status st_expert_grouped_variant(st_ctx *c, const st_experts *ex, const float
     st_expert_weights ew = {ex->gate->type, ex->down->type, n_embd, n_ff, ex->n_expert,
                             ex->gate->host, ex->up->host, ex->down->host};
     st_cpu_split gs = {0, gu_rows}, ds = {0, down_rows};
-    return st_ref_expert_grouped_split(&ew, x, ids, wts, nt, topk, out, &gs, &ds);
+    const double t0 = dflt ? 0 : test_slow_start(c);
+    st_status s = st_ref_expert_grouped_split(&ew, x, ids, wts, nt, topk, out, &gs, &ds);
+    if (!dflt) test_slow_end(c, t0);
+    return s;
 }
 
 st_status st_expert_grouped(st_ctx *c, const st_experts *ex, const float *x, const int32_t *ids,
@@ -296,12 +320,6 @@ void st_ctx_get_stats(const st_ctx *c, st_ctx_stats *s) { *s = c->stats; }
 void st_ctx_reset_stats(st_ctx *c) { memset(&c->stats, 0, sizeof c->stats); }
 
 /* ---- services for the tuner and the benchmark ------------------------- */
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 st_status st_ctx_timer_start(st_ctx *c)
 {

@@ -25,6 +25,12 @@ st_status st_ctx_probe_loads(st_ctx *c, const st_matrix *w, float *sink);
 size_t st_matrix_bytes(const st_matrix *m);
 const void *st_matrix_data(const st_matrix *m);
 
+/* Test hook: on the CPU backend every rows-variant launch (a table's or a
+ * forced one) then spends EXTRA times its own duration again, busy, so a
+ * test can make a table that is really slower by a known factor (the gate
+ * measures it like any other). 0 (the default) turns it off. */
+void st_ctx_test_slow_variants(st_ctx *c, double extra);
+
 /* Replaces the engaged table with T (may be NULL) without any log line and
  * returns the previous one (the caller owns it). */
 st_table *st_ctx_swap_table(st_ctx *c, st_table *t);

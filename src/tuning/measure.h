@@ -22,6 +22,7 @@ typedef struct {
     st_launch_fn fn;
     void *user;
     volatile int *stop;
+    double *samples; /* optional: every round's time per launch, [n_cand][rounds] */
 } st_measure_spec;
 
 typedef struct {
@@ -35,5 +36,13 @@ st_status st_measure(st_ctx *ctx, const st_measure_spec *spec, st_timing *out);
 
 /* Median/quartiles of N samples (sorted in place). */
 void st_timing_from_samples(double *us, int n, st_timing *t);
+
+/* The distribution-free confidence interval of the median of N samples
+ * (sorted in place): [x(k), x(n+1-k)] of the order statistics, with the
+ * largest k whose two-sided coverage, from the binomial distribution, is at
+ * least CONF. *MEDIAN is the sample median. Returns the coverage reached:
+ * below CONF only when N is too small for it (then the interval is
+ * [min, max]); 0 for N < 1. */
+double st_median_ci(double *x, int n, double conf, double *median, double *lo, double *hi);
 
 #endif

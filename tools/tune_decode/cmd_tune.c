@@ -185,15 +185,22 @@ int cmd_tune(int argc, char **argv, const td_global *g)
 }
 
 static const char VERIFY_HELP[] =
-    "usage: tune_decode verify MODEL.gguf|--synthetic SPEC TABLE [--rounds N] [--max-slowdown P%] [--layers N]\n"
+    "usage: tune_decode verify MODEL.gguf|--synthetic SPEC TABLE [--rounds N] [--max-slowdown P%] [--budget S]\n"
+    "                          [--layers N]\n"
     "\n"
     "The end-to-end gate: runs a whole synthetic decode step of the model (every expert layer\n"
     "through expert_grouped with routing from the model's router, every dense matrix through\n"
-    "iq_mmvq) for n_tokens 1..8, without and with the table, interleaved in one process. Passes\n"
-    "only if every output byte is identical and the step is not slower than the limit (2%).\n"
+    "iq_mmvq) for n_tokens 1..8, without and with the table, interleaved in one process.\n"
+    "PASS only if every output byte is identical and, for every token count, the 95% interval\n"
+    "of the median paired change of the step time (with/without - 1, round by round; + means\n"
+    "slower) lies within the limit (--max-slowdown, default 2%). FAIL when the bytes differ or\n"
+    "an interval lies beyond the limit. When an interval reaches both sides, the gate measures\n"
+    "as many rounds again (from --rounds, default 21, up to 4096 per token count) while the\n"
+    "time budget lasts (--budget, default 60 s for all 8 token counts); then it says\n"
+    "'cannot decide' with the figures and what would help.\n"
     "--synthetic 'SPEC' (repeatable) builds the model from shapes instead ('expert GU DN N_EMBD\n"
     "N_FF 1' / 'mmvq TYPE ROWS COLS'), repeated --layers times.\n"
-    "Exit status: 0 pass, 1 fail or error, 2 usage.\n";
+    "Exit status: 0 pass; 1 fail or error; 2 usage; 3 cannot decide.\n";
 
 int cmd_verify(int argc, char **argv, const td_global *g)
 {
@@ -211,11 +218,19 @@ int cmd_verify(int argc, char **argv, const td_global *g)
         if (!strcmp(a, "--rounds") || !strcmp(a, "--layers") || !strcmp(a, "--experts") || !strcmp(a, "--topk")) {
             char *end;
             long x = strtol(argv[++i], &end, 10);
-            if (*end || x < 1 || x > 255) return td_usage_error("verify: %s '%s' is not a number in 1..255", a, argv[i]);
+            const long lo = !strcmp(a, "--rounds") ? 6 : 1, hi = !strcmp(a, "--rounds") ? 4096 : 255;
+            if (*end || x < lo || x > hi)
+                return td_usage_error("verify: %s '%s' is not a number in %ld..%ld", a, argv[i], lo, hi);
             if (!strcmp(a, "--rounds")) o.rounds = (int)x;
             else if (!strcmp(a, "--layers")) o.n_layers = (int)x;
             else if (!strcmp(a, "--experts")) o.n_expert = (int)x;
             else o.topk = (int)x;
+        } else if (!strcmp(a, "--budget")) {
+            char *end;
+            double t = strtod(argv[++i], &end);
+            if (end == argv[i] || (*end && strcmp(end, "s")) || !(t >= 0) || t > 86400)
+                return td_usage_error("verify: --budget '%s' is not a number of seconds in 0..86400", argv[i]);
+            o.budget_s = t;
         } else if (!strcmp(a, "--max-slowdown")) {
             char *end;
             double t = strtod(argv[++i], &end);
@@ -253,9 +268,12 @@ int cmd_verify(int argc, char **argv, const td_global *g)
     if (g->json) {
         cJSON *j = cJSON_CreateObject();
         cJSON_AddBoolToObject(j, "passed", r.passed);
+        cJSON_AddStringToObject(j, "verdict", r.verdict == ST_GATE_PASS ? "pass" : r.verdict == ST_GATE_UNDECIDED ? "cannot decide" : "fail");
         cJSON_AddBoolToObject(j, "bytes_equal", r.bytes_equal);
         cJSON_AddBoolToObject(j, "not_slower", r.not_slower);
         cJSON_AddStringToObject(j, "message", r.message);
+        cJSON_AddNumberToObject(j, "confidence", r.confidence);
+        cJSON_AddNumberToObject(j, "seconds", r.seconds);
         cJSON *a = cJSON_AddArrayToObject(j, "steps");
         for (int nt = 0; nt < ST_MAX_TOKENS; nt++) {
             cJSON *e = cJSON_CreateObject();
@@ -264,6 +282,10 @@ int cmd_verify(int argc, char **argv, const td_global *g)
             cJSON_AddNumberToObject(e, "with_us", r.table_us[nt]);
             cJSON_AddNumberToObject(e, "spread_without", r.base_spread[nt]);
             cJSON_AddNumberToObject(e, "spread_with", r.table_spread[nt]);
+            cJSON_AddNumberToObject(e, "change", r.change[nt]);
+            cJSON_AddNumberToObject(e, "change_lo", r.change_lo[nt]);
+            cJSON_AddNumberToObject(e, "change_hi", r.change_hi[nt]);
+            cJSON_AddNumberToObject(e, "rounds", r.rounds[nt]);
             cJSON_AddItemToArray(a, e);
         }
         char *t = cJSON_Print(j);
@@ -273,7 +295,7 @@ int cmd_verify(int argc, char **argv, const td_global *g)
     } else {
         printf("verify: %s\n", r.message);
     }
-    return r.passed ? 0 : 1;
+    return r.passed ? 0 : r.verdict == ST_GATE_UNDECIDED ? 3 : 1;
 }
 
 static const char COVERAGE_HELP[] =
