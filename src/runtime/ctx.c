@@ -7,10 +7,13 @@
 #include "internal.h"
 #include "reference_internal.h"
 #include "ctx_internal.h"
+#include "devinfo.h"
+#include "st_build_info.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 struct st_ctx {
     st_backend backend;
@@ -21,6 +24,7 @@ struct st_ctx {
     st_ctx_stats stats;
     double t0; /* CPU timer start */
     double test_slow; /* st_ctx_test_slow_variants */
+    size_t test_llc;  /* st_ctx_test_set_llc */
 };
 
 struct st_matrix {
@@ -40,6 +44,14 @@ st_status st_ctx_create(st_backend backend, int device, st_ctx **out)
     st_dispatch_config_from_env(&c->cfg);
     if (backend == ST_BACKEND_GPU || backend == ST_BACKEND_AUTO) {
         st_status s = st_gpu_open(device, &c->gpu, &c->id);
+        if (s == ST_OK && !st_arch_built_for(c->id.arch, ST_GPU_ARCHS)) {
+            /* refused before any launch: the auto backend then uses the CPU */
+            char line[512];
+            st_arch_refusal(line, sizeof line, device, c->id.arch, c->id.device_name, ST_GPU_ARCHS, ST_GPU_BACKEND_NAME);
+            st_gpu_close(c->gpu);
+            c->gpu = NULL;
+            s = st_fail(ST_ERR_UNSUPPORTED, "%s", line);
+        }
         if (s == ST_OK) {
             c->backend = ST_BACKEND_GPU;
             *out = c;
@@ -335,7 +347,39 @@ st_status st_ctx_timer_stop(st_ctx *c, double *ms)
     return ST_OK;
 }
 
-size_t st_ctx_llc_bytes(st_ctx *c) { return c->backend == ST_BACKEND_GPU ? st_gpu_llc_bytes(c->gpu) : 0; }
+size_t st_ctx_llc(st_ctx *c, const char **source)
+{
+    static const char cpu[] = "none: the CPU backend rotates no weights (the reference's timings are not a card's)";
+    static const char fake[] = "set by a test (st_ctx_test_set_llc)";
+    if (c->test_llc) {
+        *source = fake;
+        return c->test_llc;
+    }
+    if (c->backend != ST_BACKEND_GPU) {
+        *source = cpu;
+        return 0;
+    }
+    return st_llc_lookup(c->id.arch, c->id.device_name, c->id.compute_units, st_gpu_llc_bytes(c->gpu), source);
+}
+
+size_t st_ctx_llc_bytes(st_ctx *c)
+{
+    const char *src;
+    return st_ctx_llc(c, &src);
+}
+
+void st_ctx_test_set_llc(st_ctx *c, size_t bytes) { c->test_llc = bytes; }
+
+st_status st_ctx_mem_info(st_ctx *c, size_t *free_b, size_t *total_b)
+{
+    *free_b = *total_b = 0;
+    if (c->backend == ST_BACKEND_GPU) return st_gpu_mem_info(c->gpu, free_b, total_b);
+    const long page = sysconf(_SC_PAGESIZE), avail = sysconf(_SC_AVPHYS_PAGES), phys = sysconf(_SC_PHYS_PAGES);
+    if (page <= 0 || avail < 0 || phys <= 0) return st_fail(ST_ERR_UNSUPPORTED, "host memory size unknown");
+    *free_b = (size_t)avail * (size_t)page;
+    *total_b = (size_t)phys * (size_t)page;
+    return ST_OK;
+}
 
 void st_ctx_default_expert_equiv(st_ctx *c, const st_experts *ex, int *gu, int *dn)
 {

@@ -8,8 +8,17 @@
  * the wall clock on the CPU (whose calls are synchronous). */
 st_status st_ctx_timer_start(st_ctx *c);
 st_status st_ctx_timer_stop(st_ctx *c, double *ms);
-/* Last-level cache bytes (0 when unknown, e.g. the CPU backend). */
+/* Last-level cache bytes the rotation must cover (0 when unknown or not
+ * applicable: the CPU backend) and, in *SOURCE, where the figure comes from
+ * (the per-arch table of devinfo.c, the runtime, or a test). */
+size_t st_ctx_llc(st_ctx *c, const char **source);
 size_t st_ctx_llc_bytes(st_ctx *c);
+/* Test hook: the context then reports BYTES of last-level cache (0: the
+ * real figure again). */
+void st_ctx_test_set_llc(st_ctx *c, size_t bytes);
+/* Free and total bytes of the memory weights live in: the device's on a
+ * GPU (hipMemGetInfo / cudaMemGetInfo), the host's on the CPU backend. */
+st_status st_ctx_mem_info(st_ctx *c, size_t *free_b, size_t *total_b);
 /* The rows variant (pair) whose launch equals the default chain's for the
  * shape under the context's dispatch, or 0 (0/0) when none does. */
 void st_ctx_default_expert_equiv(st_ctx *c, const st_experts *ex, int *gu, int *dn);

@@ -108,3 +108,16 @@ st_status st_measure(st_ctx *ctx, const st_measure_spec *s, st_timing *out)
     free(samples);
     return st;
 }
+
+int st_rotation_copies(size_t one, size_t llc, size_t floor, int min_copies, bool *short_of_rule)
+{
+    const size_t cap = (size_t)6 << 30;
+    size_t want = floor > 4 * llc ? floor : 4 * llc;
+    if (one == 0) one = 1;
+    size_t copies = (want + one - 1) / one;
+    if (copies < (size_t)(min_copies > 0 ? min_copies : 1)) copies = (size_t)(min_copies > 0 ? min_copies : 1);
+    if (copies > ST_ROTATION_MAX_COPIES) copies = ST_ROTATION_MAX_COPIES;
+    while (copies > 1 && copies * one > cap) copies--;
+    if (short_of_rule) *short_of_rule = copies * one < 4 * llc;
+    return (int)copies;
+}

@@ -413,7 +413,7 @@ static st_status measure_pairs(void *user, int rounds, double *base, double *wit
 
 static const char *verdict_text(st_step_verdict v)
 {
-    return v == ST_STEP_WITHIN ? "within the limit" : v == ST_STEP_SLOWER ? "SLOWER" : "cannot tell yet";
+    return v == ST_STEP_WITHIN ? "within the limit" : v == ST_STEP_SLOWER ? "SLOWER" : "cannot tell within the budget";
 }
 
 /* The verdict line of a measured gate (bytes equal or not). */
@@ -579,6 +579,7 @@ st_status st_tune_gate(st_ctx *ctx, const st_tune_options *o, const st_tune_shap
     vo.n_expert = o->n_expert;
     vo.topk = o->topk;
     if (o->quick) vo.rounds = 7;
+    vo.budget_s = o->gate_budget_s > 0 ? o->gate_budget_s : o->quick ? 20 : 60;
     char (*texts)[128] = NULL;
     const char **ptrs = NULL;
     if (o->model_path && o->n_shapes == 0) {

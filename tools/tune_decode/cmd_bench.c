@@ -223,7 +223,7 @@ static st_status bench_shape(st_ctx *c, bench_env *e, const st_tune_shape *s, co
         const bool ablate = !b.expert && st_ctx_backend(c) == ST_BACKEND_GPU &&
                             (s->type == ST_IQ3_S || s->type == ST_IQ4_XS || s->type == ST_IQ4_NL);
         if (ablate && !variant) b.variant[0] = b.variant[1] = 0;
-        st_measure_spec spec = {ablate ? 4 : variant ? 3 : 2, e->quick ? 5 : 15, 0, 2, bench_launch, &b, NULL};
+        st_measure_spec spec = {ablate ? 4 : variant ? 3 : 2, e->quick ? 5 : 15, 0, 2, bench_launch, &b, NULL, NULL};
         st = st_measure(c, &spec, t);
         if (st != ST_OK) break;
         double bytes = (double)one;

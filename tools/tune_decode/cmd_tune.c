@@ -19,29 +19,44 @@ static const char TUNE_HELP[] =
     "Tunes the decode kernels for this machine: for every shape the model needs (or the demo\n"
     "set: the 7 expert pairs gate-up {iq3_xxs iq3_s iq2_s iq4_xs iq4_nl q8_0 q4_K} x down iq4_nl\n"
     "at n_embd 2560, n_ff 640, 64 experts, top-8, plus dense iq_mmvq shapes), it byte-compares\n"
-    "the default and every compiled-in variant on the device, times them round-robin with\n"
-    "weights rotated past the last-level cache, keeps a variant only when it beats the default\n"
-    "by more than the threshold, runs the end-to-end gate (tune_decode verify), then writes\n"
-    "DIR/strata-<model>-<arch>-<runtime>.table atomically, loads it back, and writes the report\n"
-    "DIR/strata-<model>.autotune.json.\n"
+    "the default and every compiled-in variant on the device and times them round-robin, with\n"
+    "the weights rotated over at least 4x the last-level cache (a per-arch table: the 96 MB\n"
+    "Infinity Cache of a 7900 XTX, not only its L2). The keep rule: per round, each variant's\n"
+    "time against the default's that round; a variant is kept only when the whole 95% interval\n"
+    "of the median of that paired change is faster than the threshold. A decision the interval\n"
+    "cannot make (noise) keeps the default and says so. When DIR already holds a table for this\n"
+    "device, a choice of it changes only when the new one is faster than it in the same way.\n"
+    "Then the end-to-end gate (tune_decode verify) decides whether the table is installed:\n"
+    "DIR/strata-<model>-<arch>[-<device model>]-<runtime>.table, written atomically and loaded\n"
+    "back; the report DIR/strata-<model>.autotune.json records every measurement and decision.\n"
+    "Refused before any measuring: a dispatch knob set (STRATA_...), or a run that does not fit\n"
+    "in the device's free memory. Percentages with a sign are time changes: + slower, - faster.\n"
     "\n"
     "Options:\n"
-    "  --out DIR            where the table and the report go (default .)\n"
+    "  --out DIR            where the table and the report go (default .; created if missing,\n"
+    "                       its parent must exist)\n"
     "  --threshold P%       keep threshold (default 1%)\n"
     "  --ntok-mix LIST      token counts, e.g. 1,2,4,8 (default 1..8): the blend timed for\n"
-    "                       mmvq shapes and the token counts tuned for expert shapes\n"
+    "                       mmvq shapes and the token counts tuned for expert shapes (the table\n"
+    "                       records them; coverage asks for these)\n"
     "  --shapes LIST        expert,mmvq (default both)\n"
     "  --shape 'SPEC'       tune this shape instead (repeatable): 'expert GU DN N_EMBD N_FF N_TOKENS'\n"
     "                       or 'mmvq TYPE ROWS COLS'\n"
     "  --experts N --topk K experts and top-k for the demo set and --shape (default 64, 8)\n"
-    "  --rounds N           timed rounds per candidate (default 15; --quick 5)\n"
-    "  --quick              fewer rounds and a smaller weight rotation (smoke runs, CI)\n"
+    "  --rounds N           timed rounds per candidate and token count, 6..64 (default 15;\n"
+    "                       --quick 7)\n"
+    "  --gate-budget S      the gate's measuring time before it says it cannot decide\n"
+    "                       (default 60 s; --quick 20 s)\n"
+    "  --quick              fewer rounds and a smaller floor for the weight rotation (smoke runs,\n"
+    "                       CI; the rotation still covers 4x the last-level cache)\n"
     "  --no-verify          skip the end-to-end gate (not recommended)\n"
     "  --force              overwrite a table made for another identity\n"
     "  (global: --backend auto|cpu|gpu, --device N, -q, --json)\n"
     "\n"
-    "Exit status: 0 done; 1 error, gate failure or a candidate that differed from the default\n"
-    "(reported as a bug); 2 usage; 130 interrupted (nothing written).\n";
+    "Exit status: 0 the table is installed (or every shape kept the default); 1 error, or a\n"
+    "candidate or the gate found different bytes (reported as a bug); 2 usage; 3 the gate could\n"
+    "not decide (nothing installed); 4 the gate measured the table slower (nothing installed);\n"
+    "130 interrupted (nothing written).\n";
 
 static volatile int g_stop;
 static void on_signal(int sig)
@@ -119,10 +134,19 @@ int cmd_tune(int argc, char **argv, const td_global *g)
         } else if (!strcmp(a, "--shape")) {
             if (ns >= 64) return td_usage_error("tune: at most 64 --shape");
             shapes[ns++] = argv[++i];
+        } else if (!strcmp(a, "--gate-budget")) {
+            char *end;
+            double t = strtod(argv[++i], &end);
+            if (end == argv[i] || (*end && strcmp(end, "s")) || !(t > 0) || t > 86400)
+                return td_usage_error("tune: --gate-budget '%s' is not a number of seconds in (0, 86400]", argv[i]);
+            o.gate_budget_s = t;
         } else if (!strcmp(a, "--experts") || !strcmp(a, "--topk") || !strcmp(a, "--rounds")) {
             char *end;
             long x = strtol(argv[++i], &end, 10);
-            if (*end || x < 1 || x > 256) return td_usage_error("tune: %s '%s' is not a number in 1..256", a, argv[i]);
+            /* --rounds: fewer than 6 cannot give a 95% interval, more than 64 are not kept */
+            const long lo = !strcmp(a, "--rounds") ? 6 : 1, hi = !strcmp(a, "--rounds") ? 64 : 256;
+            if (*end || x < lo || x > hi)
+                return td_usage_error("tune: %s '%s' is not a number in %ld..%ld", a, argv[i], lo, hi);
             if (!strcmp(a, "--experts")) o.n_expert = (int)x;
             else if (!strcmp(a, "--topk")) o.topk = (int)x;
             else o.rounds = (int)x;
@@ -139,6 +163,7 @@ int cmd_tune(int argc, char **argv, const td_global *g)
     o.n_shapes = ns;
     o.quiet = g->quiet;
     o.stop = &g_stop;
+    o.device = g->device;
     char *cl = join_args(argc, argv);
     o.command_line = cl;
     st_ctx *ctx = NULL;
@@ -163,24 +188,32 @@ int cmd_tune(int argc, char **argv, const td_global *g)
         cJSON_AddNumberToObject(j, "mismatches", res.mismatches);
         cJSON_AddStringToObject(j, "table", res.table_written ? res.table_path : "");
         cJSON_AddBoolToObject(j, "engaged", res.engaged);
+        static const char *const gates[] = {"not run", "pass", "fail: bytes differ", "fail: slower", "cannot decide"};
+        cJSON_AddStringToObject(j, "gate", gates[res.gate <= ST_GATE_UNDECIDED ? res.gate : 0]);
         cJSON_AddStringToObject(j, "report", res.report_path);
         char *t = cJSON_Print(j);
         if (t) puts(t);
         free(t);
         cJSON_Delete(j);
-    } else if (s == ST_OK || s == ST_ERR_MISMATCH) {
+    } else if (res.shapes > 0 && s != ST_ERR_INTERRUPTED) {
         printf("tuned %d shapes: %d kept a variant, %d kept the default%s\n", res.shapes, res.kept_variants,
-               res.shapes - res.kept_variants, res.noisy ? " (some decisions noisy: see the report)" : "");
-        printf("table:  %s%s\nreport: %s\n", res.table_path, res.engaged ? " (engages here)" : " (DOES NOT ENGAGE)", res.report_path);
+               res.shapes - res.kept_variants,
+               res.noisy ? " (the noise kept the default on some: see the report)" : "");
+        if (res.table_written)
+            printf("table:  %s (installed%s; %s)\n", res.table_path,
+                   res.gate == ST_GATE_PASS ? " after the gate passed" : res.kept_variants ? " without the gate" : "",
+                   res.engaged ? "engages here" : "DOES NOT ENGAGE");
+        else
+            printf("table:  not installed (%s)\n", res.table_path);
+        printf("report: %s\n", res.report_path);
     }
     if (s == ST_ERR_INTERRUPTED) {
         fprintf(stderr, "tune: interrupted; no table was written\n");
         return 130;
     }
-    if (s != ST_OK) {
-        fprintf(stderr, "tune: %s\n", st_last_error()[0] ? st_last_error() : st_status_str(s));
-        return 1;
-    }
+    if (s == ST_ERR_UNDECIDED) return td_fail("tune", s, 3);
+    if (s == ST_ERR_REFUSED && res.gate == ST_GATE_FAIL_SLOWER) return td_fail("tune", s, 4);
+    if (s != ST_OK) return td_fail("tune", s, 1);
     return 0;
 }
 
@@ -261,10 +294,7 @@ int cmd_verify(int argc, char **argv, const td_global *g)
     st_status s = st_verify_run(ctx, &o, &r);
     signal(SIGINT, SIG_DFL);
     st_ctx_destroy(ctx);
-    if (s != ST_OK) {
-        fprintf(stderr, "verify: %s\n", st_last_error()[0] ? st_last_error() : st_status_str(s));
-        return 1;
-    }
+    if (s != ST_OK) return td_fail("verify", s, 1);
     if (g->json) {
         cJSON *j = cJSON_CreateObject();
         cJSON_AddBoolToObject(j, "passed", r.passed);

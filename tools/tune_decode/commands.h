@@ -28,6 +28,11 @@ int cmd_verify(int argc, char **argv, const td_global *g);    /* verify MODEL.gg
 int cmd_coverage(int argc, char **argv, const td_global *g);  /* coverage MODEL.gguf TABLE|DIR */
 int cmd_bench(int argc, char **argv, const td_global *g);     /* bench */
 
+/* Prints the last error as one line "CMD: message" to stderr (without
+ * doubling a prefix the message already has) and returns CODE. S is the
+ * status (its text when no message was recorded). */
+int td_fail(const char *cmd, int s, int code);
+
 /* Prints "tune_decode: " + message to stderr and returns 2 (usage) . */
 int td_usage_error(const char *fmt, ...);
 

@@ -1,5 +1,5 @@
 /* The GPU backend's host side, as the C library sees it. Implemented in
- * kernels/host.hip (HIP or CUDA builds) or src/backend/gpu_none.c (builds
+ * src/runtime/gpu/host.hip (HIP or CUDA builds) or gpu_none.c (builds
  * without a GPU backend). Pointers are device pointers. Internal. */
 #ifndef ST_GPU_H
 #define ST_GPU_H
@@ -59,6 +59,8 @@ st_status st_gpu_timer_stop(st_gpu *g, double *ms);
 /* Last-level cache size of the device (L2; a MALL/Infinity Cache where the
  * runtime reports it), 0 when unknown. */
 size_t st_gpu_llc_bytes(st_gpu *g);
+/* Free and total bytes of the device's memory. */
+st_status st_gpu_mem_info(st_gpu *g, size_t *free_b, size_t *total_b);
 /* The expert rows pair (GU, DN) whose launches are identical to the default
  * chain's for this shape under CFG, or 0/0 when there is none. */
 void st_gpu_default_expert_equiv(int n_embd, int n_ff, const st_dispatch_config *cfg, int *gu, int *dn);

@@ -27,6 +27,11 @@ st_status st_gpu_expert_grouped(st_gpu *g, const st_gpu_experts *ex, const float
 st_status st_gpu_timer_start(st_gpu *g) { return none(); }
 st_status st_gpu_timer_stop(st_gpu *g, double *ms) { return none(); }
 size_t st_gpu_llc_bytes(st_gpu *g) { return 0; }
+st_status st_gpu_mem_info(st_gpu *g, size_t *free_b, size_t *total_b)
+{
+    *free_b = *total_b = 0;
+    return none();
+}
 void st_gpu_default_expert_equiv(int n_embd, int n_ff, const st_dispatch_config *cfg, int *gu, int *dn)
 {
     *gu = *dn = 0;

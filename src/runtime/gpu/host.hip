@@ -75,6 +75,8 @@ extern "C" st_status st_gpu_open(int device, st_gpu **out, st_identity *id)
     id->space = STRATA_SELECTION_SPACE;
     snprintf(id->device_name, sizeof id->device_name, "%s", name);
     snprintf(id->driver, sizeof id->driver, "%d", drv);
+    id->compute_units = st_rt_compute_units(device);
+    st_identity_set_model(id);
 
     st_gpu *g = new (std::nothrow) st_gpu();
     if (!g) return st_fail(ST_ERR_NOMEM, "GPU context");
@@ -350,6 +352,13 @@ extern "C" st_status st_gpu_timer_stop(st_gpu *g, double *ms)
 }
 
 extern "C" size_t st_gpu_llc_bytes(st_gpu *g) { return g->llc; }
+
+extern "C" st_status st_gpu_mem_info(st_gpu *g, size_t *free_b, size_t *total_b)
+{
+    RT_TRY(st_rt_set_device(g->device), "set device");
+    RT_TRY(st_rt_mem_info(free_b, total_b), "device memory info");
+    return ST_OK;
+}
 
 extern "C" void st_gpu_default_expert_equiv(int n_embd, int n_ff, const st_dispatch_config *cfg, int *gu, int *dn)
 {
