@@ -255,6 +255,8 @@ st_status st_iq_mmvq(st_ctx *c, const st_matrix *w, const float *x, int nt, floa
         st_mmvq_key key = {w->type, (int)w->rows, (int)w->cols};
         if (st_table_lookup_mmvq(c->table, &key, &rows))
             c->stats.table_hits++;
+        else if (st_table_tuned_default_mmvq(c->table, &key))
+            c->stats.table_defaults++;
         else
             c->stats.table_misses++;
     }
@@ -322,6 +324,8 @@ st_status st_expert_grouped(st_ctx *c, const st_experts *ex, const float *x, con
                              (int)(ex->gate->rows / ex->n_expert), nt};
         if (st_table_lookup_expert(c->table, &key, &gu, &dn))
             c->stats.table_hits++;
+        else if (st_table_tuned_default_expert(c->table, &key))
+            c->stats.table_defaults++;
         else
             c->stats.table_misses++;
     }
@@ -349,7 +353,7 @@ st_status st_ctx_timer_stop(st_ctx *c, double *ms)
 
 size_t st_ctx_llc(st_ctx *c, const char **source)
 {
-    static const char cpu[] = "none: the CPU backend rotates no weights (the reference's timings are not a card's)";
+    static const char cpu[] = "none: the CPU backend has no card's cache to rotate past (its timings are the reference's)";
     static const char fake[] = "set by a test (st_ctx_test_set_llc)";
     if (c->test_llc) {
         *source = fake;

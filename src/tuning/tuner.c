@@ -359,12 +359,16 @@ static st_status build_table(st_ctx *ctx, const st_tune_options *o, const st_tun
     st_status s = st_table_add_comment(t, line);
     snprintf(line, sizeof line, "report: %s; threshold %.1f%%", report_path, 100 * o->threshold);
     if (s == ST_OK) s = st_table_add_comment(t, line);
-    /* the token counts tuned: `coverage` asks a model's shapes for these */
+    /* the token counts tuned (the expert shapes', else the mmvq blend's):
+     * `coverage` asks a model's expert shapes for these */
+    bool any_expert = false;
+    for (int k = 0; k < n; k++) any_expert |= r[k].shape.kind == ST_SHAPE_EXPERT;
     int at = snprintf(line, sizeof line, "ntok-mix");
     for (int i = 0; i < ST_MAX_TOKENS && at > 0 && (size_t)at < sizeof line; i++) {
         bool in = false;
         for (int k = 0; k < n; k++)
-            for (int j = 0; j < r[k].n_nts; j++) in |= r[k].nts[j] == i + 1;
+            if ((r[k].shape.kind == ST_SHAPE_EXPERT) == any_expert)
+                for (int j = 0; j < r[k].n_nts; j++) in |= r[k].nts[j] == i + 1;
         if (in) at += snprintf(line + at, sizeof line - (size_t)at, " %d", i + 1);
     }
     if (s == ST_OK) s = st_table_add_comment(t, line);
@@ -572,10 +576,13 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
     if (st == ST_OK && !o->quiet) {
         st_log("tune: %d shapes on %s (%s%s%s), threshold %.1f%%%s", n, id->device_name, id->arch, id->model[0] ? ", " : "",
                id->model, 100 * o->threshold, o->quick ? ", quick" : "");
-        st_log("tune: last-level cache %.0f MB (%s): every matrix rotates over at least %.0f MB; %.2f GB of %.2f GB "
-               "free, the run needs %.2f GB",
-               x.llc / 1048576.0, x.llc_source, 4 * x.llc / 1048576.0, x.free_bytes / 1e9, x.total_bytes / 1e9,
-               x.need_bytes / 1e9);
+        if (x.llc)
+            st_log("tune: last-level cache %.0f MB (%s): every matrix rotates over at least %.0f MB", x.llc / 1048576.0,
+                   x.llc_source, 4 * x.llc / 1048576.0);
+        else
+            st_log("tune: last-level cache: %s; weights are not rotated", x.llc_source);
+        st_log("tune: memory: the run needs %.2f GB, %.2f GB of %.2f GB are free", x.need_bytes / 1e9,
+               x.free_bytes / 1e9, x.total_bytes / 1e9);
     }
     const double t0 = now_s();
     run_ctx cache[1];

@@ -8,10 +8,12 @@
 #include "table_internal.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char TUNE_HELP[] =
     "usage: tune_decode tune [MODEL.gguf] [options]\n"
@@ -331,18 +333,40 @@ int cmd_verify(int argc, char **argv, const td_global *g)
 static const char COVERAGE_HELP[] =
     "usage: tune_decode coverage MODEL.gguf TABLE|DIR\n"
     "\n"
-    "Lists the decode shapes the model needs that the table lacks (shapes the tuner measured\n"
-    "and kept the default for count as covered: they appear as 'tuned-default' comments), and\n"
-    "says whether the table would engage in this process. Exit status 0 when every shape is\n"
-    "covered and the table engages, 1 otherwise, 2 usage.\n";
+    "Lists the decode shapes the model needs that the table lacks, and says whether the table\n"
+    "would engage in this process. Expert shapes are asked for at the token counts the tuner\n"
+    "tuned (its --ntok-mix, recorded in the table as '# ntok-mix ...'; 1..8 for a table that\n"
+    "records none). Shapes the tuner measured and kept the default for count as covered (its\n"
+    "'# tuned-default ...' comments). A directory is searched as the loader does: the one table\n"
+    "made for this process. Exit status 0 when every shape is covered and the table engages;\n"
+    "1 when shapes are missing or the table would not engage, or (one line, no listing) when\n"
+    "the path does not exist or cannot be read, or a directory holds no table for this process;\n"
+    "2 usage.\n";
 
-static bool tuned_default(const st_table *t, const char *key)
+/* The token counts the table's tuner tuned ("ntok-mix 1 2 4 8"), else 1..8. */
+static int table_mix(const st_table *t, bool *in_mix)
 {
+    for (int i = 0; i < ST_MAX_TOKENS; i++) in_mix[i] = true;
     for (size_t i = 0; i < st_table_comment_count(t); i++) {
         const char *c = st_table_comment_at(t, i);
-        if (!strncmp(c, "tuned-default ", 14) && !strcmp(c + 14, key)) return true;
+        if (strncmp(c, "ntok-mix", 8) != 0 || (c[8] != ' ' && c[8] != '\0')) continue;
+        bool got[ST_MAX_TOKENS] = {false};
+        int n = 0;
+        for (const char *p = c + 8; *p;) {
+            char *end;
+            long v = strtol(p, &end, 10);
+            if (end == p) break;
+            if (v >= 1 && v <= ST_MAX_TOKENS && !got[v - 1]) {
+                got[v - 1] = true;
+                n++;
+            }
+            p = end;
+        }
+        if (n == 0) continue;
+        memcpy(in_mix, got, sizeof got);
+        return n;
     }
-    return false;
+    return ST_MAX_TOKENS;
 }
 
 int cmd_coverage(int argc, char **argv, const td_global *g)
@@ -359,6 +383,11 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
         pos[np++] = argv[i];
     }
     if (np != 2) return td_usage_error("coverage: expected MODEL.gguf TABLE|DIR");
+    struct stat sb;
+    if (stat(pos[1], &sb) != 0) {
+        fprintf(stderr, "coverage: %s: %s\n", pos[1], strerror(errno));
+        return 1;
+    }
     st_model *m = NULL;
     if (st_model_open(pos[0], &m) != ST_OK) {
         fprintf(stderr, "coverage: %s: %s\n", pos[0], st_last_error());
@@ -373,13 +402,32 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
     st_table *t = NULL;
     st_status s = st_table_load_msg(pos[1], st_ctx_identity(ctx), st_ctx_dispatch(ctx), &t, line, sizeof line);
     const bool engages = s == ST_OK;
-    if (!t) {
-        /* show coverage of a table made elsewhere too: parse it without the checks */
-        char *buf = NULL;
-        size_t len = 0;
-        if (st_read_file(pos[1], &buf, &len) == ST_OK) st_table_parse_any(buf, len, pos[1], &t, NULL, 0);
-        free(buf);
+    if (!t && S_ISDIR(sb.st_mode)) {
+        /* no table of the directory is for this process (or several are):
+         * there is nothing to list coverage of */
+        fprintf(stderr, "coverage: %s\n", line);
+        st_ctx_destroy(ctx);
+        st_model_close(m);
+        return 1;
     }
+    if (!t) {
+        /* a file made elsewhere: show its coverage too, parsed without the
+         * identity checks; a file that is no table at all is an error */
+        char *buf = NULL, why[ST_TABLE_MSG_MAX] = "";
+        size_t len = 0;
+        st_status ps = st_read_file(pos[1], &buf, &len);
+        if (ps == ST_OK) ps = st_table_parse_any(buf, len, pos[1], &t, why, sizeof why);
+        else snprintf(why, sizeof why, "%s", line);
+        free(buf);
+        if (ps != ST_OK) {
+            fprintf(stderr, "coverage: %s\n", why);
+            st_ctx_destroy(ctx);
+            st_model_close(m);
+            return 1;
+        }
+    }
+    bool in_mix[ST_MAX_TOKENS];
+    const int n_mix = table_mix(t, in_mix);
     int need = 0, missing = 0;
     cJSON *arr = cJSON_CreateArray();
     const int used = st_model_expert_used(m);
@@ -387,11 +435,12 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
     for (size_t i = 0; i < st_model_expert_shape_count(m); i++) {
         const st_model_expert_shape *es = st_model_expert_shape_at(m, i);
         for (int nt = 1; nt <= ST_MAX_TOKENS; nt++) {
+            if (!in_mix[nt - 1]) continue;
             st_expert_key k = {es->gu_type, es->down_type, es->n_embd, es->n_ff, nt};
             int a, b;
             snprintf(key, sizeof key, "expert %s %s %d %d %d", st_qtype_name(es->gu_type), st_qtype_name(es->down_type),
                      es->n_embd, es->n_ff, nt);
-            const bool have = t && (st_table_lookup_expert(t, &k, &a, &b) || tuned_default(t, key));
+            const bool have = st_table_lookup_expert(t, &k, &a, &b) || st_table_tuned_default_expert(t, &k);
             need++;
             if (!have) {
                 missing++;
@@ -405,7 +454,7 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
         st_mmvq_key k = {ms->type, ms->n_rows, ms->n_cols};
         int rws;
         snprintf(key, sizeof key, "mmvq %s %d %d", st_qtype_name(ms->type), ms->n_rows, ms->n_cols);
-        const bool have = t && (st_table_lookup_mmvq(t, &k, &rws) || tuned_default(t, key));
+        const bool have = st_table_lookup_mmvq(t, &k, &rws) || st_table_tuned_default_mmvq(t, &k);
         need++;
         if (!have) {
             missing++;
@@ -417,6 +466,9 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
         cJSON *j = cJSON_CreateObject();
         cJSON_AddNumberToObject(j, "shapes_needed", need);
         cJSON_AddNumberToObject(j, "shapes_missing", missing);
+        cJSON *mix = cJSON_AddArrayToObject(j, "ntok_mix");
+        for (int i = 0; i < ST_MAX_TOKENS; i++)
+            if (in_mix[i]) cJSON_AddItemToArray(mix, cJSON_CreateNumber(i + 1));
         cJSON_AddItemToObject(j, "missing", arr);
         cJSON_AddBoolToObject(j, "engages", engages);
         cJSON_AddStringToObject(j, "load_line", line);
@@ -426,7 +478,11 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
         cJSON_Delete(j);
     } else {
         cJSON_Delete(arr);
-        printf("coverage: %d of %d shapes the model needs are in the table; %s\n", need - missing, need,
+        char mixs[40] = "";
+        for (int i = 0, at = 0; i < ST_MAX_TOKENS; i++)
+            if (in_mix[i]) at += snprintf(mixs + at, sizeof mixs - (size_t)at, "%s%d", at ? "," : "", i + 1);
+        printf("coverage: %d of %d shapes the model needs are in the table (expert shapes at n_tokens %s%s); %s\n",
+               need - missing, need, mixs, n_mix == ST_MAX_TOKENS ? "" : ", the tuner's mix",
                engages ? "the table engages here" : "the table would NOT engage here");
         printf("%s\n", line);
     }
