@@ -400,11 +400,13 @@ typedef struct {
     const vops *v;
     st_table *tab;
     int nt, parity;
+    volatile int *stop;
 } pair_job;
 
 static st_status measure_pairs(void *user, int rounds, double *base, double *with, double *seconds)
 {
     pair_job *j = user;
+    if (j->stop && *j->stop) return st_fail(ST_ERR_INTERRUPTED, "interrupted");
     const double t0 = now_s();
     st_status s = time_pairs(j->c, j->v, j->tab, j->nt, rounds, &j->parity, base, with);
     *seconds = now_s() - t0;
@@ -505,7 +507,7 @@ static st_status run_gate(st_ctx *c, const st_verify_options *o, const vops *v, 
         const double left = o->budget_s - (now_s() - t_start);
         st_gate_rule rule = {o->max_slowdown, o->rounds, ST_GATE_MAX_ROUNDS,
                              (slower || !res->bytes_equal) ? 0 : left / (ST_MAX_TOKENS - nt + 1), 0.95};
-        pair_job job = {c, v, tab, nt, 0};
+        pair_job job = {c, v, tab, nt, 0, o->stop};
         s = st_gate_judge(measure_pairs, &job, &rule, nt, o->quiet, &g[nt - 1]);
         if (s != ST_OK) break;
         const st_gate_step *x = &g[nt - 1];
