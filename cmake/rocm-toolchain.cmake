@@ -9,6 +9,12 @@
 # .hip sources as C++ with clang's -xhip, so clang++ is used, not hipcc
 # (hipcc only adds flags the build passes itself: --offload-arch,
 # --rocm-path, --rocm-device-lib-path).
+# try_compile projects read this file again without the cache: the
+# compilers are already chosen there.
+get_property(_st_in_try GLOBAL PROPERTY IN_TRY_COMPILE)
+if(_st_in_try)
+  return()
+endif()
 if(NOT ROCM_PATH)
   if(DEFINED ENV{ROCM_PATH} AND NOT "$ENV{ROCM_PATH}" STREQUAL "")
     set(ROCM_PATH "$ENV{ROCM_PATH}")
