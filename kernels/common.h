@@ -4,6 +4,7 @@
 
 #include "dot.h"
 #include "strata/limits.h"
+#include "repack_block.h"
 
 #include <type_traits>
 
@@ -78,6 +79,12 @@ st_rt_error st_launch_down(const st_launch &L, const st_expert_args &a, const st
 st_rt_error st_launch_group_v1(const st_launch &L, const st_expert_args &a);
 st_rt_error st_launch_topk_sum(const st_launch &L, const st_expert_args &a);
 st_rt_error st_launch_combine_v2k(const st_launch &L, const st_expert_args &a);
+
+/* The device-side repack (kernels/repack.hip): NBLOCKS ggml blocks of BB
+ * bytes at SRC (device memory) into the planes of P at DST (which the
+ * caller cleared). The same per-block code as the host's st_repack. */
+st_rt_error st_launch_repack(st_rt_stream s, int type, const st_repack_plan &p, const void *src, size_t bb,
+                             int64_t nblocks, void *dst);
 
 /* Pick the lanes per row of a row with NU units: the default chain's
  * sub-warp rule. */

@@ -55,6 +55,16 @@ typedef hipEvent_t st_rt_event;
 #define st_rt_runtime_version hipRuntimeGetVersion
 #define st_rt_driver_version hipDriverGetVersion
 #define st_rt_func_set_smem(f, n) hipFuncSetAttribute((const void *)(f), hipFuncAttributeMaxDynamicSharedMemorySize, n)
+#define st_rt_get_device hipGetDevice
+#define st_rt_mem_info hipMemGetInfo
+typedef hipGraph_t st_rt_graph;
+typedef hipGraphExec_t st_rt_graph_exec;
+#define st_rt_begin_capture(s) hipStreamBeginCapture(s, hipStreamCaptureModeGlobal)
+#define st_rt_end_capture hipStreamEndCapture
+#define st_rt_graph_instantiate(e, g) hipGraphInstantiate(e, g, nullptr, nullptr, 0)
+#define st_rt_graph_launch hipGraphLaunch
+#define st_rt_graph_exec_destroy hipGraphExecDestroy
+#define st_rt_graph_destroy hipGraphDestroy
 #else
 typedef cudaError_t st_rt_error;
 typedef cudaStream_t st_rt_stream;
@@ -82,6 +92,16 @@ typedef cudaEvent_t st_rt_event;
 #define st_rt_runtime_version cudaRuntimeGetVersion
 #define st_rt_driver_version cudaDriverGetVersion
 #define st_rt_func_set_smem(f, n) cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, n)
+#define st_rt_get_device cudaGetDevice
+#define st_rt_mem_info cudaMemGetInfo
+typedef cudaGraph_t st_rt_graph;
+typedef cudaGraphExec_t st_rt_graph_exec;
+#define st_rt_begin_capture(s) cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal)
+#define st_rt_end_capture cudaStreamEndCapture
+#define st_rt_graph_instantiate(e, g) cudaGraphInstantiate(e, g, 0)
+#define st_rt_graph_launch cudaGraphLaunch
+#define st_rt_graph_exec_destroy cudaGraphExecDestroy
+#define st_rt_graph_destroy cudaGraphDestroy
 #endif
 
 /* Architecture token ("gfx1100", "sm_90") and marketing name of DEVICE. */
@@ -117,18 +137,8 @@ static inline int st_rt_compute_units(int device)
     return v > 0 ? v : 0;
 }
 
-/* Free and total bytes of the current device's memory. */
-static inline st_rt_error st_rt_mem_info(size_t *free_b, size_t *total_b)
-{
-#if ST_HIP
-    return hipMemGetInfo(free_b, total_b);
-#else
-    return cudaMemGetInfo(free_b, total_b);
-#endif
-}
-
 /* Last-level cache bytes the runtime reports (L2; AMD's Infinity Cache is
- * not in it: src/runtime/llc.c knows those). */
+ * not in it: src/runtime/devinfo.c knows those). */
 static inline size_t st_rt_l2_bytes(int device)
 {
     int v = 0;

@@ -19,8 +19,9 @@ cmake -S . -B "$B" -DSTRATA_GPU_BACKEND=CUDA -DCMAKE_CUDA_ARCHITECTURES=90 -DCMA
 cmake --build "$B" -j"$(nproc)" > "$B.build.log" 2>&1 || { grep -E "error" "$B.build.log" | head -40; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
-  (cd "$B" && ctest -L gpu -V -j1 > "$B.ctest-gpu.log" 2>&1)
+  (cd "$B" && ctest -L gpu -V -j1 ${CTEST_ARGS:-} > "$B.ctest-gpu.log" 2>&1)
   rc=$?
+  cp "$B.ctest-gpu.log" "$OUT/ctest-gpu.log"
   grep -E "device:|comparisons|MISMATCH|table hits|tests passed|tests failed|Passed|Failed|\*\*\*" "$B.ctest-gpu.log" | sed 's/^[0-9]*: //' | head -60 | tee "$OUT/gpu-tests.txt"
   echo "ctest -L gpu: rc=$rc"
 fi

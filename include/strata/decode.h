@@ -1,11 +1,26 @@
 /* strata-tune: the decode entry points an inference engine calls.
  *
- * A context owns one backend (a GPU, or the CPU reference), its stream, the
+ * A context owns one backend (a GPU, or the CPU reference), the stream its
+ * work goes to (the engine's own, or one it makes), the scratch memory its
+ * decode calls use (reserved at creation, or handed in by the engine), the
  * dispatch configuration (knobs, read once at creation) and at most one
  * engaged tuning table. Memory passed to the operations is backend memory:
  * device memory from st_ctx_alloc (or the engine's own device pointers) on a
  * GPU, ordinary host memory on the CPU backend. Every backend, variant and
- * knob path produces the same output bytes (DESIGN.md section 2). */
+ * knob path produces the same output bytes (docs/DESIGN.md section 2).
+ *
+ * Decode calls (st_iq_mmvq, st_expert_grouped and their _variant forms)
+ * never allocate or free memory, never wait for the device and never issue a
+ * synchronous copy or memset: on a GPU they only queue kernels on the
+ * context's stream, so an engine can order them with its own work and
+ * capture them in a CUDA/HIP graph (docs/USER_GUIDE.md, "Linking into an
+ * engine"). A call beyond the context's limits returns ST_ERR_INVALID_ARG,
+ * its message naming the limit, and launches nothing.
+ *
+ * Threads: a context is used by one thread at a time; different contexts
+ * may be used at the same time from different threads. Each entry point
+ * makes the context's GPU the current device and restores the caller's
+ * current device before it returns. */
 #ifndef STRATA_DECODE_H
 #define STRATA_DECODE_H
 
@@ -18,6 +33,7 @@
 #include "strata/status.h"
 #include "strata/table.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -33,23 +49,80 @@ typedef enum {
 typedef struct st_ctx st_ctx;
 typedef struct st_matrix st_matrix;
 
-/* Creates a context on BACKEND; DEVICE selects the GPU (ignored on CPU).
- * The dispatch knobs are read from the environment here, once. A GPU that
- * cannot be used gives ST_ERR_NO_DEVICE or ST_ERR_GPU with the runtime's
- * message in st_last_error(); ST_BACKEND_AUTO then falls back to the CPU. */
+/* How a context is made. Fill with st_ctx_params_init (which sets
+ * struct_size), then change what you need; a zero limit means the default
+ * in brackets. The struct may grow: new members are appended and old
+ * callers' smaller struct_size keeps its meaning. */
+typedef struct {
+    size_t struct_size;  /* sizeof(st_ctx_params), set by st_ctx_params_init */
+    st_backend backend;  /* [ST_BACKEND_AUTO] */
+    int device;          /* GPU index [0]; ignored on the CPU */
+    /* The engine's stream: a cudaStream_t / hipStream_t on the context's
+     * device that stays valid while the context lives. Every decode call is
+     * queued on it. NULL: the context creates a stream of its own. */
+    void *stream;
+    /* The largest calls the context serves; its scratch is sized for them
+     * and a call beyond them is refused. */
+    int max_tokens;      /* n_tokens of one call, 1..ST_MAX_TOKENS [ST_MAX_TOKENS] */
+    int max_topk;        /* experts per token, 1..ST_MAX_TOPK [ST_MAX_TOPK] */
+    int max_experts;     /* experts of one layer, 1..ST_MAX_EXPERTS [ST_MAX_EXPERTS] */
+    int64_t max_rows;    /* rows of a dense matrix or of one expert [32768] */
+    int64_t max_cols;    /* values per row (K) [32768] */
+    /* Scratch handed in by the engine: WORKSPACE_BYTES of backend memory
+     * (device memory on a GPU, host memory on the CPU), at least
+     * st_ctx_workspace_bytes(), aligned to 256 bytes, owned by the engine
+     * and used by nothing else while the context lives. NULL: the context
+     * reserves its own at creation. */
+    void *workspace;
+    size_t workspace_bytes;
+    /* Where this context's user-facing lines go (the table engagement or
+     * refusal line, the tuner's progress). NULL: the process's sink
+     * (st_set_log, by default stderr). */
+    st_log_fn log_fn;
+    void *log_user;
+} st_ctx_params;
+
+/* Defaults: auto backend, device 0, own stream, the largest limits, own
+ * workspace, the process's log sink. */
+ST_API void st_ctx_params_init(st_ctx_params *p);
+
+/* Creates a context from P. The dispatch knobs are read from the
+ * environment here, once. All scratch of the decode calls is reserved here
+ * (or checked in P->workspace). A GPU that cannot be used gives
+ * ST_ERR_NO_DEVICE or ST_ERR_GPU with the runtime's message in
+ * st_last_error(), or ST_ERR_UNSUPPORTED when this build has no code for
+ * the device's architecture; ST_BACKEND_AUTO then falls back to the CPU.
+ * Invalid parameters (a limit out of range, a workspace that is too small)
+ * give ST_ERR_INVALID_ARG naming the field. */
+ST_API st_status st_ctx_create_ex(const st_ctx_params *p, st_ctx **out);
+
+/* st_ctx_create_ex with the defaults, BACKEND and DEVICE. */
 ST_API st_status st_ctx_create(st_backend backend, int device, st_ctx **out);
 ST_API void st_ctx_destroy(st_ctx *ctx);
 
+/* Bytes of scratch a context made from P reserves (or needs in
+ * P->workspace) on P's backend; ST_BACKEND_AUTO answers for the GPU when
+ * this build has a GPU backend. The knobs of the environment count (some
+ * reroutes need more scratch). */
+ST_API st_status st_ctx_workspace_bytes(const st_ctx_params *p, size_t *bytes);
+
 ST_API st_backend st_ctx_backend(const st_ctx *ctx);
+/* The stream the context queues its work on (the engine's, or its own);
+ * NULL on the CPU backend. */
+ST_API void *st_ctx_stream(const st_ctx *ctx);
 /* The identity tables are made for and checked against. */
 ST_API const st_identity *st_ctx_identity(const st_ctx *ctx);
 /* Dispatch configuration. Setting it drops an engaged table when any knob
- * becomes active (a table measured the default dispatch). */
+ * becomes active (a table measured the default dispatch). A knob whose path
+ * needs scratch the context did not reserve at creation (STRATA_EXPERT_V2K)
+ * makes the calls that take that path fail with a message naming it (it is
+ * reserved when the knob is set at creation, or when it takes at most 64
+ * MiB for the context's limits). */
 ST_API const st_dispatch_config *st_ctx_dispatch(const st_ctx *ctx);
 ST_API void st_ctx_set_dispatch(st_ctx *ctx, const st_dispatch_config *cfg);
 
 /* Engages the table at PATH (file, or tables directory: auto-selection).
- * Prints exactly one line (engagement or refusal) through the log sink. On
+ * Gives exactly one line (engagement or refusal) to the context's log. On
  * refusal the previously engaged table, if any, is dropped: the defaults are
  * in effect. */
 ST_API st_status st_ctx_load_table(st_ctx *ctx, const char *path);
@@ -60,7 +133,7 @@ ST_API void st_ctx_drop_table(st_ctx *ctx);
 /* The engaged table or NULL. */
 ST_API const st_table *st_ctx_table(const st_ctx *ctx);
 
-/* Backend memory. */
+/* Backend memory (not decode calls: these may allocate and wait). */
 ST_API st_status st_ctx_alloc(st_ctx *ctx, size_t bytes, void **ptr);
 ST_API void st_ctx_free(st_ctx *ctx, void *ptr);
 ST_API st_status st_ctx_upload(st_ctx *ctx, void *dst, const void *src, size_t bytes);
@@ -68,17 +141,28 @@ ST_API st_status st_ctx_download(st_ctx *ctx, void *dst, const void *src, size_t
 /* Waits for the context's queued work. */
 ST_API st_status st_ctx_sync(st_ctx *ctx);
 
-/* Uploads a quantized matrix of ROWS rows of COLS values (ggml block bytes,
- * rows back to back) in the backend's layout. 3-D expert tensors are
- * matrices of n_expert * rows_per_expert rows. */
+/* Uploads a quantized matrix of ROWS rows of COLS values (ggml block bytes
+ * in host memory, rows back to back) in the backend's layout. 3-D expert
+ * tensors are matrices of n_expert * rows_per_expert rows. */
 ST_API st_status st_matrix_create(st_ctx *ctx, st_qtype type, int64_t rows, int64_t cols,
                                   const void *ggml_bytes, st_matrix **out);
+/* The same from ggml block bytes the engine already holds in backend memory
+ * (device memory on a GPU): the repack into the layout runs on the device,
+ * on the context's stream, and gives the same bytes as st_matrix_create.
+ * DEVICE_BYTES may be freed once this returns (it waits for the repack). */
+ST_API st_status st_matrix_create_from_device(st_ctx *ctx, st_qtype type, int64_t rows, int64_t cols,
+                                              const void *device_bytes, st_matrix **out);
+/* Backend-memory bytes a matrix of TYPE, ROWS x COLS takes in the layout
+ * (0 when the shape does not fit the type), so an engine can budget before
+ * it creates one. The same on every backend of this build for the GPU; the
+ * CPU backend keeps ggml's bytes (st_qtype_row_bytes * ROWS). */
+ST_API size_t st_matrix_layout_bytes(st_qtype type, int64_t rows, int64_t cols);
 ST_API void st_matrix_destroy(st_matrix *m);
 ST_API st_qtype st_matrix_type(const st_matrix *m);
 ST_API int64_t st_matrix_rows(const st_matrix *m);
 ST_API int64_t st_matrix_cols(const st_matrix *m);
 
-/* y[t][r] = W[r] . q8_1(x[t]) for t < NT (1..8); X is [nt][cols] f32, Y is
+/* y[t][r] = W[r] . q8_1(x[t]) for t < NT (1..max_tokens); X is [nt][cols] f32, Y is
  * [nt][rows] f32, both backend memory. Uses the engaged table's variant for
  * (type, rows, cols) on a hit, else the default chain. */
 ST_API st_status st_iq_mmvq(st_ctx *ctx, const st_matrix *w, const float *x, int nt, float *y);
@@ -97,7 +181,8 @@ typedef struct {
 
 /* The MoE FFN of a decode step (see st_ref_expert_grouped for the maths):
  * X [nt][n_embd] f32, IDS [nt][topk] int32 expert ids, WTS [nt][topk] f32,
- * OUT [nt][n_embd] f32, all backend memory; NT 1..8, TOPK 1..8. Uses the
+ * OUT [nt][n_embd] f32, all backend memory; NT 1..max_tokens, TOPK
+ * 1..max_topk, n_expert 1..max_experts (the context's limits). Uses the
  * table's (gu_rows, down_rows) for the shape on a hit. */
 ST_API st_status st_expert_grouped(st_ctx *ctx, const st_experts *ex, const float *x, const int32_t *ids,
                                    const float *wts, int nt, int topk, float *out);

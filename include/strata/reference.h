@@ -1,5 +1,5 @@
 /* strata-tune: the CPU reference, the golden model of the exactness
- * contract (DESIGN.md section 2). Every GPU variant and knob path must give
+ * contract (docs/DESIGN.md section 2). Every GPU variant and knob path must give
  * the same bytes as these functions. They also serve as the CPU backend. */
 #ifndef STRATA_REFERENCE_H
 #define STRATA_REFERENCE_H

@@ -12,14 +12,14 @@
 #define STRATA_VARIANTS_H
 
 /* Kernel-selection-space token, written in every table header and compared
- * on load. History: 1 = the 2026-11 prototype (DESIGN.md section 8), never
+ * on load. History: 1 = the 2026-11 prototype (docs/DESIGN.md section 8), never
  * shipped; 2 = S=32 canonical streams, row-planar device layout, the lists
  * below; 3 = IQ3_S sign plane transposed, pipelined default iq_mmvq (the
  * same bits, but a table tuned against space 2 compared variants with
  * other kernels: its choices no longer describe this build). */
 #define STRATA_SELECTION_SPACE 3
 
-/* Exactness contract (DESIGN.md section 2). A row's K values are split into
+/* Exactness contract (docs/DESIGN.md section 2). A row's K values are split into
  * units of ST_CANON_UNIT values (one q8_1 activation block). Unit u belongs
  * to canonical stream u % ST_CANON_STREAMS; each stream accumulates its units
  * in increasing u with explicit fma; the streams are combined by a fixed

@@ -3,7 +3,7 @@
  * with contraction off and written with explicit _rn intrinsics). Every
  * float operation that reaches an output goes through these functions, so
  * all backends perform the same IEEE operations in the same order.
- * DESIGN.md section 2; the constants are in include/strata/variants.h. */
+ * docs/DESIGN.md section 2; the constants are in include/strata/variants.h. */
 #ifndef ST_CANON_H
 #define ST_CANON_H
 

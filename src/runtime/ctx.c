@@ -1,71 +1,145 @@
 #define _POSIX_C_SOURCE 200809L
-/* Decode context: backend selection, memory, weights, and the table-aware
- * entry points. */
+/* Decode context: parameters and limits, the table, and the table-aware
+ * entry points. Everything backend-specific goes through the backend's
+ * function table (backend.h); this file only checks, counts and chooses. */
 #include "strata/decode.h"
-#include "strata/reference.h"
-#include "gpu.h"
-#include "internal.h"
-#include "reference_internal.h"
+#include "backend.h"
 #include "ctx_internal.h"
 #include "devinfo.h"
-#include "st_build_info.h"
+#include "internal.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
+
+#define DEFAULT_MAX_DIM 32768
 
 struct st_ctx {
     st_backend backend;
     st_identity id;
     st_dispatch_config cfg;
+    st_ctx_limits lim;
     st_table *table;
-    st_gpu *gpu;
+    const st_backend_ops *ops;
+    void *b;
+    st_log_fn log_fn;
+    void *log_user;
     st_ctx_stats stats;
-    double t0; /* CPU timer start */
     double test_slow; /* st_ctx_test_slow_variants */
     size_t test_llc;  /* st_ctx_test_set_llc */
 };
 
 struct st_matrix {
     st_ctx *ctx;
-    st_qtype type;
-    int64_t rows, cols;
-    void *host;          /* CPU backend: ggml bytes */
-    st_gpu_matrix gpu;   /* GPU backend: device layout */
+    st_bmatrix m;
 };
 
-st_status st_ctx_create(st_backend backend, int device, st_ctx **out)
+void st_ctx_params_init(st_ctx_params *p)
+{
+    if (!p) return;
+    memset(p, 0, sizeof *p);
+    p->struct_size = sizeof *p;
+    p->backend = ST_BACKEND_AUTO;
+}
+
+/* P as this build knows it: a caller's smaller struct (an older header)
+ * reads as zeros past its end. */
+static st_status read_params(const st_ctx_params *p, st_ctx_params *out)
+{
+    st_ctx_params_init(out);
+    if (!p) return ST_OK;
+    if (p->struct_size < offsetof(st_ctx_params, stream) || p->struct_size > (size_t)1 << 20)
+        return st_fail(ST_ERR_INVALID_ARG, "st_ctx_params: struct_size %zu is not a size this library knows "
+                       "(call st_ctx_params_init first)", p->struct_size);
+    memcpy(out, p, p->struct_size < sizeof *out ? p->struct_size : sizeof *out);
+    out->struct_size = sizeof *out;
+    return ST_OK;
+}
+
+static st_status resolve_limits(const st_ctx_params *p, st_ctx_limits *l)
+{
+#define LIMIT_(field, dflt, max, name)                                                                          \
+    do {                                                                                                        \
+        if (p->field < 0 || p->field > (max))                                                                   \
+            return st_fail(ST_ERR_INVALID_ARG, "st_ctx_params: " #field " %lld is out of range 0..%lld (%s)",     \
+                           (long long)p->field, (long long)(max), name);                                          \
+        l->field = p->field ? p->field : (dflt);                                                                \
+    } while (0)
+    LIMIT_(max_tokens, ST_MAX_TOKENS, ST_MAX_TOKENS, "ST_MAX_TOKENS");
+    LIMIT_(max_topk, ST_MAX_TOPK, ST_MAX_TOPK, "ST_MAX_TOPK");
+    LIMIT_(max_experts, ST_MAX_EXPERTS, ST_MAX_EXPERTS, "ST_MAX_EXPERTS");
+    LIMIT_(max_rows, DEFAULT_MAX_DIM, ST_TABLE_MAX_DIM, "the largest table dimension");
+    LIMIT_(max_cols, DEFAULT_MAX_DIM, ST_TABLE_MAX_DIM, "the largest table dimension");
+#undef LIMIT_
+    if (l->max_cols % 256) l->max_cols += 256 - l->max_cols % 256; /* whole blocks of every type */
+    return ST_OK;
+}
+
+static st_status open_backend(st_ctx *c, const st_ctx_params *p)
+{
+    if (p->backend == ST_BACKEND_GPU || p->backend == ST_BACKEND_AUTO) {
+        st_status s = st_gpu_backend_open(p, &c->lim, &c->cfg, &c->ops, &c->b, &c->id);
+        if (s == ST_OK) {
+            c->backend = ST_BACKEND_GPU;
+            return ST_OK;
+        }
+        /* the engine's stream or workspace belong to the GPU it asked for */
+        if (p->backend == ST_BACKEND_GPU || p->stream || p->workspace) return s;
+    } else if (p->backend != ST_BACKEND_CPU) {
+        return st_fail(ST_ERR_INVALID_ARG, "st_ctx_params: unknown backend %d", (int)p->backend);
+    } else if (p->stream) {
+        return st_fail(ST_ERR_INVALID_ARG, "st_ctx_params: a stream was given for the CPU backend");
+    }
+    ST_TRY(st_cpu_backend_open(p, &c->lim, &c->cfg, &c->ops, &c->b, &c->id));
+    c->backend = ST_BACKEND_CPU;
+    st_clear_error();
+    return ST_OK;
+}
+
+st_status st_ctx_create_ex(const st_ctx_params *params, st_ctx **out)
 {
     if (!out) return st_fail(ST_ERR_INVALID_ARG, "st_ctx_create: NULL output");
     *out = NULL;
+    st_ctx_params p;
+    ST_TRY(read_params(params, &p));
     st_ctx *c = calloc(1, sizeof *c);
     if (!c) return st_fail(ST_ERR_NOMEM, "st_ctx_create: out of memory");
+    st_status s = resolve_limits(&p, &c->lim);
     st_dispatch_config_from_env(&c->cfg);
-    if (backend == ST_BACKEND_GPU || backend == ST_BACKEND_AUTO) {
-        st_status s = st_gpu_open(device, &c->gpu, &c->id);
-        if (s == ST_OK && !st_arch_built_for(c->id.arch, ST_GPU_ARCHS)) {
-            /* refused before any launch: the auto backend then uses the CPU */
-            char line[512];
-            st_arch_refusal(line, sizeof line, device, c->id.arch, c->id.device_name, ST_GPU_ARCHS, ST_GPU_BACKEND_NAME);
-            st_gpu_close(c->gpu);
-            c->gpu = NULL;
-            s = st_fail(ST_ERR_UNSUPPORTED, "%s", line);
-        }
-        if (s == ST_OK) {
-            c->backend = ST_BACKEND_GPU;
-            *out = c;
-            return ST_OK;
-        }
-        if (backend == ST_BACKEND_GPU) {
-            free(c);
-            return s;
-        }
+    c->log_fn = p.log_fn;
+    c->log_user = p.log_user;
+    if (s == ST_OK) s = open_backend(c, &p);
+    if (s != ST_OK) {
+        free(c);
+        return s;
     }
-    c->backend = ST_BACKEND_CPU;
-    st_identity_cpu(&c->id);
-    st_clear_error();
     *out = c;
+    return ST_OK;
+}
+
+st_status st_ctx_create(st_backend backend, int device, st_ctx **out)
+{
+    st_ctx_params p;
+    st_ctx_params_init(&p);
+    p.backend = backend;
+    p.device = device;
+    return st_ctx_create_ex(&p, out);
+}
+
+st_status st_ctx_workspace_bytes(const st_ctx_params *params, size_t *bytes)
+{
+    if (!bytes) return st_fail(ST_ERR_INVALID_ARG, "st_ctx_workspace_bytes: NULL output");
+    *bytes = 0;
+    st_ctx_params p;
+    ST_TRY(read_params(params, &p));
+    st_ctx_limits l;
+    ST_TRY(resolve_limits(&p, &l));
+    st_dispatch_config cfg;
+    st_dispatch_config_from_env(&cfg);
+    const bool gpu = p.backend == ST_BACKEND_GPU || (p.backend == ST_BACKEND_AUTO && strcmp(st_gpu_backend_name(), "none"));
+    *bytes = gpu ? st_gpu_workspace_bytes(&l, &cfg) : st_cpu_workspace_bytes(&l, &cfg);
     return ST_OK;
 }
 
@@ -73,11 +147,12 @@ void st_ctx_destroy(st_ctx *c)
 {
     if (!c) return;
     st_table_destroy(c->table);
-    if (c->gpu) st_gpu_close(c->gpu);
+    c->ops->close(c->b);
     free(c);
 }
 
 st_backend st_ctx_backend(const st_ctx *c) { return c->backend; }
+void *st_ctx_stream(const st_ctx *c) { return c->ops->stream(c->b); }
 const st_identity *st_ctx_identity(const st_ctx *c) { return &c->id; }
 const st_dispatch_config *st_ctx_dispatch(const st_ctx *c) { return &c->cfg; }
 
@@ -87,11 +162,26 @@ void st_ctx_set_dispatch(st_ctx *c, const st_dispatch_config *cfg)
     if (st_dispatch_config_first_active(cfg) >= 0) st_ctx_drop_table(c);
 }
 
+void st_ctx_log(const st_ctx *c, const char *fmt, ...)
+{
+    char line[ST_TABLE_MSG_MAX + 256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (c && c->log_fn)
+        c->log_fn(c->log_user, line);
+    else
+        st_log("%s", line);
+}
+
 st_status st_ctx_load_table(st_ctx *c, const char *path)
 {
     if (!c || !path) return st_fail(ST_ERR_INVALID_ARG, "st_ctx_load_table: NULL argument");
+    char msg[ST_TABLE_MSG_MAX];
     st_table *t = NULL;
-    st_status s = st_table_load(path, &c->id, &c->cfg, &t);
+    st_status s = st_table_load_msg(path, &c->id, &c->cfg, &t, msg, sizeof msg);
+    st_ctx_log(c, "%s", msg);
     st_ctx_drop_table(c);
     c->table = t;
     return s;
@@ -115,87 +205,113 @@ const st_table *st_ctx_table(const st_ctx *c) { return c->table; }
 st_status st_ctx_alloc(st_ctx *c, size_t bytes, void **ptr)
 {
     if (!c || !ptr) return st_fail(ST_ERR_INVALID_ARG, "st_ctx_alloc: NULL argument");
-    if (c->backend == ST_BACKEND_GPU) return st_gpu_alloc(c->gpu, bytes, ptr);
-    *ptr = malloc(bytes ? bytes : 1);
-    return *ptr ? ST_OK : st_fail(ST_ERR_NOMEM, "st_ctx_alloc: %zu bytes", bytes);
+    return c->ops->alloc(c->b, bytes, ptr);
 }
 
 void st_ctx_free(st_ctx *c, void *ptr)
 {
-    if (!c || !ptr) return;
-    if (c->backend == ST_BACKEND_GPU)
-        st_gpu_free(c->gpu, ptr);
-    else
-        free(ptr);
+    if (c && ptr) c->ops->free(c->b, ptr);
 }
 
 st_status st_ctx_upload(st_ctx *c, void *dst, const void *src, size_t bytes)
 {
-    if (c->backend == ST_BACKEND_GPU) return st_gpu_upload(c->gpu, dst, src, bytes);
-    memmove(dst, src, bytes);
-    return ST_OK;
+    if (!c || ((!dst || !src) && bytes)) return st_fail(ST_ERR_INVALID_ARG, "st_ctx_upload: NULL argument");
+    return bytes ? c->ops->upload(c->b, dst, src, bytes) : ST_OK;
 }
 
 st_status st_ctx_download(st_ctx *c, void *dst, const void *src, size_t bytes)
 {
-    if (c->backend == ST_BACKEND_GPU) return st_gpu_download(c->gpu, dst, src, bytes);
-    memmove(dst, src, bytes);
-    return ST_OK;
+    if (!c || ((!dst || !src) && bytes)) return st_fail(ST_ERR_INVALID_ARG, "st_ctx_download: NULL argument");
+    return bytes ? c->ops->download(c->b, dst, src, bytes) : ST_OK;
 }
 
 st_status st_ctx_sync(st_ctx *c)
 {
-    return c->backend == ST_BACKEND_GPU ? st_gpu_sync(c->gpu) : ST_OK;
+    if (!c) return st_fail(ST_ERR_INVALID_ARG, "st_ctx_sync: NULL context");
+    return c->ops->sync(c->b);
 }
 
-st_status st_matrix_create(st_ctx *c, st_qtype type, int64_t rows, int64_t cols,
-                           const void *ggml_bytes, st_matrix **out)
+/* ---- matrices ---------------------------------------------------------- */
+static st_status check_shape(const st_ctx *c, st_qtype type, int64_t rows, int64_t cols, const char *what)
 {
-    if (!c || !out || !ggml_bytes) return st_fail(ST_ERR_INVALID_ARG, "st_matrix_create: NULL argument");
+    if (!st_qtype_valid(type)) return st_fail(ST_ERR_INVALID_ARG, "%s: unknown type %d", what, (int)type);
+    if (rows <= 0 || cols <= 0 || st_qtype_row_bytes(type, cols) == 0)
+        return st_fail(ST_ERR_INVALID_ARG, "%s: %s matrix %lld x %lld: row length must be a positive multiple of %d",
+                       what, st_qtype_name(type), (long long)rows, (long long)cols, st_qtype_block_values(type));
+    if (cols > c->lim.max_cols)
+        return st_fail(ST_ERR_INVALID_ARG, "%s: %s matrix %lld x %lld: %lld values per row is more than the context's "
+                       "max_cols %lld", what, st_qtype_name(type), (long long)rows, (long long)cols, (long long)cols,
+                       (long long)c->lim.max_cols);
+    if ((uint64_t)rows > SIZE_MAX / st_qtype_row_bytes(type, cols))
+        return st_fail(ST_ERR_INVALID_ARG, "%s: matrix too large", what);
+    return ST_OK;
+}
+
+static st_status matrix_new(st_ctx *c, st_qtype type, int64_t rows, int64_t cols, const void *bytes, bool on_device,
+                            st_matrix **out)
+{
+    const char *what = on_device ? "st_matrix_create_from_device" : "st_matrix_create";
+    if (!c || !out || !bytes) return st_fail(ST_ERR_INVALID_ARG, "%s: NULL argument", what);
     *out = NULL;
-    if (!st_qtype_valid(type)) return st_fail(ST_ERR_INVALID_ARG, "st_matrix_create: unknown type %d", (int)type);
-    size_t rb = st_qtype_row_bytes(type, cols);
-    if (rows <= 0 || cols <= 0 || rb == 0)
-        return st_fail(ST_ERR_INVALID_ARG, "st_matrix_create: %s matrix %lld x %lld: row length must be a positive multiple of %d",
-                       st_qtype_name(type), (long long)rows, (long long)cols, st_qtype_block_values(type));
-    if ((uint64_t)rows > SIZE_MAX / rb) return st_fail(ST_ERR_INVALID_ARG, "st_matrix_create: matrix too large");
+    ST_TRY(check_shape(c, type, rows, cols, what));
     st_matrix *m = calloc(1, sizeof *m);
-    if (!m) return st_fail(ST_ERR_NOMEM, "st_matrix_create: out of memory");
+    if (!m) return st_fail(ST_ERR_NOMEM, "%s: out of memory", what);
     m->ctx = c;
-    m->type = type;
-    m->rows = rows;
-    m->cols = cols;
-    size_t bytes = (size_t)rows * rb;
-    if (c->backend == ST_BACKEND_GPU) {
-        st_status s = st_gpu_matrix_upload(c->gpu, type, rows, cols, ggml_bytes, &m->gpu);
-        if (s != ST_OK) {
-            free(m);
-            return s;
-        }
-    } else {
-        m->host = malloc(bytes);
-        if (!m->host) {
-            free(m);
-            return st_fail(ST_ERR_NOMEM, "st_matrix_create: %zu bytes", bytes);
-        }
-        memcpy(m->host, ggml_bytes, bytes);
+    st_status s = c->ops->matrix_create(c->b, type, rows, cols, bytes, on_device, &m->m);
+    if (s != ST_OK) {
+        free(m);
+        return s;
     }
     *out = m;
     return ST_OK;
 }
 
+st_status st_matrix_create(st_ctx *c, st_qtype type, int64_t rows, int64_t cols, const void *ggml_bytes,
+                           st_matrix **out)
+{
+    return matrix_new(c, type, rows, cols, ggml_bytes, false, out);
+}
+
+st_status st_matrix_create_from_device(st_ctx *c, st_qtype type, int64_t rows, int64_t cols, const void *bytes,
+                                       st_matrix **out)
+{
+    return matrix_new(c, type, rows, cols, bytes, true, out);
+}
+
+size_t st_matrix_layout_bytes(st_qtype type, int64_t rows, int64_t cols)
+{
+    if (!st_qtype_valid(type) || rows <= 0 || st_qtype_row_bytes(type, cols) == 0) return 0;
+    if (strcmp(st_gpu_backend_name(), "none")) return st_gpu_layout_bytes(type, rows, cols);
+    return (uint64_t)rows > SIZE_MAX / st_qtype_row_bytes(type, cols) ? 0 : (size_t)rows * st_qtype_row_bytes(type, cols);
+}
+
 void st_matrix_destroy(st_matrix *m)
 {
     if (!m) return;
-    if (m->ctx->backend == ST_BACKEND_GPU)
-        st_gpu_matrix_free(m->ctx->gpu, &m->gpu);
-    free(m->host);
+    m->ctx->ops->matrix_free(m->ctx->b, &m->m);
     free(m);
 }
 
-st_qtype st_matrix_type(const st_matrix *m) { return m->type; }
-int64_t st_matrix_rows(const st_matrix *m) { return m->rows; }
-int64_t st_matrix_cols(const st_matrix *m) { return m->cols; }
+st_qtype st_matrix_type(const st_matrix *m) { return m->m.type; }
+int64_t st_matrix_rows(const st_matrix *m) { return m->m.rows; }
+int64_t st_matrix_cols(const st_matrix *m) { return m->m.cols; }
+
+/* ---- iq_mmvq ---------------------------------------------------------- */
+static st_status check_tokens(const st_ctx *c, int nt, const char *what)
+{
+    if (nt < 1 || nt > c->lim.max_tokens)
+        return st_fail(ST_ERR_INVALID_ARG, "%s: n_tokens %d is out of range 1..%d (the context's max_tokens; "
+                       "ST_MAX_TOKENS is %d)", what, nt, c->lim.max_tokens, ST_MAX_TOKENS);
+    return ST_OK;
+}
+
+static st_status check_rows(const st_ctx *c, int64_t rows, const char *what)
+{
+    if (rows > c->lim.max_rows)
+        return st_fail(ST_ERR_INVALID_ARG, "%s: %lld rows is more than the context's max_rows %lld", what,
+                       (long long)rows, (long long)c->lim.max_rows);
+    return ST_OK;
+}
 
 static double now_ms(void)
 {
@@ -205,27 +321,13 @@ static double now_ms(void)
 }
 
 void st_ctx_test_slow_variants(st_ctx *c, double extra) { c->test_slow = extra > 0 ? extra : 0; }
-static double test_slow_start(const st_ctx *c) { return c->test_slow > 0 ? now_ms() : 0; }
-static void test_slow_end(const st_ctx *c, double t0)
+
+/* The test hook's spin after a CPU variant launch that began at T0. */
+static st_status test_slow_end(const st_ctx *c, double t0, st_status s)
 {
-    if (c->test_slow <= 0) return;
     const double until = now_ms() + c->test_slow * (now_ms() - t0);
     while (now_ms() < until) {
     }
-}
-
-/* ---- iq_mmvq ---------------------------------------------------------- */
-static st_status cpu_mmvq(const st_matrix *w, const float *x, int nt, float *y, int rows)
-{
-    size_t xq_stride = (size_t)(w->cols / 32) * ST_Q8_1_BLOCK_BYTES;
-    uint8_t *xq = malloc(xq_stride * (size_t)nt);
-    if (!xq) return st_fail(ST_ERR_NOMEM, "iq_mmvq: out of memory");
-    st_status s = ST_OK;
-    for (int t = 0; t < nt && s == ST_OK; t++)
-        s = st_quantize_q8_1(x + (size_t)t * (size_t)w->cols, xq + (size_t)t * xq_stride, w->cols);
-    st_cpu_split split = {0, rows}; /* a variant's rows = rows per work item */
-    if (s == ST_OK) s = st_ref_mmvq(w->type, w->host, w->rows, w->cols, xq, nt, y, &split);
-    free(xq);
     return s;
 }
 
@@ -233,26 +335,26 @@ st_status st_iq_mmvq_variant(st_ctx *c, const st_matrix *w, const float *x, int 
 {
     if (!c || !w || !x || !y) return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: NULL argument");
     if (w->ctx != c) return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: matrix belongs to another context");
-    if (nt < 1 || nt > ST_MAX_TOKENS)
-        return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: n_tokens %d is out of range 1..%d (ST_MAX_TOKENS)", nt, ST_MAX_TOKENS);
+    ST_TRY(check_tokens(c, nt, "iq_mmvq"));
+    ST_TRY(check_rows(c, w->m.rows, "iq_mmvq"));
     if (rows != 0 && !st_mmvq_rows_valid(rows))
         return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: rows %d is not a compiled-in variant", rows);
     if (rows)
         c->stats.variant_launches++;
     else
         c->stats.default_launches++;
-    if (c->backend == ST_BACKEND_GPU) return st_gpu_mmvq(c->gpu, &w->gpu, x, nt, y, rows, &c->cfg);
-    const double t0 = rows ? test_slow_start(c) : 0;
-    st_status s = cpu_mmvq(w, x, nt, y, rows);
-    if (rows) test_slow_end(c, t0);
-    return s;
+    if (rows && c->test_slow > 0 && c->backend == ST_BACKEND_CPU) {
+        const double t0 = now_ms(); /* before the call: argument order is unspecified */
+        return test_slow_end(c, t0, c->ops->mmvq(c->b, &w->m, x, nt, y, rows, &c->cfg));
+    }
+    return c->ops->mmvq(c->b, &w->m, x, nt, y, rows, &c->cfg);
 }
 
 st_status st_iq_mmvq(st_ctx *c, const st_matrix *w, const float *x, int nt, float *y)
 {
     int rows = 0;
     if (c && w && c->table) {
-        st_mmvq_key key = {w->type, (int)w->rows, (int)w->cols};
+        st_mmvq_key key = {w->m.type, (int)w->m.rows, (int)w->m.cols};
         if (st_table_lookup_mmvq(c->table, &key, &rows))
             c->stats.table_hits++;
         else if (st_table_tuned_default_mmvq(c->table, &key))
@@ -269,10 +371,10 @@ static st_status check_experts(const st_ctx *c, const st_experts *ex)
     if (!ex || !ex->gate || !ex->up || !ex->down) return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: NULL weights");
     if (ex->gate->ctx != c || ex->up->ctx != c || ex->down->ctx != c)
         return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: weights belong to another context");
-    if (ex->n_expert < 1 || ex->n_expert > ST_MAX_EXPERTS)
-        return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: n_expert %d is out of range 1..%d (ST_MAX_EXPERTS)", ex->n_expert,
-                       ST_MAX_EXPERTS);
-    const st_matrix *g = ex->gate, *u = ex->up, *d = ex->down;
+    if (ex->n_expert < 1 || ex->n_expert > c->lim.max_experts)
+        return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: n_expert %d is out of range 1..%d (the context's "
+                       "max_experts; ST_MAX_EXPERTS is %d)", ex->n_expert, c->lim.max_experts, ST_MAX_EXPERTS);
+    const st_bmatrix *g = &ex->gate->m, *u = &ex->up->m, *d = &ex->down->m;
     if (g->type != u->type || g->rows != u->rows || g->cols != u->cols)
         return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: gate and up differ in type or shape");
     if (g->rows % ex->n_expert || d->rows % ex->n_expert)
@@ -281,47 +383,45 @@ static st_status check_experts(const st_ctx *c, const st_experts *ex)
         return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: down is %lld x %lld, expected %lld x %lld per expert",
                        (long long)(d->rows / ex->n_expert), (long long)d->cols, (long long)g->cols,
                        (long long)(g->rows / ex->n_expert));
+    ST_TRY(check_rows(c, g->rows / ex->n_expert, "expert_grouped"));
+    ST_TRY(check_rows(c, d->rows / ex->n_expert, "expert_grouped"));
     return ST_OK;
 }
 
-st_status st_expert_grouped_variant(st_ctx *c, const st_experts *ex, const float *x,
-                                    const int32_t *ids, const float *wts, int nt, int topk,
-                                    float *out, int gu_rows, int down_rows)
+st_status st_expert_grouped_variant(st_ctx *c, const st_experts *ex, const float *x, const int32_t *ids,
+                                    const float *wts, int nt, int topk, float *out, int gu_rows, int down_rows)
 {
     if (!c) return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: NULL context");
     ST_TRY(check_experts(c, ex));
-    if (nt < 1 || nt > ST_MAX_TOKENS)
-        return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: n_tokens %d is out of range 1..%d (ST_MAX_TOKENS)", nt, ST_MAX_TOKENS);
-    if (topk < 1 || topk > ST_MAX_TOPK)
-        return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: top-k %d is out of range 1..%d (ST_MAX_TOPK)", topk, ST_MAX_TOPK);
-    bool dflt = gu_rows == 0 && down_rows == 0;
+    if (!x || !ids || !wts || !out) return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: NULL argument");
+    ST_TRY(check_tokens(c, nt, "expert_grouped"));
+    if (topk < 1 || topk > c->lim.max_topk || topk > ex->n_expert)
+        return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: top-k %d is out of range 1..%d (the context's max_topk, "
+                       "at most n_expert; ST_MAX_TOPK is %d)", topk, c->lim.max_topk, ST_MAX_TOPK);
+    const bool dflt = gu_rows == 0 && down_rows == 0;
     if (!dflt && !st_expert_rows_valid(gu_rows, down_rows))
         return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: rows %d/%d is not a compiled-in variant", gu_rows, down_rows);
     if (dflt)
         c->stats.default_launches++;
     else
         c->stats.variant_launches++;
-    int n_embd = (int)ex->gate->cols, n_ff = (int)(ex->gate->rows / ex->n_expert);
-    if (c->backend == ST_BACKEND_GPU) {
-        st_gpu_experts ge = {&ex->gate->gpu, &ex->up->gpu, &ex->down->gpu, ex->n_expert, n_embd, n_ff};
-        return st_gpu_expert_grouped(c->gpu, &ge, x, ids, wts, nt, topk, out, gu_rows, down_rows, &c->cfg);
+    const int n_embd = (int)ex->gate->m.cols, n_ff = (int)(ex->gate->m.rows / ex->n_expert);
+    st_bexperts be = {&ex->gate->m, &ex->up->m, &ex->down->m, ex->n_expert, n_embd, n_ff};
+    if (!dflt && c->test_slow > 0 && c->backend == ST_BACKEND_CPU) {
+        const double t0 = now_ms();
+        return test_slow_end(c, t0, c->ops->expert_grouped(c->b, &be, x, ids, wts, nt, topk, out, gu_rows, down_rows,
+                                                           &c->cfg));
     }
-    st_expert_weights ew = {ex->gate->type, ex->down->type, n_embd, n_ff, ex->n_expert,
-                            ex->gate->host, ex->up->host, ex->down->host};
-    st_cpu_split gs = {0, gu_rows}, ds = {0, down_rows};
-    const double t0 = dflt ? 0 : test_slow_start(c);
-    st_status s = st_ref_expert_grouped_split(&ew, x, ids, wts, nt, topk, out, &gs, &ds);
-    if (!dflt) test_slow_end(c, t0);
-    return s;
+    return c->ops->expert_grouped(c->b, &be, x, ids, wts, nt, topk, out, gu_rows, down_rows, &c->cfg);
 }
 
-st_status st_expert_grouped(st_ctx *c, const st_experts *ex, const float *x, const int32_t *ids,
-                            const float *wts, int nt, int topk, float *out)
+st_status st_expert_grouped(st_ctx *c, const st_experts *ex, const float *x, const int32_t *ids, const float *wts,
+                            int nt, int topk, float *out)
 {
     int gu = 0, dn = 0;
     if (c && c->table && ex && ex->gate && ex->down && ex->n_expert > 0) {
-        st_expert_key key = {ex->gate->type, ex->down->type, (int)ex->gate->cols,
-                             (int)(ex->gate->rows / ex->n_expert), nt};
+        st_expert_key key = {ex->gate->m.type, ex->down->m.type, (int)ex->gate->m.cols,
+                             (int)(ex->gate->m.rows / ex->n_expert), nt};
         if (st_table_lookup_expert(c->table, &key, &gu, &dn))
             c->stats.table_hits++;
         else if (st_table_tuned_default_expert(c->table, &key))
@@ -335,22 +435,9 @@ st_status st_expert_grouped(st_ctx *c, const st_experts *ex, const float *x, con
 void st_ctx_get_stats(const st_ctx *c, st_ctx_stats *s) { *s = c->stats; }
 void st_ctx_reset_stats(st_ctx *c) { memset(&c->stats, 0, sizeof c->stats); }
 
-/* ---- services for the tuner and the benchmark ------------------------- */
-
-st_status st_ctx_timer_start(st_ctx *c)
-{
-    if (c->backend == ST_BACKEND_GPU) return st_gpu_timer_start(c->gpu);
-    c->t0 = now_ms();
-    return ST_OK;
-}
-
-st_status st_ctx_timer_stop(st_ctx *c, double *ms)
-{
-    if (c->backend == ST_BACKEND_GPU) return st_gpu_timer_stop(c->gpu, ms);
-    *ms = now_ms() - c->t0;
-    return ST_OK;
-}
-
+/* ---- services for the tuner, the benchmark and the tests --------------- */
+st_status st_ctx_timer_start(st_ctx *c) { return c->ops->timer_start(c->b); }
+st_status st_ctx_timer_stop(st_ctx *c, double *ms) { return c->ops->timer_stop(c->b, ms); }
 size_t st_ctx_llc(st_ctx *c, const char **source)
 {
     static const char cpu[] = "none: the CPU backend has no card's cache to rotate past (its timings are the reference's)";
@@ -363,7 +450,8 @@ size_t st_ctx_llc(st_ctx *c, const char **source)
         *source = cpu;
         return 0;
     }
-    return st_llc_lookup(c->id.arch, c->id.device_name, c->id.compute_units, st_gpu_llc_bytes(c->gpu), source);
+    /* the runtime's L2, or the per-arch table's larger last level */
+    return st_llc_lookup(c->id.arch, c->id.device_name, c->id.compute_units, c->ops->llc_bytes(c->b), source);
 }
 
 size_t st_ctx_llc_bytes(st_ctx *c)
@@ -374,50 +462,37 @@ size_t st_ctx_llc_bytes(st_ctx *c)
 
 void st_ctx_test_set_llc(st_ctx *c, size_t bytes) { c->test_llc = bytes; }
 
-st_status st_ctx_mem_info(st_ctx *c, size_t *free_b, size_t *total_b)
+st_status st_ctx_mem_info(st_ctx *c, size_t *free_bytes, size_t *total_bytes)
 {
-    *free_b = *total_b = 0;
-    if (c->backend == ST_BACKEND_GPU) return st_gpu_mem_info(c->gpu, free_b, total_b);
-    const long page = sysconf(_SC_PAGESIZE), avail = sysconf(_SC_AVPHYS_PAGES), phys = sysconf(_SC_PHYS_PAGES);
-    if (page <= 0 || avail < 0 || phys <= 0) return st_fail(ST_ERR_UNSUPPORTED, "host memory size unknown");
-    *free_b = (size_t)avail * (size_t)page;
-    *total_b = (size_t)phys * (size_t)page;
-    return ST_OK;
+    return c->ops->mem_info(c->b, free_bytes, total_bytes);
 }
+
+const st_ctx_limits *st_ctx_limits_of(const st_ctx *c) { return &c->lim; }
 
 void st_ctx_default_expert_equiv(st_ctx *c, const st_experts *ex, int *gu, int *dn)
 {
-    *gu = *dn = 0;
-    if (c->backend == ST_BACKEND_GPU)
-        st_gpu_default_expert_equiv((int)ex->gate->cols, (int)(ex->gate->rows / ex->n_expert), &c->cfg, gu, dn);
+    c->ops->default_expert_equiv(c->b, (int)ex->gate->m.cols, (int)(ex->gate->m.rows / ex->n_expert), &c->cfg, gu, dn);
 }
 
 st_status st_ctx_probe_read(st_ctx *c, const void *src, size_t bytes, float *sink)
 {
-    if (c->backend == ST_BACKEND_GPU) return st_gpu_probe_read(c->gpu, src, bytes, sink);
-    const uint64_t *p = src;
-    uint64_t acc = 0;
-    for (size_t i = 0; i < bytes / 8; i++) acc ^= p[i];
-    *sink = (float)(acc & 1);
-    return ST_OK;
+    return c->ops->probe_read(c->b, src, bytes, sink);
 }
 
 st_status st_ctx_probe_copy(st_ctx *c, void *dst, const void *src, size_t bytes)
 {
-    if (c->backend == ST_BACKEND_GPU) return st_gpu_probe_copy(c->gpu, dst, src, bytes);
-    memcpy(dst, src, bytes);
-    return ST_OK;
+    return c->ops->probe_copy(c->b, dst, src, bytes);
 }
 
-st_status st_ctx_probe_empty(st_ctx *c)
+st_status st_ctx_probe_empty(st_ctx *c) { return c->ops->probe_empty(c->b); }
+
+st_status st_ctx_probe_loads(st_ctx *c, const st_matrix *w, float *sink)
 {
-    return c->backend == ST_BACKEND_GPU ? st_gpu_probe_empty(c->gpu) : ST_OK;
+    return c->ops->probe_loads(c->b, &w->m, sink);
 }
 
-size_t st_matrix_bytes(const st_matrix *m)
-{
-    return m->ctx->backend == ST_BACKEND_GPU ? m->gpu.bytes : (size_t)m->rows * st_qtype_row_bytes(m->type, m->cols);
-}
+size_t st_matrix_bytes(const st_matrix *m) { return m->m.bytes; }
+const void *st_matrix_data(const st_matrix *m) { return m->m.data; }
 
 st_table *st_ctx_swap_table(st_ctx *c, st_table *t)
 {
@@ -426,10 +501,22 @@ st_table *st_ctx_swap_table(st_ctx *c, st_table *t)
     return old;
 }
 
-const void *st_matrix_data(const st_matrix *m) { return m->ctx->backend == ST_BACKEND_GPU ? m->gpu.data : m->host; }
-
-st_status st_ctx_probe_loads(st_ctx *c, const st_matrix *w, float *sink)
+st_status st_ctx_capture_begin(st_ctx *c)
 {
-    if (c->backend != ST_BACKEND_GPU) return st_fail(ST_ERR_UNSUPPORTED, "loads-only probe: GPU backend only");
-    return st_gpu_probe_loads(c->gpu, &w->gpu, sink);
+    if (!c->ops->capture_begin) return st_fail(ST_ERR_UNSUPPORTED, "graph capture: the CPU backend has no streams");
+    return c->ops->capture_begin(c->b);
+}
+
+st_status st_ctx_capture_end(st_ctx *c, st_ctx_graph **g)
+{
+    *g = NULL;
+    if (!c->ops->capture_end) return st_fail(ST_ERR_UNSUPPORTED, "graph capture: the CPU backend has no streams");
+    return c->ops->capture_end(c->b, (void **)g);
+}
+
+st_status st_ctx_graph_launch(st_ctx *c, st_ctx_graph *g) { return c->ops->graph_launch(c->b, g); }
+
+void st_ctx_graph_destroy(st_ctx *c, st_ctx_graph *g)
+{
+    if (g && c->ops->graph_destroy) c->ops->graph_destroy(c->b, g);
 }

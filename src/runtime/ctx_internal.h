@@ -3,6 +3,8 @@
 #define ST_CTX_INTERNAL_H
 
 #include "strata/decode.h"
+#include "backend.h"
+#include "internal.h"
 
 /* Times the work queued between start and stop: device events on a GPU,
  * the wall clock on the CPU (whose calls are synchronous). */
@@ -16,9 +18,6 @@ size_t st_ctx_llc_bytes(st_ctx *c);
 /* Test hook: the context then reports BYTES of last-level cache (0: the
  * real figure again). */
 void st_ctx_test_set_llc(st_ctx *c, size_t bytes);
-/* Free and total bytes of the memory weights live in: the device's on a
- * GPU (hipMemGetInfo / cudaMemGetInfo), the host's on the CPU backend. */
-st_status st_ctx_mem_info(st_ctx *c, size_t *free_b, size_t *total_b);
 /* The rows variant (pair) whose launch equals the default chain's for the
  * shape under the context's dispatch, or 0 (0/0) when none does. */
 void st_ctx_default_expert_equiv(st_ctx *c, const st_experts *ex, int *gu, int *dn);
@@ -43,5 +42,24 @@ void st_ctx_test_slow_variants(st_ctx *c, double extra);
 /* Replaces the engaged table with T (may be NULL) without any log line and
  * returns the previous one (the caller owns it). */
 st_table *st_ctx_swap_table(st_ctx *c, st_table *t);
+
+/* A line to the context's log (its st_ctx_params log_fn, else the
+ * process's sink). C may be NULL. */
+void st_ctx_log(const st_ctx *c, const char *fmt, ...) ST_PRINTF(2, 3);
+/* Free and total backend memory (device memory; host memory on the CPU). */
+st_status st_ctx_mem_info(st_ctx *c, size_t *free_bytes, size_t *total_bytes);
+/* The limits the context was made for. */
+const st_ctx_limits *st_ctx_limits_of(const st_ctx *c);
+
+/* Captures the work queued on the context's stream between begin and end
+ * (global capture mode) into an instantiated graph that can be launched on
+ * the stream again and again. GPU only (ST_ERR_UNSUPPORTED on the CPU). For
+ * the tests, the benchmark and the example; an engine captures on its own
+ * stream with its own runtime calls. */
+typedef struct st_ctx_graph st_ctx_graph;
+st_status st_ctx_capture_begin(st_ctx *c);
+st_status st_ctx_capture_end(st_ctx *c, st_ctx_graph **g);
+st_status st_ctx_graph_launch(st_ctx *c, st_ctx_graph *g);
+void st_ctx_graph_destroy(st_ctx *c, st_ctx_graph *g);
 
 #endif

@@ -1,6 +1,6 @@
 /* The tuning table parser: text -> st_table, with the checks against this
  * process's identity and dispatch knobs. Every refusal is one line whose
- * wording is part of the interface (DESIGN.md section 4).
+ * wording is part of the interface (docs/DESIGN.md section 4).
  *
  * The input is (pointer, length): it need not be NUL-terminated, may hold
  * NUL bytes (refused) and lines of any length. Nothing is read past LEN.

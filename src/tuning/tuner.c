@@ -267,7 +267,9 @@ static st_status tune_shape(st_ctx *ctx, const st_tune_options *o, const st_tune
     }
     char key[128];
     shape_key(s, key, sizeof key);
-    int rounds = o->rounds > 0 ? o->rounds : o->quick ? 7 : 15;
+    /* 9 rounds: the fewest whose [min, max] covers the median at the
+     * confidence the keep rule asks of each of 6 candidates */
+    int rounds = o->rounds > 0 ? o->rounds : o->quick ? 9 : 15;
     if (rounds < 6) rounds = 6; /* fewer cannot give a 95% interval */
     if (rounds > ST_MEASURE_MAX_ROUNDS) rounds = ST_MEASURE_MAX_ROUNDS;
     res->n_rounds = rounds;

@@ -12,9 +12,9 @@
 
 #define CONF 0.95
 
-/* The paired change of candidate A against B: median and interval of
+/* The paired change of candidate A against B: median and CONF interval of
  * A[r]/B[r] - 1 over the rounds. Returns the interval's coverage. */
-static double paired(const st_tune_shape_result *r, int a, int b, double *med, double *lo, double *hi)
+static double paired(const st_tune_shape_result *r, int a, int b, double conf, double *med, double *lo, double *hi)
 {
     double x[ST_MEASURE_MAX_ROUNDS];
     const int n = r->n_rounds < ST_MEASURE_MAX_ROUNDS ? r->n_rounds : ST_MEASURE_MAX_ROUNDS;
@@ -22,7 +22,7 @@ static double paired(const st_tune_shape_result *r, int a, int b, double *med, d
         const double base = r->cand[b].round_us[i];
         x[i] = base > 0 ? r->cand[a].round_us[i] / base - 1 : 0;
     }
-    return st_median_ci(x, n, CONF, med, lo, hi);
+    return st_median_ci(x, n, conf, med, lo, hi);
 }
 
 static bool eligible(const st_tune_cand *c) { return c->bytes_match && !c->same_launch; }
@@ -38,13 +38,19 @@ static void set_reason(st_tune_shape_result *r, const char *text)
 
 void st_tune_decide(st_tune_shape_result *r, double thr)
 {
+    /* The best of several candidates is the one the noise favoured most: the
+     * 95% is split over the candidates compared (Bonferroni), so that a
+     * shape where all are equal adopts one with at most 5% chance. */
+    int m = 0;
+    for (int c = 1; c < r->n_cand; c++) m += eligible(&r->cand[c]);
+    const double conf = 1 - (1 - CONF) / (m > 0 ? m : 1);
     int best = -1;
     double cover = 0;
     for (int c = 1; c < r->n_cand; c++) {
         st_tune_cand *x = &r->cand[c];
         x->change = x->change_lo = x->change_hi = 0;
         if (!eligible(x)) continue;
-        const double cv = paired(r, c, 0, &x->change, &x->change_lo, &x->change_hi);
+        const double cv = paired(r, c, 0, conf, &x->change, &x->change_lo, &x->change_hi);
         if (best < 0 || x->change < r->cand[best].change) {
             best = c;
             cover = cv;
@@ -59,17 +65,17 @@ void st_tune_decide(st_tune_shape_result *r, double thr)
     }
     const st_tune_cand *b = &r->cand[best];
     const double lo = 100 * b->change_lo, hi = 100 * b->change_hi, t = 100 * thr;
-    if (cover >= CONF && b->change_hi < -thr) {
+    if (cover >= conf && b->change_hi < -thr) {
         r->best = best;
         r->delta = -b->change;
         snprintf(r->reason, sizeof r->reason,
-                 "%s is %.1f%% faster than the default (time change %+.1f%%, 95%% interval %+.1f%%..%+.1f%%: all of it "
-                 "beyond the %.1f%% threshold)",
-                 b->name, -100 * b->change, 100 * b->change, lo, hi, t);
+                 "%s is %.1f%% faster than the default (time change %+.1f%%, %.4g%% interval %+.1f%%..%+.1f%%: all of "
+                 "it beyond the %.1f%% threshold)",
+                 b->name, -100 * b->change, 100 * b->change, 100 * cover, lo, hi, t);
     } else if (b->change < -thr) {
         r->noisy = true;
         snprintf(r->reason, sizeof r->reason,
-                 "default kept: %s measured %.1f%% faster, but its %.0f%% interval %+.1f%%..%+.1f%% (time change, %d "
+                 "default kept: %s measured %.1f%% faster, but its %.4g%% interval %+.1f%%..%+.1f%% (time change, %d "
                  "rounds) reaches inside the %.1f%% threshold: not told apart from the noise",
                  b->name, -100 * b->change, 100 * cover, lo, hi, r->n_rounds, t);
     } else {
@@ -92,7 +98,7 @@ bool st_tune_keep_previous(st_tune_shape_result *r, double thr)
         return true;
     }
     double med, lo, hi;
-    const double cover = paired(r, n, p, &med, &lo, &hi);
+    const double cover = paired(r, n, p, CONF, &med, &lo, &hi);
     if (cover >= CONF && hi < -thr) {
         snprintf(why, sizeof why, "%s; changed from the previous table's %s: %.1f%% faster than it (interval "
                  "%+.1f%%..%+.1f%%)", r->reason, r->cand[p].name, -100 * med, 100 * lo, 100 * hi);
@@ -100,7 +106,7 @@ bool st_tune_keep_previous(st_tune_shape_result *r, double thr)
         return true;
     }
     snprintf(why, sizeof why,
-             "kept the previous table's %s: this run's choice, %s, changes the time %+.1f%% against it (%.0f%% interval "
+             "kept the previous table's %s: this run's choice, %s, changes the time %+.1f%% against it (%.4g%% interval "
              "%+.1f%%..%+.1f%%), not beyond the %.1f%% threshold and the noise",
              r->cand[p].name, r->cand[n].name, 100 * med, 100 * cover, 100 * lo, 100 * hi, 100 * thr);
     set_reason(r, why);

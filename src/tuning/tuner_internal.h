@@ -34,7 +34,7 @@ typedef struct {
     double round_us[ST_MEASURE_MAX_ROUNDS]; /* round r's times summed over the mix */
     /* The paired change of this candidate's time against the default's,
      * round by round (this/default - 1; + is slower): median and 95%
-     * interval (st_tune_decide). */
+     * interval (st_tune_decide; the interval is split over the candidates compared). */
     double change, change_lo, change_hi;
 } st_tune_cand;
 

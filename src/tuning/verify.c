@@ -274,6 +274,31 @@ void st_vmodel_close(st_ctx *c, st_vmodel *vm)
 
 st_status st_vmodel_step(st_ctx *c, const st_vmodel *vm, int nt) { return step(c, &vm->v, nt); }
 
+st_status st_vmodel_outputs(st_ctx *c, const st_vmodel *vm, int nt, float *dst) { return outputs(c, &vm->v, nt, dst); }
+
+st_status st_vmodel_poison_outputs(st_ctx *c, const st_vmodel *vm, int nt)
+{
+    size_t most = 0;
+    for (int i = 0; i < vm->v.n; i++)
+        if ((size_t)vm->v.ops[i].out > most) most = (size_t)vm->v.ops[i].out;
+    const size_t bytes = sizeof(float) * (size_t)nt * most;
+    void *pat = malloc(bytes ? bytes : 1);
+    if (!pat) return st_fail(ST_ERR_NOMEM, "decode model: out of memory");
+    memset(pat, 0xff, bytes);
+    st_status s = ST_OK;
+    for (int i = 0; i < vm->v.n && s == ST_OK; i++)
+        s = st_ctx_upload(c, vm->v.ops[i].y, pat, sizeof(float) * (size_t)nt * (size_t)vm->v.ops[i].out);
+    free(pat);
+    return s;
+}
+
+size_t st_vmodel_output_floats(const st_vmodel *vm, int nt)
+{
+    size_t n = 0;
+    for (int i = 0; i < vm->v.n; i++) n += (size_t)nt * (size_t)vm->v.ops[i].out;
+    return n;
+}
+
 int st_vmodel_ops(const st_vmodel *vm, int *expert_layers)
 {
     int e = 0;
@@ -342,15 +367,15 @@ static st_status time_pairs(st_ctx *c, const vops *v, st_table *tab, int nt, int
     return s;
 }
 
-static void judge_interval(const st_gate_rule *rule, const double *base, const double *with, int n, double *ratio,
-                           st_gate_step *out)
+static void judge_interval(const st_gate_rule *rule, double conf, const double *base, const double *with, int n,
+                           double *ratio, st_gate_step *out)
 {
     for (int i = 0; i < n; i++) ratio[i] = base[i] > 0 ? with[i] / base[i] - 1 : 0;
-    out->confidence = st_median_ci(ratio, n, rule->confidence, &out->change, &out->lo, &out->hi);
+    out->confidence = st_median_ci(ratio, n, conf, &out->change, &out->lo, &out->hi);
     out->rounds = n;
-    if (out->confidence >= rule->confidence && out->hi <= rule->max_slowdown)
+    if (out->confidence >= conf && out->hi <= rule->max_slowdown)
         out->verdict = ST_STEP_WITHIN;
-    else if (out->confidence >= rule->confidence && out->lo > rule->max_slowdown)
+    else if (out->confidence >= conf && out->lo > rule->max_slowdown)
         out->verdict = ST_STEP_SLOWER;
     else
         out->verdict = ST_STEP_UNDECIDED;
@@ -366,19 +391,25 @@ st_status st_gate_judge(st_gate_measure_fn measure, void *user, const st_gate_ru
     st_status s = base && with && tmp ? ST_OK : st_fail(ST_ERR_NOMEM, "verify: out of memory");
     int n = 0, batch = rule->rounds < 6 ? 6 : rule->rounds;
     if (batch > cap) batch = cap;
+    /* Every look at the data may decide, so the error RULE->confidence
+     * allows is split over the looks there can be (Bonferroni): measuring
+     * more rounds cannot make a wrong verdict likelier. */
+    int looks = 1;
+    for (int m = batch; m < cap; m = m > cap / 4 ? cap : 4 * m) looks++;
+    const double conf = 1 - (1 - rule->confidence) / looks;
     while (s == ST_OK) {
         double sec = 0;
         s = measure(user, batch, base + n, with + n, &sec);
         if (s != ST_OK) break;
         n += batch;
         out->seconds += sec;
-        judge_interval(rule, base, with, n, tmp, out);
+        judge_interval(rule, conf, base, with, n, tmp, out);
         if (out->verdict != ST_STEP_UNDECIDED || n >= cap || out->seconds >= rule->budget_s) break;
-        /* the noise is wider than what is to be told: as many rounds again
-         * halve the interval's width about every two batches */
-        batch = n <= cap - n ? n : cap - n;
+        /* the noise is wider than what is to be told: four times the rounds
+         * halve the interval's width */
+        batch = 3 * n <= cap - n ? 3 * n : cap - n;
         if (!quiet)
-            st_log("verify: n_tokens %d: %+.1f%% step time with the table, %.0f%% interval %+.1f%%..%+.1f%% after %d "
+            st_log("verify: n_tokens %d: %+.1f%% step time with the table, %.4g%% interval %+.1f%%..%+.1f%% after %d "
                    "rounds: cannot tell against the %.1f%% limit yet; measuring %d rounds more",
                    nt, 100 * out->change, 100 * out->confidence, 100 * out->lo, 100 * out->hi, n,
                    100 * rule->max_slowdown, batch);
@@ -428,14 +459,14 @@ static void gate_message(const st_verify_options *o, const vops *v, const st_gat
         if (g[i].verdict == ST_STEP_SLOWER && (slow < 0 || g[i].lo > g[slow].lo)) slow = i;
         if (g[i].verdict == ST_STEP_UNDECIDED && undecided++ == 0) first_und = i;
     }
-    const double lim = 100 * o->max_slowdown, conf = 100 * res->confidence;
+    const double lim = 100 * o->max_slowdown, conf = 100 * g[worst].confidence;
     if (!res->bytes_equal) {
         res->verdict = ST_GATE_FAIL_BYTES;
         snprintf(res->message, sizeof res->message, "FAIL: output bytes differ with the table (%s)", first_bad);
     } else if (slow >= 0) {
         res->verdict = ST_GATE_FAIL_SLOWER;
         snprintf(res->message, sizeof res->message,
-                 "FAIL: the step is %+.1f%% slower with the table at n_tokens %d (%.0f%% interval %+.1f%%..%+.1f%%, %d "
+                 "FAIL: the step is %+.1f%% slower with the table at n_tokens %d (%.4g%% interval %+.1f%%..%+.1f%%, %d "
                  "rounds: all of it beyond the %.1f%% limit)",
                  100 * g[slow].change, slow + 1, 100 * g[slow].confidence, 100 * g[slow].lo, 100 * g[slow].hi,
                  g[slow].rounds, lim);
@@ -443,7 +474,7 @@ static void gate_message(const st_verify_options *o, const vops *v, const st_gat
         const st_gate_step *u = &g[first_und];
         res->verdict = ST_GATE_UNDECIDED;
         snprintf(res->message, sizeof res->message,
-                 "cannot decide: at n_tokens %d the step time changed %+.1f%% with the table, but its %.0f%% interval "
+                 "cannot decide: at n_tokens %d the step time changed %+.1f%% with the table, but its %.4g%% interval "
                  "%+.1f%%..%+.1f%% (%d rounds in %.1f s) reaches both sides of the %.1f%% limit (%d of %d token counts "
                  "undecided; %.1f s budget): the step times vary more than the limit allows to tell; what would help: "
                  "an idle machine, a larger --budget, or a larger --max-slowdown",
@@ -453,9 +484,9 @@ static void gate_message(const st_verify_options *o, const vops *v, const st_gat
         res->verdict = ST_GATE_PASS;
         snprintf(res->message, sizeof res->message,
                  "PASS: %d operations x n_tokens 1..8 byte-identical with the table (%d launches from it over the 8 "
-                 "steps); every step within the %.1f%% limit at %.0f%% confidence: the highest, n_tokens %d, %+.1f%% "
-                 "(interval %+.1f%%..%+.1f%%, %d rounds)",
-                 v->n, res->table_launches, lim, conf, worst + 1, 100 * g[worst].change, 100 * g[worst].lo,
+                 "steps); every step within the %.1f%% limit (95%% confidence for the whole verdict): the highest, "
+                 "n_tokens %d, %+.1f%% (%.4g%% interval %+.1f%%..%+.1f%%, %d rounds)",
+                 v->n, res->table_launches, lim, worst + 1, 100 * g[worst].change, conf, 100 * g[worst].lo,
                  100 * g[worst].hi, g[worst].rounds);
     }
     res->passed = res->verdict == ST_GATE_PASS;
@@ -505,8 +536,11 @@ static st_status run_gate(st_ctx *c, const st_verify_options *o, const vops *v, 
          * once a slowdown is confirmed (or the bytes differ) the table is
          * refused anyway, so the rest get one batch. */
         const double left = o->budget_s - (now_s() - t_start);
+        /* 95% for the whole verdict: Bonferroni over the token counts (and,
+         * inside the judge, over its looks) */
         st_gate_rule rule = {o->max_slowdown, o->rounds, ST_GATE_MAX_ROUNDS,
-                             (slower || !res->bytes_equal) ? 0 : left / (ST_MAX_TOKENS - nt + 1), 0.95};
+                             (slower || !res->bytes_equal) ? 0 : left / (ST_MAX_TOKENS - nt + 1),
+                             1 - 0.05 / ST_MAX_TOKENS};
         pair_job job = {c, v, tab, nt, 0, o->stop};
         s = st_gate_judge(measure_pairs, &job, &rule, nt, o->quiet, &g[nt - 1]);
         if (s != ST_OK) break;
@@ -522,7 +556,7 @@ static st_status run_gate(st_ctx *c, const st_verify_options *o, const vops *v, 
         res->rounds[nt - 1] = x->rounds;
         if (nt == 1 || x->confidence < res->confidence) res->confidence = x->confidence;
         if (!o->quiet)
-            st_log("verify: n_tokens %d: step %.1f us without the table, %.1f us with it; paired change %+.1f%% (%.0f%% "
+            st_log("verify: n_tokens %d: step %.1f us without the table, %.1f us with it; paired change %+.1f%% (%.4g%% "
                    "interval %+.1f%%..%+.1f%%, %d rounds): %s%s",
                    nt, x->base.median_us, x->with.median_us, 100 * x->change, 100 * x->confidence, 100 * x->lo,
                    100 * x->hi, x->rounds, verdict_text(x->verdict), res->bytes_equal ? "; bytes identical" : "");

@@ -13,6 +13,13 @@ st_status st_vmodel_open(st_ctx *c, const st_verify_options *o, st_vmodel **out)
 void st_vmodel_close(st_ctx *c, st_vmodel *vm);
 /* Queues one decode step (every operation) for NT tokens. */
 st_status st_vmodel_step(st_ctx *c, const st_vmodel *vm, int nt);
+/* Waits for the step and copies every operation's output for NT tokens,
+ * in operation order, to DST (host memory of st_vmodel_output_floats). */
+st_status st_vmodel_outputs(st_ctx *c, const st_vmodel *vm, int nt, float *dst);
+size_t st_vmodel_output_floats(const st_vmodel *vm, int nt);
+/* Fills every operation's output for NT tokens with 0xff bytes (NaN), so a
+ * run that leaves one unwritten is seen. */
+st_status st_vmodel_poison_outputs(st_ctx *c, const st_vmodel *vm, int nt);
 /* Operations per step; EXPERT_LAYERS gets the expert layers. */
 int st_vmodel_ops(const st_vmodel *vm, int *expert_layers);
 /* Weight bytes a step for NT tokens reads: dense matrices whole, experts

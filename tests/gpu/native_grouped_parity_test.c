@@ -96,8 +96,8 @@ static void expert_sweep(st_ctx *cpu, st_ctx *gpu, const eshape *s, const int *n
     for (int ni = 0; ni < n_nt; ni++) {
         const int nt = nts[ni];
         for (int kind = 0; kind < 3; kind++) {
-            int32_t ids[64];
-            float w[64];
+            int32_t ids[ST_MAX_PAIRS];
+            float w[ST_MAX_PAIRS];
             route(&r, kind, nt, topk, s->n_expert, ids, w);
             float *x = malloc(sizeof(float) * (size_t)nt * (size_t)s->n_embd);
             st_random_floats(&r, x, (size_t)nt * (size_t)s->n_embd, 1.0f);

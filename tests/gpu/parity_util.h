@@ -23,10 +23,18 @@
         if (s_ != ST_OK) fail_msg("%s: %s (%s)", #expr, st_status_str(s_), st_last_error()); \
     } while (0)
 
+/* A context sized for the tests' shapes (at most 4096 x 4096), as an
+ * engine sizes one for its model: small enough that every knob path's
+ * scratch is reserved (STRATA_EXPERT_V2K's included). */
 static st_ctx *make_ctx(st_backend b)
 {
+    st_ctx_params p;
+    st_ctx_params_init(&p);
+    p.backend = b;
+    p.max_rows = 4096;
+    p.max_cols = 4096;
     st_ctx *c = NULL;
-    CHECK_OK(st_ctx_create(b, 0, &c));
+    CHECK_OK(st_ctx_create_ex(&p, &c));
     st_dispatch_config cfg;
     st_dispatch_config_default(&cfg);
     st_ctx_set_dispatch(c, &cfg); /* tests choose knob paths explicitly */

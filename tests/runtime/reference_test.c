@@ -52,13 +52,17 @@ static void mmvq_same_bytes_for_any_thread_split(void **state)
         float ref[5 * 97], y[5 * 97];
         st_cpu_split one = {1, 1};
         assert_int_equal(st_ref_mmvq(TYPES[i], w, rows, cols, xq, nt, ref, &one), ST_OK);
-        for (size_t a = 0; a < 4; a++)
+        for (size_t a = 0; a < 4; a++) {
+            st_cpu_pool *pool = NULL; /* a pool of exactly that many threads */
+            assert_int_equal(st_cpu_pool_create(threads[a], &pool), ST_OK);
             for (size_t b = 0; b < 6; b++) {
                 st_cpu_split s = {threads[a], chunks[b]};
                 memset(y, 0xff, sizeof y);
-                assert_int_equal(st_ref_mmvq(TYPES[i], w, rows, cols, xq, nt, y, &s), ST_OK);
+                assert_int_equal(st_ref_mmvq_pool(TYPES[i], w, rows, cols, xq, nt, y, &s, pool), ST_OK);
                 assert_memory_equal(y, ref, sizeof y);
             }
+            st_cpu_pool_destroy(pool);
+        }
         free(w);
         free(x);
         free(xq);
@@ -84,14 +88,21 @@ static void expert_same_bytes_for_any_thread_split(void **state)
     st_cpu_split one = {1, 1};
     assert_int_equal(st_ref_expert_grouped(&ew, x, ids, wts, nt, topk, ref, &one), ST_OK);
     const int threads[] = {1, 2, 5}, chunks[] = {0, 1, 3, 64};
-    for (int a = 0; a < 3; a++)
+    void *scratch = malloc(st_ref_expert_scratch_bytes(ew.n_embd, ew.n_ff, nt, topk));
+    assert_non_null(scratch);
+    for (int a = 0; a < 3; a++) {
+        st_cpu_pool *pool = NULL; /* a pool of exactly that many threads */
+        assert_int_equal(st_cpu_pool_create(threads[a], &pool), ST_OK);
         for (int b = 0; b < 4; b++)
             for (int c = 0; c < 4; c++) {
                 st_cpu_split gs = {threads[a], chunks[b]}, ds = {threads[a], chunks[c]};
                 memset(out, 0xff, sizeof out);
-                assert_int_equal(st_ref_expert_grouped_split(&ew, x, ids, wts, nt, topk, out, &gs, &ds), ST_OK);
+                assert_int_equal(st_ref_expert_grouped_ws(&ew, x, ids, wts, nt, topk, out, &gs, &ds, pool, scratch), ST_OK);
                 assert_memory_equal(out, ref, sizeof out);
             }
+        st_cpu_pool_destroy(pool);
+    }
+    free(scratch);
     free((void *)ew.gate);
     free((void *)ew.up);
     free((void *)ew.down);

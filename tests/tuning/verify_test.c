@@ -163,12 +163,12 @@ static void gate_rule_measures_more_when_the_noise_is_wider_than_the_limit(void 
 static void gate_rule_says_it_cannot_decide_when_the_budget_runs_out(void **state)
 {
     (void)state;
-    /* +-30% noise, each batch "takes" 10 s of a 15 s budget: two batches,
-     * then no more */
+    /* +-30% noise, each batch "takes" 10 s of a 15 s budget: two batches
+     * (21 rounds, then three times as many), then no more */
     script noisy = {0.01, 0.30, 10, 6, 0, 0};
     st_gate_step g = judge(&noisy, 21, 15);
     assert_int_equal(noisy.calls, 2);
-    assert_int_equal(g.rounds, 42);
+    assert_int_equal(g.rounds, 84);
     assert_int_equal(g.verdict, ST_STEP_UNDECIDED);
     assert_true(g.lo <= 0.02 && g.hi > 0.02);
     assert_true(g.seconds == 20);
@@ -304,17 +304,23 @@ static void gate_never_passes_a_table_40_percent_slower_under_load(void **state)
             fail_msg("run %d: a table 40%% slower passed under load: %s", run_i, res.message);
         }
         assert_true(res.verdict == ST_GATE_FAIL_SLOWER || res.verdict == ST_GATE_UNDECIDED);
+        if (run_i < 2) print_message("run %d: %s\n", run_i, res.message);
         fail += res.verdict == ST_GATE_FAIL_SLOWER;
         undecided += res.verdict == ST_GATE_UNDECIDED;
     }
     load_stop(&l);
     print_message("40%% slower table under load on %d cores: %d of 20 FAIL, %d cannot decide, 0 PASS\n", l.n, fail,
                   undecided);
-    /* and without the load it is refused outright */
+    /* and without the load it is refused outright, the slowdown measured
+     * as what it is (the hook really slows the table's launches) */
     st_verify_result res;
     log_capture cap;
     assert_int_equal(run_budget(ctx, path, 9, 10, &res, &cap), ST_OK);
-    assert_int_not_equal(res.verdict, ST_GATE_PASS);
+    print_message("quiet: %s\n", res.message);
+    assert_int_equal(res.verdict, ST_GATE_FAIL_SLOWER);
+    double most = 0;
+    for (int i = 0; i < ST_MAX_TOKENS; i++) most = res.change[i] > most ? res.change[i] : most;
+    assert_true(most > 0.30);
     unlink(path);
     st_ctx_destroy(ctx);
 }

@@ -270,25 +270,61 @@ static st_status bench_model(st_ctx *c, bench_env *e, const st_verify_options *v
     int layers = 0;
     const int ops = st_vmodel_ops(vm, &layers);
     st_status s = ST_OK;
-    double nt1 = 0;
+    double nt1 = 0, nt1g = 0;
+    /* On a GPU the step is also captured once into a graph (as an engine
+     * would) and replayed; eager and graph rounds alternate, and the graph's
+     * outputs are checked against the eager step's bytes. */
+    const bool graphs = st_ctx_backend(c) == ST_BACKEND_GPU;
     for (int nt = 1; nt <= ST_MAX_TOKENS && s == ST_OK; nt++) {
         const int rounds = e->quick ? 5 : 15;
-        double us[64];
+        double us[64], gus[64];
+        st_ctx_graph *gr = NULL;
         for (int w = 0; w < 2 && s == ST_OK; w++) s = st_vmodel_step(c, vm, nt);
+        if (s == ST_OK && graphs) {
+            const size_t n = st_vmodel_output_floats(vm, nt);
+            float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
+            s = a && b ? st_vmodel_outputs(c, vm, nt, a) : st_fail(ST_ERR_NOMEM, "bench: out of memory");
+            if (s == ST_OK) s = st_ctx_capture_begin(c);
+            if (s == ST_OK) {
+                st_status cs = st_vmodel_step(c, vm, nt);
+                s = st_ctx_capture_end(c, &gr);
+                if (cs != ST_OK) s = cs;
+            }
+            if (s == ST_OK) s = st_vmodel_poison_outputs(c, vm, nt);
+            if (s == ST_OK) s = st_ctx_graph_launch(c, gr);
+            if (s == ST_OK) s = st_vmodel_outputs(c, vm, nt, b);
+            if (s == ST_OK && memcmp(a, b, n * sizeof(float)))
+                s = st_fail(ST_ERR_MISMATCH, "bench: the step replayed from a graph differs from the eager step (n_tokens %d)", nt);
+            free(a);
+            free(b);
+        }
         for (int r = 0; r < rounds && s == ST_OK; r++) {
             double ms = 0;
             s = st_ctx_timer_start(c);
             if (s == ST_OK) s = st_vmodel_step(c, vm, nt);
             if (s == ST_OK) s = st_ctx_timer_stop(c, &ms);
             us[r] = ms * 1000;
+            if (s != ST_OK || !gr) continue;
+            s = st_ctx_timer_start(c);
+            if (s == ST_OK) s = st_ctx_graph_launch(c, gr);
+            if (s == ST_OK) s = st_ctx_timer_stop(c, &ms);
+            gus[r] = ms * 1000;
         }
+        st_ctx_graph_destroy(c, gr);
         if (s != ST_OK) break;
         st_timing t;
         st_timing_from_samples(us, rounds, &t);
         char name[96];
         snprintf(name, sizeof name, "%s (%d ops, %d MoE layers)", label, ops, layers);
         if (nt == 1) nt1 = t.median_us;
-        emit(e, "step", name, nt, "default", &t, (double)st_vmodel_weight_bytes(c, vm, nt), NULL, nt == 1 ? 0 : nt1);
+        const double bytes = (double)st_vmodel_weight_bytes(c, vm, nt);
+        emit(e, "step", name, nt, "default", &t, bytes, NULL, nt == 1 ? 0 : nt1);
+        if (graphs) {
+            st_timing tg;
+            st_timing_from_samples(gus, rounds, &tg);
+            if (nt == 1) nt1g = tg.median_us;
+            emit(e, "step", name, nt, "graph", &tg, bytes, NULL, nt == 1 ? 0 : nt1g);
+        }
     }
     st_vmodel_close(c, vm);
     return s;

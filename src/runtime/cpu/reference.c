@@ -1,4 +1,4 @@
-/* The CPU reference: canonical-order dot products (DESIGN.md section 2).
+/* The CPU reference: canonical-order dot products (docs/DESIGN.md section 2).
  * Each row is computed by one thread from start to end, so the split of rows
  * over threads cannot change a bit. */
 #include "strata/limits.h"
@@ -53,10 +53,10 @@ static int64_t auto_chunk(int64_t rows, int threads)
 
 static int split_threads(const st_cpu_split *s) { return s ? s->n_threads : 0; }
 
-static int64_t split_chunk(const st_cpu_split *s, int64_t rows)
+static int64_t split_chunk(const st_cpu_split *s, const st_cpu_pool *pool, int64_t rows)
 {
     if (s && s->rows_per_chunk > 0) return s->rows_per_chunk;
-    int th = split_threads(s) > 0 ? split_threads(s) : st_cpu_count();
+    int th = split_threads(s) > 0 ? split_threads(s) : pool ? st_cpu_pool_threads(pool) : st_cpu_count();
     return auto_chunk(rows, th);
 }
 
@@ -96,6 +96,12 @@ static void mmvq_range(void *ctx, int64_t b, int64_t e)
 st_status st_ref_mmvq(st_qtype t, const void *w, int64_t rows, int64_t k, const void *xq, int nt,
                       float *y, const st_cpu_split *split)
 {
+    return st_ref_mmvq_pool(t, w, rows, k, xq, nt, y, split, NULL);
+}
+
+st_status st_ref_mmvq_pool(st_qtype t, const void *w, int64_t rows, int64_t k, const void *xq, int nt, float *y,
+                           const st_cpu_split *split, st_cpu_pool *pool)
+{
     ST_TRY(check_matrix(t, w, rows, k));
     if (!xq || !y) return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: NULL activations or output");
     if (nt < 1 || nt > ST_MAX_TOKENS)
@@ -103,7 +109,7 @@ st_status st_ref_mmvq(st_qtype t, const void *w, int64_t rows, int64_t k, const 
     mmvq_job j = {t, w, st_qtype_row_bytes(t, k), rows, k, {0}, nt, y};
     for (int i = 0; i < nt; i++)
         j.xq[i] = (const uint8_t *)xq + (size_t)i * (size_t)(k / 32) * ST_Q8_1_BLOCK_BYTES;
-    st_parallel_for(rows, split_chunk(split, rows), split_threads(split), mmvq_range, &j);
+    st_parallel_for(pool, rows, split_chunk(split, pool, rows), split_threads(split), mmvq_range, &j);
     return ST_OK;
 }
 
@@ -181,17 +187,31 @@ static st_status check_experts(const st_expert_weights *ew, const float *x, cons
     return ST_OK;
 }
 
+size_t st_ref_expert_scratch_bytes(int n_embd, int n_ff, int nt, int topk)
+{
+    const size_t np = (size_t)nt * (size_t)topk;
+    const size_t xq = (size_t)(n_embd / 32) * ST_Q8_1_BLOCK_BYTES * (size_t)nt;
+    const size_t h = sizeof(float) * np * (size_t)n_ff, hq = (size_t)(n_ff / 32) * ST_Q8_1_BLOCK_BYTES * np;
+    const size_t y = sizeof(float) * np * (size_t)n_embd;
+    return ST_ALIGN64(xq) + ST_ALIGN64(h) + ST_ALIGN64(hq) + ST_ALIGN64(y);
+}
+
 st_status st_ref_expert_grouped(const st_expert_weights *ew, const float *x, const int32_t *ids,
                                 const float *wts, int nt, int topk, float *out,
                                 const st_cpu_split *split)
 {
-    return st_ref_expert_grouped_split(ew, x, ids, wts, nt, topk, out, split, split);
+    ST_TRY(check_experts(ew, x, ids, wts, nt, topk, out));
+    const size_t n = st_ref_expert_scratch_bytes(ew->n_embd, ew->n_ff, nt, topk);
+    void *scratch = malloc(n);
+    if (!scratch) return st_fail(ST_ERR_NOMEM, "expert_grouped: out of memory for %zu bytes of scratch", n);
+    st_status s = st_ref_expert_grouped_ws(ew, x, ids, wts, nt, topk, out, split, split, NULL, scratch);
+    free(scratch);
+    return s;
 }
 
-st_status st_ref_expert_grouped_split(const st_expert_weights *ew, const float *x,
-                                      const int32_t *ids, const float *wts, int nt, int topk,
-                                      float *out, const st_cpu_split *split,
-                                      const st_cpu_split *down_split)
+st_status st_ref_expert_grouped_ws(const st_expert_weights *ew, const float *x, const int32_t *ids, const float *wts,
+                                   int nt, int topk, float *out, const st_cpu_split *split,
+                                   const st_cpu_split *down_split, st_cpu_pool *pool, void *scratch)
 {
     ST_TRY(check_experts(ew, x, ids, wts, nt, topk, out));
     const int np = nt * topk;
@@ -214,27 +234,27 @@ st_status st_ref_expert_grouped_split(const st_expert_weights *ew, const float *
 
     const size_t xq_stride = (size_t)(ew->n_embd / 32) * ST_Q8_1_BLOCK_BYTES;
     j.hq_stride = (size_t)(ew->n_ff / 32) * ST_Q8_1_BLOCK_BYTES;
-    uint8_t *xq = malloc(xq_stride * (size_t)nt);
-    j.h = malloc(sizeof(float) * (size_t)np * (size_t)ew->n_ff);
-    j.hq = malloc(j.hq_stride * (size_t)np);
-    j.y = malloc(sizeof(float) * (size_t)np * (size_t)ew->n_embd);
+    /* the scratch, as st_ref_expert_scratch_bytes lays it out */
+    uint8_t *at = scratch, *xq = at;
+    at += ST_ALIGN64(xq_stride * (size_t)nt);
+    j.h = (float *)at;
+    at += ST_ALIGN64(sizeof(float) * (size_t)np * (size_t)ew->n_ff);
+    j.hq = at;
+    at += ST_ALIGN64(j.hq_stride * (size_t)np);
+    j.y = (float *)at;
     st_status s = ST_OK;
-    if (!xq || !j.h || !j.hq || !j.y) {
-        s = st_fail(ST_ERR_NOMEM, "expert_grouped: out of memory for scratch");
-        goto done;
-    }
     for (int t = 0; t < nt && s == ST_OK; t++)
         s = st_quantize_q8_1(x + (size_t)t * (size_t)ew->n_embd, xq + (size_t)t * xq_stride, ew->n_embd);
     if (s != ST_OK) goto done;
     for (int p = 0; p < np; p++) j.xq_pair[p] = xq + (size_t)(p / topk) * xq_stride;
 
     int64_t items = (int64_t)j.n_used * ew->n_ff;
-    st_parallel_for(items, split_chunk(split, items), split_threads(split), gate_up_range, &j);
+    st_parallel_for(pool, items, split_chunk(split, pool, items), split_threads(split), gate_up_range, &j);
     for (int p = 0; p < np && s == ST_OK; p++)
         s = st_quantize_q8_1(j.h + (size_t)p * (size_t)ew->n_ff, j.hq + (size_t)p * j.hq_stride, ew->n_ff);
     if (s != ST_OK) goto done;
     items = (int64_t)j.n_used * ew->n_embd;
-    st_parallel_for(items, split_chunk(down_split, items), split_threads(down_split), down_range, &j);
+    st_parallel_for(pool, items, split_chunk(down_split, pool, items), split_threads(down_split), down_range, &j);
 
     for (int t = 0; t < nt; t++)
         for (int i = 0; i < ew->n_embd; i++) {
@@ -244,9 +264,5 @@ st_status st_ref_expert_grouped_split(const st_expert_weights *ew, const float *
             out[(size_t)t * (size_t)ew->n_embd + (size_t)i] = acc;
         }
 done:
-    free(xq);
-    free(j.h);
-    free(j.hq);
-    free(j.y);
     return s;
 }

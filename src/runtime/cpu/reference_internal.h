@@ -4,11 +4,24 @@
 
 #include "strata/reference.h"
 
+#include "cpu_pool.h"
+
+#include <stddef.h>
+
+#define ST_ALIGN64(n) (((n) + (size_t)63) & ~(size_t)63)
+
+/* As st_ref_mmvq, on POOL (NULL: the process's default pool). */
+st_status st_ref_mmvq_pool(st_qtype t, const void *w, int64_t rows, int64_t k, const void *xq, int nt, float *y,
+                           const st_cpu_split *split, st_cpu_pool *pool);
+
+/* Scratch bytes st_ref_expert_grouped_ws needs for these dimensions. */
+size_t st_ref_expert_scratch_bytes(int n_embd, int n_ff, int nt, int topk);
+
 /* As st_ref_expert_grouped, with separate work splits for the gate-up and
- * the down phase (the CPU backend's rows variants). */
-st_status st_ref_expert_grouped_split(const st_expert_weights *ew, const float *x,
-                                      const int32_t *ids, const float *wts, int nt, int topk,
-                                      float *out, const st_cpu_split *gu_split,
-                                      const st_cpu_split *down_split);
+ * the down phase (the CPU backend's rows variants), on POOL, with SCRATCH
+ * of st_ref_expert_scratch_bytes (64-byte aligned): no allocation. */
+st_status st_ref_expert_grouped_ws(const st_expert_weights *ew, const float *x, const int32_t *ids, const float *wts,
+                                   int nt, int topk, float *out, const st_cpu_split *gu_split,
+                                   const st_cpu_split *down_split, st_cpu_pool *pool, void *scratch);
 
 #endif

@@ -1,11 +1,20 @@
-/* The GPU backend's host side (src/gpu.h): device, memory, weight upload in
- * the device layout, and the dispatch of iq_mmvq and expert_grouped. Runtime
- * errors become st_status values carrying the runtime's own message. */
+/* The GPU backend's host side (backend.h): device, stream, the workspace,
+ * weight upload in the device layout, and the dispatch of iq_mmvq and
+ * expert_grouped. Runtime errors become st_status values carrying the
+ * runtime's own message.
+ *
+ * Engine rules kept here: the decode calls only queue kernels on the
+ * context's stream (the engine's, when it gave one): every buffer they use
+ * was carved from the workspace at creation, the tickets of the fused down
+ * kernel were cleared then and are left at zero by the kernel itself, and
+ * nothing waits. Every entry makes the context's device current and puts
+ * the caller's back (dev_guard). */
 #include "common.h"
 #include "strata/variants.h"
 
 extern "C" {
-#include "gpu.h"
+#include "backend.h"
+#include "devinfo.h"
 #include "grids.h"
 #include "internal.h"
 #include "repack.h"
@@ -16,185 +25,137 @@ extern "C" {
 #include <stdlib.h>
 #include <string.h>
 
-struct st_gpu_buf {
-    void *p = nullptr;
-    size_t n = 0;
+namespace {
+
+constexpr size_t ALIGN = 256;
+size_t align_up(size_t n) { return (n + ALIGN - 1) & ~(ALIGN - 1); }
+
+/* The scratch of one decode call, carved from the workspace (sizes for the
+ * context's limits; see plan_workspace). */
+struct ws_layout {
+    size_t xq, xblocks, h, hq, y, tickets, groups, partial, total;
 };
 
-struct st_gpu {
-    int device;
-    st_launch L;
-    st_rt_event ev[2];
-    size_t llc;
-    void *grids;
-    st_gpu_buf xq, xblocks, h, hq, y, partial, groups, tickets;
+struct gpu_backend {
+    int device = 0;
+    st_launch L{};
+    bool own_stream = false;
+    st_rt_event ev[2] = {};
+    size_t llc = 0;
+    void *grids = nullptr;
+    uint8_t *ws = nullptr;
+    bool own_ws = false;
+    ws_layout wl{};
+    st_ctx_limits lim{};
 };
 
-static st_status rt_fail(st_rt_error e, const char *what)
+struct graph_t {
+    st_rt_graph g;
+    st_rt_graph_exec e;
+};
+
+st_status rt_fail(st_rt_error e, const char *what)
 {
     return st_fail(ST_ERR_GPU, "%s: %s (%d)", what, st_rt_error_string(e), (int)e);
 }
 
-#define RT_TRY(expr, what)                              \
-    do {                                                \
-        st_rt_error e_ = (expr);                        \
+#define RT_TRY(expr, what)                                 \
+    do {                                                   \
+        st_rt_error e_ = (expr);                           \
         if (e_ != ST_RT_SUCCESS) return rt_fail(e_, what); \
     } while (0)
 
-static st_status ensure(st_gpu_buf &b, size_t n, const char *what)
-{
-    if (b.n >= n) return ST_OK;
-    if (b.p) (void)st_rt_free(b.p);
-    b.p = nullptr;
-    b.n = 0;
-    RT_TRY(st_rt_malloc(&b.p, n), what);
-    b.n = n;
-    return ST_OK;
-}
-
-extern "C" st_status st_gpu_open(int device, st_gpu **out, st_identity *id)
-{
-    *out = nullptr;
-    int n = 0;
-    st_rt_error e = st_rt_get_device_count(&n);
-    if (e != ST_RT_SUCCESS || n == 0) {
-        (void)st_rt_get_last_error();
-        return st_fail(ST_ERR_NO_DEVICE, "no GPU device: %s", e != ST_RT_SUCCESS ? st_rt_error_string(e) : "none found");
+/* Makes DEVICE current for the scope and restores the caller's device. */
+struct dev_guard {
+    int prev = -1;
+    explicit dev_guard(int device)
+    {
+        int cur = -1;
+        if (st_rt_get_device(&cur) == ST_RT_SUCCESS && cur == device) return;
+        if (st_rt_set_device(device) == ST_RT_SUCCESS) prev = cur;
     }
-    if (device < 0 || device >= n) return st_fail(ST_ERR_NO_DEVICE, "GPU %d does not exist (%d found)", device, n);
-    RT_TRY(st_rt_set_device(device), "set device");
-    char arch[ST_TOKEN_MAX], name[128];
-    RT_TRY(st_rt_device_info(device, arch, sizeof arch, name, sizeof name), "device properties");
-    int rt = 0, drv = 0;
-    RT_TRY(st_rt_runtime_version(&rt), "runtime version");
-    RT_TRY(st_rt_driver_version(&drv), "driver version");
-    memset(id, 0, sizeof *id);
-    snprintf(id->arch, sizeof id->arch, "%s", arch);
-    snprintf(id->runtime, sizeof id->runtime, "%d", rt);
-    snprintf(id->compiler, sizeof id->compiler, "%s", ST_GPU_COMPILER_HASH);
-    id->space = STRATA_SELECTION_SPACE;
-    snprintf(id->device_name, sizeof id->device_name, "%s", name);
-    snprintf(id->driver, sizeof id->driver, "%d", drv);
-    id->compute_units = st_rt_compute_units(device);
-    st_identity_set_model(id);
-
-    st_gpu *g = new (std::nothrow) st_gpu();
-    if (!g) return st_fail(ST_ERR_NOMEM, "GPU context");
-    g->device = device;
-    st_rt_error se = st_rt_stream_create(&g->L.stream);
-    if (se != ST_RT_SUCCESS) {
-        delete g;
-        return rt_fail(se, "create stream");
+    ~dev_guard()
+    {
+        if (prev >= 0) (void)st_rt_set_device(prev);
     }
-    const size_t gb = sizeof(uint32_t) * (512 + 256) + sizeof(uint64_t) * 1024;
-    se = st_rt_malloc(&g->grids, gb);
-    if (se == ST_RT_SUCCESS) {
-        uint8_t *host = (uint8_t *)malloc(gb);
-        memcpy(host, st_iq2s_grid, sizeof(uint64_t) * 1024);
-        memcpy(host + 8192, st_iq3s_grid, sizeof(uint32_t) * 512);
-        memcpy(host + 8192 + 2048, st_iq3xxs_grid, sizeof(uint32_t) * 256);
-        se = st_rt_memcpy_htod(g->grids, host, gb, g->L.stream);
-        if (se == ST_RT_SUCCESS) se = st_rt_stream_sync(g->L.stream);
-        free(host);
-    }
-    if (se != ST_RT_SUCCESS) {
-        st_gpu_close(g);
-        return rt_fail(se, "upload grids");
-    }
-    if ((se = st_rt_event_create(&g->ev[0])) != ST_RT_SUCCESS || (se = st_rt_event_create(&g->ev[1])) != ST_RT_SUCCESS) {
-        st_gpu_close(g);
-        return rt_fail(se, "create events");
-    }
-    g->llc = st_rt_l2_bytes(device);
-    g->L.grids.iq2s = (const uint2 *)g->grids;
-    g->L.grids.iq3s = (const uint32_t *)((uint8_t *)g->grids + 8192);
-    g->L.grids.iq3xxs = (const uint32_t *)((uint8_t *)g->grids + 8192 + 2048);
-    *out = g;
-    return ST_OK;
-}
+};
 
-extern "C" void st_gpu_close(st_gpu *g)
+size_t xplanes_bytes(int64_t k, int n)
 {
-    if (!g) return;
-    st_gpu_buf *bufs[] = {&g->xq, &g->xblocks, &g->h, &g->hq, &g->y, &g->partial, &g->groups, &g->tickets};
-    for (st_gpu_buf *b : bufs)
-        if (b->p) (void)st_rt_free(b->p);
-    if (g->grids) (void)st_rt_free(g->grids);
-    for (int i = 0; i < 2; i++)
-        if (g->ev[i]) (void)st_rt_event_destroy(g->ev[i]);
-    if (g->L.stream) (void)st_rt_stream_destroy(g->L.stream);
-    delete g;
+    const size_t cnt = (size_t)(k / 32) * (size_t)n;
+    return cnt * 32 + cnt * 4 + 2 * cnt * 2 + 64;
 }
 
-extern "C" st_status st_gpu_alloc(st_gpu *g, size_t bytes, void **ptr)
+/* mmvq: q8_1 planes (or the legacy 36-byte blocks) of max_tokens vectors of
+ * max_cols values. expert_grouped: those for x, then per (token, slot) pair
+ * h (n_ff floats), its q8_1 planes, y (n_embd floats), one ticket per row
+ * of the fused down, the GROUPED_V1 list, and the k-split partials of
+ * STRATA_EXPERT_V2K (64 floats per pair and row: reserved only when the knob
+ * is active at creation or they take at most 64 MiB, not for nothing in the
+ * largest contexts). n_embd and n_ff are each a row count
+ * and a row length of some matrix, so both are at most D. */
+ws_layout plan_workspace(const st_ctx_limits *l, const st_dispatch_config *cfg)
 {
-    RT_TRY(st_rt_malloc(ptr, bytes ? bytes : 1), "allocate device memory");
-    return ST_OK;
+    ws_layout w{};
+    const int64_t d = (l->max_rows < l->max_cols ? l->max_rows : l->max_cols) / 32 * 32;
+    const size_t np = (size_t)l->max_tokens * (size_t)l->max_topk;
+    w.xq = align_up(xplanes_bytes(l->max_cols, l->max_tokens));
+    w.xblocks = align_up((size_t)(l->max_cols / 32) * 36 * (size_t)l->max_tokens);
+    w.h = align_up(sizeof(float) * np * (size_t)d);
+    w.hq = align_up(xplanes_bytes(d, (int)np));
+    w.y = align_up(sizeof(float) * np * (size_t)d);
+    w.tickets = align_up(sizeof(uint32_t) * (size_t)d);
+    w.groups = align_up(sizeof(int32_t) * (1 + ST_MAX_PAIRS));
+    /* the k-split partials: reserved when the knob is set at creation, or
+     * when they are small enough not to matter (contexts sized for a model;
+     * a knob can also be switched on later with st_ctx_set_dispatch) */
+    const size_t partial = align_up(sizeof(float) * 64 * np * (size_t)d);
+    w.partial = cfg->active[ST_KNOB_EXPERT_V2K] || partial <= ((size_t)64 << 20) ? partial : 0;
+    w.total = w.xq + w.xblocks + w.h + w.hq + w.y + w.tickets + w.groups + w.partial;
+    return w;
 }
 
-extern "C" void st_gpu_free(st_gpu *g, void *ptr)
+struct ws_ptrs {
+    uint8_t *xq, *xblocks, *h, *hq, *y, *tickets, *groups, *partial;
+};
+
+ws_ptrs carve(const gpu_backend *g)
 {
-    if (ptr) (void)st_rt_free(ptr);
+    ws_ptrs p;
+    uint8_t *at = g->ws;
+    p.xq = at;
+    at += g->wl.xq;
+    p.xblocks = at;
+    at += g->wl.xblocks;
+    p.h = at;
+    at += g->wl.h;
+    p.hq = at;
+    at += g->wl.hq;
+    p.y = at;
+    at += g->wl.y;
+    p.tickets = at;
+    at += g->wl.tickets;
+    p.groups = at;
+    at += g->wl.groups;
+    p.partial = g->wl.partial ? at : nullptr;
+    return p;
 }
 
-extern "C" st_status st_gpu_upload(st_gpu *g, void *dst, const void *src, size_t bytes)
+/* Planar q8_1 of N vectors of K values at BASE. */
+st_xplanes xplanes(uint8_t *base, int64_t k, int n)
 {
-    RT_TRY(st_rt_memcpy_htod(dst, src, bytes, g->L.stream), "copy to device");
-    RT_TRY(st_rt_stream_sync(g->L.stream), "copy to device");
-    return ST_OK;
+    const size_t nu = (size_t)(k / 32), cnt = nu * (size_t)n;
+    const size_t qs = cnt * 32, d = cnt * 4, h = cnt * 2;
+    st_xplanes xp;
+    xp.qs = (int8_t *)base;
+    xp.d = (float *)(base + qs);
+    xp.d16 = (uint16_t *)(base + qs + d);
+    xp.s16 = (uint16_t *)(base + qs + d + h);
+    xp.nu = (int)nu;
+    return xp;
 }
 
-extern "C" st_status st_gpu_download(st_gpu *g, void *dst, const void *src, size_t bytes)
-{
-    RT_TRY(st_rt_memcpy_dtoh(dst, src, bytes, g->L.stream), "copy from device");
-    RT_TRY(st_rt_stream_sync(g->L.stream), "copy from device");
-    return ST_OK;
-}
-
-extern "C" st_status st_gpu_sync(st_gpu *g)
-{
-    RT_TRY(st_rt_stream_sync(g->L.stream), "synchronize");
-    return ST_OK;
-}
-
-extern "C" st_status st_gpu_matrix_upload(st_gpu *g, st_qtype t, int64_t rows, int64_t cols,
-                                          const void *ggml_bytes, st_gpu_matrix *out)
-{
-    memset(out, 0, sizeof *out);
-    const size_t n = st_repack_size(t, rows, cols);
-    if (!n) return st_fail(ST_ERR_INVALID_ARG, "no device layout for %s %lld x %lld", st_qtype_name(t),
-                           (long long)rows, (long long)cols);
-    void *host = malloc(n);
-    if (!host) return st_fail(ST_ERR_NOMEM, "repack buffer of %zu bytes", n);
-    st_status s = st_repack(t, rows, cols, ggml_bytes, host);
-    void *dev = nullptr;
-    if (s == ST_OK) {
-        st_rt_error e = st_rt_malloc(&dev, n);
-        if (e == ST_RT_SUCCESS) e = st_rt_memcpy_htod(dev, host, n, g->L.stream);
-        if (e == ST_RT_SUCCESS) e = st_rt_stream_sync(g->L.stream);
-        if (e != ST_RT_SUCCESS) {
-            if (dev) (void)st_rt_free(dev);
-            dev = nullptr;
-            s = rt_fail(e, "upload weights");
-        }
-    }
-    free(host);
-    if (s != ST_OK) return s;
-    out->type = t;
-    out->rows = rows;
-    out->cols = cols;
-    out->data = dev;
-    out->bytes = n;
-    return ST_OK;
-}
-
-extern "C" void st_gpu_matrix_free(st_gpu *g, st_gpu_matrix *m)
-{
-    if (m->data) (void)st_rt_free(m->data);
-    m->data = nullptr;
-}
-
-static st_mat_dev mat_dev(const st_gpu_matrix *m)
+st_mat_dev mat_dev(const st_bmatrix *m)
 {
     st_mat_dev d;
     memset(&d, 0, sizeof d);
@@ -207,23 +168,8 @@ static st_mat_dev mat_dev(const st_gpu_matrix *m)
     return d;
 }
 
-/* Planar q8_1 scratch for N vectors of K values inside buffer B. */
-static st_status xplanes(st_gpu_buf &b, int64_t k, int n, st_xplanes *xp, const char *what)
-{
-    const size_t nu = (size_t)(k / 32), cnt = nu * (size_t)n;
-    const size_t qs = cnt * 32, d = cnt * 4, h = cnt * 2;
-    ST_TRY(ensure(b, qs + d + 2 * h + 64, what));
-    uint8_t *base = (uint8_t *)b.p;
-    xp->qs = (int8_t *)base;
-    xp->d = (float *)(base + qs);
-    xp->d16 = (uint16_t *)(base + qs + d);
-    xp->s16 = (uint16_t *)(base + qs + d + h);
-    xp->nu = (int)nu;
-    return ST_OK;
-}
-
 template <typename F>
-static st_rt_error by_type(st_qtype t, F f)
+st_rt_error by_type(st_qtype t, F f)
 {
     switch (t) {
     case ST_Q8_0: return f(std::integral_constant<int, T_Q8_0>());
@@ -237,20 +183,125 @@ static st_rt_error by_type(st_qtype t, F f)
     }
 }
 
-extern "C" st_status st_gpu_mmvq(st_gpu *g, const st_gpu_matrix *w, const float *x, int nt, float *y, int rows,
-                                 const st_dispatch_config *cfg)
+gpu_backend *G(void *b) { return static_cast<gpu_backend *>(b); }
+
+/* ---- the function table ------------------------------------------------ */
+void gpu_close(void *b)
 {
+    gpu_backend *g = G(b);
+    if (!g) return;
+    dev_guard dg(g->device);
+    if (g->L.stream) (void)st_rt_stream_sync(g->L.stream);
+    if (g->own_ws && g->ws) (void)st_rt_free(g->ws);
+    if (g->grids) (void)st_rt_free(g->grids);
+    for (int i = 0; i < 2; i++)
+        if (g->ev[i]) (void)st_rt_event_destroy(g->ev[i]);
+    if (g->own_stream && g->L.stream) (void)st_rt_stream_destroy(g->L.stream);
+    delete g;
+}
+
+void *gpu_stream(void *b) { return (void *)G(b)->L.stream; }
+
+st_status gpu_alloc(void *b, size_t bytes, void **ptr)
+{
+    dev_guard dg(G(b)->device);
+    RT_TRY(st_rt_malloc(ptr, bytes ? bytes : 1), "allocate device memory");
+    return ST_OK;
+}
+
+void gpu_free(void *b, void *ptr)
+{
+    dev_guard dg(G(b)->device);
+    if (ptr) (void)st_rt_free(ptr);
+}
+
+st_status gpu_upload(void *b, void *dst, const void *src, size_t bytes)
+{
+    gpu_backend *g = G(b);
+    dev_guard dg(g->device);
+    RT_TRY(st_rt_memcpy_htod(dst, src, bytes, g->L.stream), "copy to device");
+    RT_TRY(st_rt_stream_sync(g->L.stream), "copy to device");
+    return ST_OK;
+}
+
+st_status gpu_download(void *b, void *dst, const void *src, size_t bytes)
+{
+    gpu_backend *g = G(b);
+    dev_guard dg(g->device);
+    RT_TRY(st_rt_memcpy_dtoh(dst, src, bytes, g->L.stream), "copy from device");
+    RT_TRY(st_rt_stream_sync(g->L.stream), "copy from device");
+    return ST_OK;
+}
+
+st_status gpu_sync(void *b)
+{
+    gpu_backend *g = G(b);
+    dev_guard dg(g->device);
+    RT_TRY(st_rt_stream_sync(g->L.stream), "synchronize");
+    return ST_OK;
+}
+
+/* Weights from host memory are repacked on the host and uploaded; weights
+ * already on the device are repacked there by the same per-block code. */
+st_status gpu_matrix_create(void *b, st_qtype t, int64_t rows, int64_t cols, const void *bytes, bool on_device,
+                            st_bmatrix *out)
+{
+    gpu_backend *g = G(b);
+    dev_guard dg(g->device);
+    memset(out, 0, sizeof *out);
+    st_repack_plan plan;
+    size_t n = 0;
+    ST_TRY(st_repack_plan_of(t, rows, cols, &plan, &n));
+    void *dev = nullptr;
+    RT_TRY(st_rt_malloc(&dev, n), "allocate weights");
+    st_status s = ST_OK;
+    st_rt_error e = ST_RT_SUCCESS;
+    if (on_device) {
+        e = st_rt_memset(dev, 0, n, g->L.stream);
+        if (e == ST_RT_SUCCESS)
+            e = st_launch_repack(g->L.stream, (int)t, plan, bytes, (size_t)st_qtype_block_bytes(t), rows * plan.nb, dev);
+        if (e == ST_RT_SUCCESS) e = st_rt_stream_sync(g->L.stream);
+        if (e != ST_RT_SUCCESS) s = rt_fail(e, "repack weights on the device");
+    } else {
+        void *host = malloc(n);
+        s = host ? st_repack(t, rows, cols, bytes, host) : st_fail(ST_ERR_NOMEM, "repack buffer of %zu bytes", n);
+        if (s == ST_OK) {
+            e = st_rt_memcpy_htod(dev, host, n, g->L.stream);
+            if (e == ST_RT_SUCCESS) e = st_rt_stream_sync(g->L.stream);
+            if (e != ST_RT_SUCCESS) s = rt_fail(e, "upload weights");
+        }
+        free(host);
+    }
+    if (s != ST_OK) {
+        (void)st_rt_free(dev);
+        return s;
+    }
+    *out = st_bmatrix{t, rows, cols, dev, n};
+    return ST_OK;
+}
+
+void gpu_matrix_free(void *b, st_bmatrix *m)
+{
+    dev_guard dg(G(b)->device);
+    if (m->data) (void)st_rt_free(m->data);
+    m->data = nullptr;
+}
+
+st_status gpu_mmvq(void *b, const st_bmatrix *w, const float *x, int nt, float *y, int rows,
+                   const st_dispatch_config *cfg)
+{
+    gpu_backend *g = G(b);
+    dev_guard dg(g->device);
     const bool legacy = rows == 0 && cfg->active[ST_KNOB_OLD_IQ_MMVQ];
     const bool stage = cfg->active[ST_KNOB_IQ_STAGE_GRID_MMVQ];
+    const ws_ptrs p = carve(g);
     st_xplanes xp;
     memset(&xp, 0, sizeof xp);
     uint8_t *blocks = nullptr;
-    if (legacy) {
-        ST_TRY(ensure(g->xblocks, (size_t)(w->cols / 32) * 36 * (size_t)nt, "activation scratch"));
-        blocks = (uint8_t *)g->xblocks.p;
-    } else {
-        ST_TRY(xplanes(g->xq, w->cols, nt, &xp, "activation scratch"));
-    }
+    if (legacy)
+        blocks = p.xblocks;
+    else
+        xp = xplanes(p.xq, w->cols, nt);
     RT_TRY(st_launch_quantize(g->L, x, w->cols, nt, xp, blocks), "q8_1 launch");
     const st_mat_dev m = mat_dev(w);
     st_rt_error e = by_type(w->type, [&](auto tc) {
@@ -260,10 +311,11 @@ extern "C" st_status st_gpu_mmvq(st_gpu *g, const st_gpu_matrix *w, const float 
     return ST_OK;
 }
 
-extern "C" st_status st_gpu_expert_grouped(st_gpu *g, const st_gpu_experts *ex, const float *x, const int32_t *ids,
-                                           const float *wts, int nt, int topk, float *out, int gu_rows, int down_rows,
-                                           const st_dispatch_config *cfg)
+st_status gpu_expert_grouped(void *b, const st_bexperts *ex, const float *x, const int32_t *ids, const float *wts,
+                             int nt, int topk, float *out, int gu_rows, int down_rows, const st_dispatch_config *cfg)
 {
+    gpu_backend *g = G(b);
+    dev_guard dg(g->device);
     const int np = nt * topk;
     st_expert_args a;
     memset(&a, 0, sizeof a);
@@ -278,71 +330,62 @@ extern "C" st_status st_gpu_expert_grouped(st_gpu *g, const st_gpu_experts *ex, 
     a.ids = ids;
     a.wts = wts;
     a.out = out;
-    st_expert_plan p;
-    memset(&p, 0, sizeof p);
+    st_expert_plan pl;
+    memset(&pl, 0, sizeof pl);
     const bool variant = gu_rows || down_rows;
-    p.gu_rows = gu_rows;
-    p.dn_rows = down_rows;
-    p.gu_t = st_lanes_for_units(ex->n_embd / 32, cfg->active[ST_KNOB_NO_SUB16_GU] ? 16 : 8);
-    p.dn_t = st_lanes_for_units(ex->n_ff / 32, 8);
-    p.stage_grid = !cfg->active[ST_KNOB_IQ_STAGE_GRID_OFF];
+    pl.gu_rows = gu_rows;
+    pl.dn_rows = down_rows;
+    pl.gu_t = st_lanes_for_units(ex->n_embd / 32, cfg->active[ST_KNOB_NO_SUB16_GU] ? 16 : 8);
+    pl.dn_t = st_lanes_for_units(ex->n_ff / 32, 8);
+    pl.stage_grid = !cfg->active[ST_KNOB_IQ_STAGE_GRID_OFF];
     if (!variant) {
-        p.v2 = cfg->active[ST_KNOB_EXPERT_V2];
-        p.v2k = cfg->active[ST_KNOB_EXPERT_V2K];
-        p.tsum = cfg->active[ST_KNOB_TSUM];
-        p.grouped_v1 = cfg->active[ST_KNOB_GROUPED_V1];
+        pl.v2 = cfg->active[ST_KNOB_EXPERT_V2];
+        pl.v2k = cfg->active[ST_KNOB_EXPERT_V2K];
+        pl.tsum = cfg->active[ST_KNOB_TSUM];
+        pl.grouped_v1 = cfg->active[ST_KNOB_GROUPED_V1];
     } else {
-        p.stage_grid = true;
+        pl.stage_grid = true;
     }
-    p.fused = !p.v2 && !p.v2k && !p.tsum && !p.grouped_v1;
-    ST_TRY(xplanes(g->xq, ex->n_embd, nt, &a.xq, "activation scratch"));
-    ST_TRY(ensure(g->h, sizeof(float) * (size_t)np * (size_t)ex->n_ff, "expert scratch"));
-    a.h = (float *)g->h.p;
-    ST_TRY(xplanes(g->hq, ex->n_ff, np, &a.hq, "expert scratch"));
-    if (p.tsum || p.fused) {
-        ST_TRY(ensure(g->y, sizeof(float) * (size_t)np * (size_t)ex->n_embd, "expert scratch"));
-        a.y = (float *)g->y.p;
-    }
-    if (p.fused) {
-        const size_t tb = sizeof(uint32_t) * (size_t)ex->n_embd;
-        if (g->tickets.n < tb) {
-            ST_TRY(ensure(g->tickets, tb, "expert scratch"));
-            RT_TRY(st_rt_memset(g->tickets.p, 0, tb, g->L.stream), "clear tickets");
-        }
-        a.tickets = (uint32_t *)g->tickets.p;
-    }
+    pl.fused = !pl.v2 && !pl.v2k && !pl.tsum && !pl.grouped_v1;
+    const ws_ptrs p = carve(g);
+    if (pl.v2k && !p.partial)
+        return st_fail(ST_ERR_UNSUPPORTED, "expert_grouped: STRATA_EXPERT_V2K needs k-split scratch this context did not "
+                       "reserve (the knob was not set when it was created)");
+    a.xq = xplanes(p.xq, ex->n_embd, nt);
+    a.h = (float *)p.h;
+    a.hq = xplanes(p.hq, ex->n_ff, np);
+    a.y = (float *)p.y;
+    a.tickets = (uint32_t *)p.tickets;
+    a.groups = (int32_t *)p.groups;
+    a.partial = (float *)p.partial;
     /* pairs per block: one for a few pairs (widest grid), more when there
      * are many, so blocks are not dominated by their set-up */
     a.ppb = np <= 8 ? 1 : np <= 16 ? 2 : 4;
-    if (p.v2k) {
-        ST_TRY(ensure(g->partial, sizeof(float) * 64 * (size_t)np * (size_t)ex->n_ff, "expert scratch"));
-        a.partial = (float *)g->partial.p;
-    }
-    if (p.grouped_v1) {
-        ST_TRY(ensure(g->groups, sizeof(int32_t) * (1 + ST_MAX_PAIRS), "expert scratch"));
-        a.groups = (int32_t *)g->groups.p;
-    }
     const st_launch &L = g->L;
     RT_TRY(st_launch_quantize(L, x, ex->n_embd, nt, a.xq, nullptr), "q8_1 launch");
-    if (p.grouped_v1) RT_TRY(st_launch_group_v1(L, a), "grouping launch");
-    st_rt_error e = by_type(ex->gate->type, [&](auto tc) { return st_launch_gate_up<decltype(tc)::value>(L, a, p); });
+    if (pl.grouped_v1) RT_TRY(st_launch_group_v1(L, a), "grouping launch");
+    st_rt_error e = by_type(ex->gate->type, [&](auto tc) { return st_launch_gate_up<decltype(tc)::value>(L, a, pl); });
     RT_TRY(e, "gate-up launch");
-    if (p.v2k) RT_TRY(st_launch_combine_v2k(L, a), "k-split combine launch");
+    if (pl.v2k) RT_TRY(st_launch_combine_v2k(L, a), "k-split combine launch");
     RT_TRY(st_launch_quantize(L, a.h, ex->n_ff, np, a.hq, nullptr), "q8_1 launch");
-    e = by_type(ex->down->type, [&](auto tc) { return st_launch_down<decltype(tc)::value>(L, a, p); });
+    e = by_type(ex->down->type, [&](auto tc) { return st_launch_down<decltype(tc)::value>(L, a, pl); });
     RT_TRY(e, "down launch");
-    if (p.tsum) RT_TRY(st_launch_topk_sum(L, a), "top-k sum launch");
+    if (pl.tsum) RT_TRY(st_launch_topk_sum(L, a), "top-k sum launch");
     return ST_OK;
 }
 
-extern "C" st_status st_gpu_timer_start(st_gpu *g)
+st_status gpu_timer_start(void *b)
 {
+    gpu_backend *g = G(b);
+    dev_guard dg(g->device);
     RT_TRY(st_rt_event_record(g->ev[0], g->L.stream), "record event");
     return ST_OK;
 }
 
-extern "C" st_status st_gpu_timer_stop(st_gpu *g, double *ms)
+st_status gpu_timer_stop(void *b, double *ms)
 {
+    gpu_backend *g = G(b);
+    dev_guard dg(g->device);
     RT_TRY(st_rt_event_record(g->ev[1], g->L.stream), "record event");
     RT_TRY(st_rt_event_sync(g->ev[1]), "wait for event");
     float f = 0;
@@ -351,46 +394,211 @@ extern "C" st_status st_gpu_timer_stop(st_gpu *g, double *ms)
     return ST_OK;
 }
 
-extern "C" size_t st_gpu_llc_bytes(st_gpu *g) { return g->llc; }
-
-extern "C" st_status st_gpu_mem_info(st_gpu *g, size_t *free_b, size_t *total_b)
+st_status gpu_mem_info(void *b, size_t *free_bytes, size_t *total_bytes)
 {
-    RT_TRY(st_rt_set_device(g->device), "set device");
-    RT_TRY(st_rt_mem_info(free_b, total_b), "device memory info");
+    dev_guard dg(G(b)->device);
+    RT_TRY(st_rt_mem_info(free_bytes, total_bytes), "device memory info");
     return ST_OK;
 }
 
-extern "C" void st_gpu_default_expert_equiv(int n_embd, int n_ff, const st_dispatch_config *cfg, int *gu, int *dn)
+size_t gpu_llc_bytes(void *b) { return G(b)->llc; }
+
+void gpu_default_expert_equiv(void *b, int n_embd, int n_ff, const st_dispatch_config *cfg, int *gu, int *dn)
 {
     *gu = *dn = 0;
     if (st_dispatch_config_first_active(cfg) >= 0) return;
     if (st_lanes_for_units(n_embd / 32, 8) == 32 && st_lanes_for_units(n_ff / 32, 8) == 32) *gu = *dn = 4;
 }
 
+} // namespace
+
 st_rt_error st_probe_read_launch(st_rt_stream s, const void *src, size_t bytes, float *sink);
 st_rt_error st_probe_loads_launch(st_rt_stream s, int type, const st_mat_dev &m, float *sink);
-
-extern "C" st_status st_gpu_probe_loads(st_gpu *g, const st_gpu_matrix *w, float *sink)
-{
-    RT_TRY(st_probe_loads_launch(g->L.stream, (int)w->type, mat_dev(w), sink), "loads-only probe launch");
-    return ST_OK;
-}
 st_rt_error st_probe_empty_launch(st_rt_stream s);
 
-extern "C" st_status st_gpu_probe_read(st_gpu *g, const void *src, size_t bytes, float *sink)
+namespace {
+
+st_status gpu_probe_loads(void *b, const st_bmatrix *w, float *sink)
 {
-    RT_TRY(st_probe_read_launch(g->L.stream, src, bytes, sink), "read probe launch");
+    dev_guard dg(G(b)->device);
+    RT_TRY(st_probe_loads_launch(G(b)->L.stream, (int)w->type, mat_dev(w), sink), "loads-only probe launch");
     return ST_OK;
 }
 
-extern "C" st_status st_gpu_probe_copy(st_gpu *g, void *dst, const void *src, size_t bytes)
+st_status gpu_probe_read(void *b, const void *src, size_t bytes, float *sink)
 {
-    RT_TRY(st_rt_memcpy_dtod(dst, src, bytes, g->L.stream), "copy probe");
+    dev_guard dg(G(b)->device);
+    RT_TRY(st_probe_read_launch(G(b)->L.stream, src, bytes, sink), "read probe launch");
     return ST_OK;
 }
 
-extern "C" st_status st_gpu_probe_empty(st_gpu *g)
+st_status gpu_probe_copy(void *b, void *dst, const void *src, size_t bytes)
 {
-    RT_TRY(st_probe_empty_launch(g->L.stream), "empty launch");
+    dev_guard dg(G(b)->device);
+    RT_TRY(st_rt_memcpy_dtod(dst, src, bytes, G(b)->L.stream), "copy probe");
+    return ST_OK;
+}
+
+st_status gpu_probe_empty(void *b)
+{
+    dev_guard dg(G(b)->device);
+    RT_TRY(st_probe_empty_launch(G(b)->L.stream), "empty launch");
+    return ST_OK;
+}
+
+st_status gpu_capture_begin(void *b)
+{
+    gpu_backend *g = G(b);
+    dev_guard dg(g->device);
+    RT_TRY(st_rt_begin_capture(g->L.stream), "begin stream capture");
+    return ST_OK;
+}
+
+st_status gpu_capture_end(void *b, void **out)
+{
+    gpu_backend *g = G(b);
+    dev_guard dg(g->device);
+    *out = nullptr;
+    graph_t *gr = new (std::nothrow) graph_t{};
+    if (!gr) return st_fail(ST_ERR_NOMEM, "graph");
+    st_rt_error e = st_rt_end_capture(g->L.stream, &gr->g);
+    if (e == ST_RT_SUCCESS) e = st_rt_graph_instantiate(&gr->e, gr->g);
+    if (e != ST_RT_SUCCESS) {
+        if (gr->g) (void)st_rt_graph_destroy(gr->g);
+        delete gr;
+        return rt_fail(e, "end stream capture and instantiate the graph");
+    }
+    *out = gr;
+    return ST_OK;
+}
+
+st_status gpu_graph_launch(void *b, void *graph)
+{
+    gpu_backend *g = G(b);
+    dev_guard dg(g->device);
+    RT_TRY(st_rt_graph_launch(static_cast<graph_t *>(graph)->e, g->L.stream), "graph launch");
+    return ST_OK;
+}
+
+void gpu_graph_destroy(void *b, void *graph)
+{
+    dev_guard dg(G(b)->device);
+    graph_t *gr = static_cast<graph_t *>(graph);
+    (void)st_rt_graph_exec_destroy(gr->e);
+    (void)st_rt_graph_destroy(gr->g);
+    delete gr;
+}
+
+const st_backend_ops GPU_OPS = {
+    gpu_close,        gpu_stream,         gpu_alloc,         gpu_free,
+    gpu_upload,       gpu_download,       gpu_sync,          gpu_matrix_create,
+    gpu_matrix_free,  gpu_mmvq,           gpu_expert_grouped, gpu_timer_start,
+    gpu_timer_stop,   gpu_mem_info,       gpu_llc_bytes,     gpu_default_expert_equiv,
+    gpu_probe_read,   gpu_probe_copy,     gpu_probe_empty,   gpu_probe_loads,
+    gpu_capture_begin, gpu_capture_end,   gpu_graph_launch,  gpu_graph_destroy,
+};
+
+st_status open_device(int device, st_identity *id)
+{
+    int n = 0;
+    st_rt_error e = st_rt_get_device_count(&n);
+    if (e != ST_RT_SUCCESS || n == 0) {
+        (void)st_rt_get_last_error();
+        return st_fail(ST_ERR_NO_DEVICE, "no GPU device: %s", e != ST_RT_SUCCESS ? st_rt_error_string(e) : "none found");
+    }
+    if (device < 0 || device >= n) return st_fail(ST_ERR_NO_DEVICE, "GPU %d does not exist (%d found)", device, n);
+    char arch[ST_TOKEN_MAX], name[128];
+    RT_TRY(st_rt_device_info(device, arch, sizeof arch, name, sizeof name), "device properties");
+    int rt = 0, drv = 0;
+    RT_TRY(st_rt_runtime_version(&rt), "runtime version");
+    RT_TRY(st_rt_driver_version(&drv), "driver version");
+    memset(id, 0, sizeof *id);
+    snprintf(id->arch, sizeof id->arch, "%s", arch);
+    snprintf(id->runtime, sizeof id->runtime, "%d", rt);
+    snprintf(id->compiler, sizeof id->compiler, "%s", ST_GPU_COMPILER_HASH);
+    id->space = STRATA_SELECTION_SPACE;
+    snprintf(id->device_name, sizeof id->device_name, "%s", name);
+    snprintf(id->driver, sizeof id->driver, "%d", drv);
+    id->compute_units = st_rt_compute_units(device);
+    st_identity_set_model(id);
+    return ST_OK;
+}
+
+st_status setup(gpu_backend *g, const st_ctx_params *p, const st_dispatch_config *cfg)
+{
+    if (p->stream) {
+        g->L.stream = (st_rt_stream)p->stream;
+    } else {
+        RT_TRY(st_rt_stream_create(&g->L.stream), "create stream");
+        g->own_stream = true;
+    }
+    RT_TRY(st_rt_event_create(&g->ev[0]), "create events");
+    RT_TRY(st_rt_event_create(&g->ev[1]), "create events");
+    const size_t gb = sizeof(uint32_t) * (512 + 256) + sizeof(uint64_t) * 1024;
+    RT_TRY(st_rt_malloc(&g->grids, gb), "allocate grids");
+    uint8_t *host = (uint8_t *)malloc(gb);
+    if (!host) return st_fail(ST_ERR_NOMEM, "grids");
+    memcpy(host, st_iq2s_grid, sizeof(uint64_t) * 1024);
+    memcpy(host + 8192, st_iq3s_grid, sizeof(uint32_t) * 512);
+    memcpy(host + 8192 + 2048, st_iq3xxs_grid, sizeof(uint32_t) * 256);
+    st_rt_error e = st_rt_memcpy_htod(g->grids, host, gb, g->L.stream);
+    if (e == ST_RT_SUCCESS) e = st_rt_stream_sync(g->L.stream);
+    free(host);
+    RT_TRY(e, "upload grids");
+    g->L.grids.iq2s = (const uint2 *)g->grids;
+    g->L.grids.iq3s = (const uint32_t *)((uint8_t *)g->grids + 8192);
+    g->L.grids.iq3xxs = (const uint32_t *)((uint8_t *)g->grids + 8192 + 2048);
+    g->llc = st_rt_l2_bytes(g->device);
+    g->wl = plan_workspace(&g->lim, cfg);
+    if (p->workspace) {
+        if (p->workspace_bytes < g->wl.total || ((uintptr_t)p->workspace & (ALIGN - 1)))
+            return st_fail(ST_ERR_INVALID_ARG, "st_ctx_params: the workspace has %zu bytes at %p, this context needs %zu, "
+                           "256-byte aligned (st_ctx_workspace_bytes)", p->workspace_bytes, p->workspace, g->wl.total);
+        g->ws = (uint8_t *)p->workspace;
+    } else {
+        void *ws = nullptr;
+        RT_TRY(st_rt_malloc(&ws, g->wl.total), "allocate the workspace");
+        g->ws = (uint8_t *)ws;
+        g->own_ws = true;
+    }
+    /* the fused down's tickets start at zero; the kernel leaves them so */
+    const ws_ptrs wp = carve(g);
+    RT_TRY(st_rt_memset(wp.tickets, 0, g->wl.tickets, g->L.stream), "clear the workspace");
+    RT_TRY(st_rt_stream_sync(g->L.stream), "clear the workspace");
+    return ST_OK;
+}
+
+} // namespace
+
+extern "C" size_t st_gpu_workspace_bytes(const st_ctx_limits *lim, const st_dispatch_config *cfg)
+{
+    return plan_workspace(lim, cfg).total;
+}
+
+extern "C" size_t st_gpu_layout_bytes(st_qtype t, int64_t rows, int64_t cols) { return st_repack_size(t, rows, cols); }
+
+extern "C" st_status st_gpu_backend_open(const st_ctx_params *p, const st_ctx_limits *lim, const st_dispatch_config *cfg,
+                                         const st_backend_ops **ops, void **out, st_identity *id)
+{
+    *out = nullptr;
+    ST_TRY(open_device(p->device, id));
+    if (!st_arch_built_for(id->arch, ST_GPU_ARCHS)) {
+        /* refused before anything is launched; the auto backend then uses the CPU */
+        char line[512];
+        st_arch_refusal(line, sizeof line, p->device, id->arch, id->device_name, ST_GPU_ARCHS, ST_GPU_BACKEND_NAME);
+        return st_fail(ST_ERR_UNSUPPORTED, "%s", line);
+    }
+    dev_guard dg(p->device);
+    gpu_backend *g = new (std::nothrow) gpu_backend();
+    if (!g) return st_fail(ST_ERR_NOMEM, "GPU context");
+    g->device = p->device;
+    g->lim = *lim;
+    st_status s = setup(g, p, cfg);
+    if (s != ST_OK) {
+        gpu_close(g);
+        return s;
+    }
+    *ops = &GPU_OPS;
+    *out = g;
     return ST_OK;
 }

@@ -1,0 +1,91 @@
+/* The backends behind a context: one table of functions, implemented by the
+ * CPU reference (cpu/backend_cpu.c) and the GPU (gpu/host.hip; gpu_none.c in
+ * builds without one). The context (ctx.c) checks arguments and limits,
+ * counts and picks the variant, then calls through the table. Internal. */
+#ifndef ST_BACKEND_H
+#define ST_BACKEND_H
+
+#include "strata/decode.h"
+#include "strata/knobs.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The limits a context serves, resolved from st_ctx_params (no zeros). */
+typedef struct {
+    int max_tokens, max_topk, max_experts;
+    int64_t max_rows, max_cols;
+} st_ctx_limits;
+
+/* A matrix as a backend holds it: ggml bytes (CPU) or the device layout
+ * (GPU). */
+typedef struct {
+    st_qtype type;
+    int64_t rows, cols;
+    void *data;
+    size_t bytes;
+} st_bmatrix;
+
+typedef struct {
+    const st_bmatrix *gate, *up, *down;
+    int n_expert, n_embd, n_ff;
+} st_bexperts;
+
+typedef struct st_backend_ops {
+    void (*close)(void *b);
+    void *(*stream)(void *b);
+    st_status (*alloc)(void *b, size_t bytes, void **ptr);
+    void (*free)(void *b, void *ptr);
+    st_status (*upload)(void *b, void *dst, const void *src, size_t bytes);
+    st_status (*download)(void *b, void *dst, const void *src, size_t bytes);
+    st_status (*sync)(void *b);
+    /* BYTES in host memory, or in backend memory when ON_DEVICE. */
+    st_status (*matrix_create)(void *b, st_qtype t, int64_t rows, int64_t cols, const void *bytes, bool on_device,
+                               st_bmatrix *out);
+    void (*matrix_free)(void *b, st_bmatrix *m);
+    /* ROWS = 0: the default chain under CFG, else the rows variant. */
+    st_status (*mmvq)(void *b, const st_bmatrix *w, const float *x, int nt, float *y, int rows,
+                      const st_dispatch_config *cfg);
+    st_status (*expert_grouped)(void *b, const st_bexperts *ex, const float *x, const int32_t *ids, const float *wts,
+                                int nt, int topk, float *out, int gu_rows, int down_rows,
+                                const st_dispatch_config *cfg);
+    /* Timing of the work queued between start and stop. */
+    st_status (*timer_start)(void *b);
+    st_status (*timer_stop)(void *b, double *ms);
+    /* Free and total backend memory. */
+    st_status (*mem_info)(void *b, size_t *free_bytes, size_t *total_bytes);
+    size_t (*llc_bytes)(void *b);
+    /* The expert rows pair whose launches equal the default chain's, 0/0 if none. */
+    void (*default_expert_equiv)(void *b, int n_embd, int n_ff, const st_dispatch_config *cfg, int *gu, int *dn);
+    st_status (*probe_read)(void *b, const void *src, size_t bytes, float *sink);
+    st_status (*probe_copy)(void *b, void *dst, const void *src, size_t bytes);
+    st_status (*probe_empty)(void *b);
+    st_status (*probe_loads)(void *b, const st_bmatrix *w, float *sink);
+    /* Stream capture into a graph (GPU only; NULL on the CPU). */
+    st_status (*capture_begin)(void *b);
+    st_status (*capture_end)(void *b, void **graph);
+    st_status (*graph_launch)(void *b, void *graph);
+    void (*graph_destroy)(void *b, void *graph);
+} st_backend_ops;
+
+/* Opens a backend for P (limits resolved in LIM, knobs in CFG): fills the
+ * identity, reserves the scratch (or takes P->workspace). */
+st_status st_cpu_backend_open(const st_ctx_params *p, const st_ctx_limits *lim, const st_dispatch_config *cfg,
+                              const st_backend_ops **ops, void **b, st_identity *id);
+st_status st_gpu_backend_open(const st_ctx_params *p, const st_ctx_limits *lim, const st_dispatch_config *cfg,
+                              const st_backend_ops **ops, void **b, st_identity *id);
+/* Scratch bytes each backend reserves for LIM under CFG. */
+size_t st_cpu_workspace_bytes(const st_ctx_limits *lim, const st_dispatch_config *cfg);
+size_t st_gpu_workspace_bytes(const st_ctx_limits *lim, const st_dispatch_config *cfg);
+/* The device layout's bytes (0 when the shape has none). */
+size_t st_gpu_layout_bytes(st_qtype t, int64_t rows, int64_t cols);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

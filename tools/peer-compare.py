@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Side-by-side table of `tune_decode bench` and the peer harness
+(ggml's CUDA kernels, .device/peer/run-peer.sh) measured in the same device
+call: case, n_tokens, our us, peer us, speedup (peer time / our time), our
+fraction of the streaming read and of the same-size rotated read.
+
+usage: tools/peer-compare.py BENCH.txt PEER.txt [--markdown]
+"""
+import re
+import sys
+
+OURS = re.compile(r"^(mmvq|expert|step)\s+(.*?)\s+(\d+)\s+(default|graph)\s+([\d.]+)\s+([\d.]+)%\s+([\d.]+)\s+([\d.]+)%\s+(\S+)")
+PEER = re.compile(r"^peer (mmvq|moe-layer|moe-step) (.*) nt (\d+) us ([\d.]+) p25 ([\d.]+) p75 ([\d.]+)")
+STEP = re.compile(r"synthetic (\d+) x MoE (\S+) (\d+)/(\d+)")
+
+
+def fail(msg):
+    sys.stderr.write("peer-compare: %s\n" % msg)
+    sys.exit(2)
+
+
+def read(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read().splitlines()
+    except OSError as e:
+        fail("%s: %s" % (path, e.strerror))
+
+
+def main(argv):
+    args = [a for a in argv[1:] if not a.startswith("--")]
+    md = "--markdown" in argv
+    if len(args) != 2:
+        fail("usage: peer-compare.py BENCH.txt PEER.txt [--markdown]")
+    ours, peer = {}, {}
+    read_bw = None
+    for line in read(args[0]):
+        m = re.match(r"read bandwidth (\d+) GB/s", line)
+        if m:
+            read_bw = m.group(1)
+        m = OURS.match(line)
+        if not m:
+            continue
+        kind, shape, nt, path = m.group(1), m.group(2).strip(), int(m.group(3)), m.group(4)
+        if kind == "step":
+            s = STEP.search(shape)
+            if not s:
+                continue  # a model file's step: the peer has no such case
+            layers, pair, embd, ff = s.groups()
+            key = ("step", "%s %sx%s layers %s" % (pair, embd, ff, layers))
+        elif kind == "expert":
+            key = ("moe", shape)
+        else:
+            key = ("mmvq", shape)
+        ours[(key, nt, path)] = (float(m.group(5)), m.group(8), m.group(9))
+    for line in read(args[1]):
+        m = PEER.match(line)
+        if not m:
+            continue
+        kind, shape, nt = m.group(1), m.group(2).strip(), int(m.group(3))
+        if kind == "moe-layer":
+            key = ("moe", re.sub(r" layers \d+$", "", shape))
+            # the layer entry exists for every layer count: keep one
+        elif kind == "moe-step":
+            key = ("step", re.sub(r" e\d+ k\d+", "", shape))
+        else:
+            key = ("mmvq", shape)
+        peer[(key, nt)] = float(m.group(4))
+    rows = []
+    for (key, nt, path), (us, pread, psame) in sorted(ours.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][1])):
+        p = peer.get((key, nt))
+        if p is None:
+            continue
+        name = "%s %s%s" % (key[0], key[1], " (graph)" if path == "graph" else "")
+        rows.append((name, nt, us, p, p / us, pread, psame))
+    if not rows:
+        fail("no case appears in both files")
+    if md:
+        print("| case | n_tokens | ours us | ggml us | speedup | ours %read | ours %same-size read |")
+        print("|---|---|---|---|---|---|---|")
+        for r in rows:
+            print("| %s | %d | %.2f | %.2f | %.2fx | %s%% | %s |" % r)
+    else:
+        print("%-52s %3s %10s %10s %8s %7s %7s" % ("case", "nt", "ours us", "ggml us", "speedup", "%read", "%same"))
+        for r in rows:
+            print("%-52s %3d %10.2f %10.2f %7.2fx %6s%% %7s" % r)
+    sp = [r[4] for r in rows]
+    slower = [r for r in rows if r[4] < 1.0]
+    print("%d cells%s: speedup %.2fx .. %.2fx; %d slower than the peer" % (
+        len(rows), " (read %s GB/s)" % read_bw if read_bw else "", min(sp), max(sp), len(slower)))
+    for r in slower:
+        print("  slower: %s nt %d: %.2fx" % (r[0], r[1], r[4]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
