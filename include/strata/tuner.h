@@ -7,8 +7,9 @@
  * and is reported as a bug. Candidates are timed round-robin with device
  * events, weights rotated over buffers larger than the last-level cache,
  * median of rounds with the spread recorded. A variant is kept only when it
- * is faster than the default beyond the threshold with the whole 95%
- * interval of its paired (round by round) change, and is not the very
+ * is faster than the default beyond the threshold with the whole interval
+ * of its paired (round by round) change (95% for the shape, split over the
+ * candidates), and is not the very
  * launch the default makes; a decision the interval cannot make keeps the
  * default and says why. A re-tune changes an earlier table's choice only
  * when the new one is faster than it in the same way. The tuner refuses to

@@ -1,9 +1,10 @@
 /* strata-tune: the end-to-end gate. A table may be installed only if a whole
  * decode step with it gives the same output bytes as without it, for every
  * layer and token count, and the measurement shows it is not slower than
- * the limit (2%): per token count, the 95% interval of the median paired
+ * the limit (2%): per token count, the interval of the median paired
  * change of the step time (rounds without and with the table, interleaved)
- * must lie within the limit. An interval beyond the limit refuses the
+ * must lie within the limit, at 95% confidence for the whole verdict (split
+ * over the 8 token counts and the looks at the data). An interval beyond the limit refuses the
  * table; one that reaches both sides is measured further (more rounds,
  * within a time budget), and when the budget runs out the gate says it
  * cannot decide. */
