@@ -35,7 +35,14 @@ case $rc in
     table=$(sed -n 's/^table:  \(.*\) (installed.*/\1/p' "$log" | tail -1)
     "$bin" table check "$table"
     "$bin" coverage "$model" "$table"
-    echo "run-demo: verdict: the table is installed: $table" ;;
+    if grep -q '^tune: gate: PASS' "$log"; then
+      how="the end-to-end gate passed it ($(grep '^tune: gate: PASS' "$log" | tail -1 | cut -c13-))"
+    elif grep -q '^tuned [0-9]* shapes: 0 kept a variant' "$log"; then
+      how="every shape kept the default, so the table names no variant and needs no gate"
+    else
+      how="the gate was skipped"
+    fi
+    echo "run-demo: verdict: installed $table: $how" ;;
   3|4) # the gate could not decide (3) or measured the table slower (4)
     echo "run-demo: verdict: no table installed this run (a documented outcome): ${why#tune: the table was NOT installed: }" ;;
   *) echo "run-demo: tune_decode tune failed (exit $rc)" >&2
