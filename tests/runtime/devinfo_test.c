@@ -16,6 +16,7 @@
 #include "devinfo.h"
 #include "measure.h"
 #include "strata/decode.h"
+#include "strata/knobs.h"
 #include "strata/tuner.h"
 
 #include <cjson/cJSON.h>
@@ -134,6 +135,23 @@ static void the_tuner_rotates_past_a_fake_96_mb_cache(void **state)
     assert_true(rot >= 4.0 * 96 * MB);
     assert_true(copies > 1000);
     assert_false(cJSON_IsTrue(cJSON_GetObjectItem(sh, "rotation_below_4x_llc")));
+    /* what decided is recorded: the mix, the rounds, every knob, the
+     * device, the memory check */
+    const cJSON *op = cJSON_GetObjectItem(root, "options");
+    const cJSON *mix = cJSON_GetObjectItem(op, "ntok_mix");
+    assert_int_equal(cJSON_GetArraySize(mix), 1);
+    assert_int_equal(cJSON_GetArrayItem(mix, 0)->valueint, 1);
+    assert_int_equal(cJSON_GetObjectItem(op, "rounds")->valueint, 9); /* --quick */
+    const cJSON *kn = cJSON_GetObjectItem(op, "knobs");
+    assert_int_equal(cJSON_GetArraySize(kn), ST_KNOB_COUNT);
+    for (const cJSON *k = kn->child; k; k = k->next) assert_true(cJSON_IsFalse(k));
+    const cJSON *idj = cJSON_GetObjectItem(root, "identity");
+    assert_int_equal(cJSON_GetObjectItem(idj, "device_index")->valueint, -1); /* the CPU backend */
+    assert_string_equal(cJSON_GetObjectItem(idj, "device_model")->valuestring, "");
+    const cJSON *mem = cJSON_GetObjectItem(root, "memory");
+    assert_true(cJSON_GetObjectItem(mem, "needed_bytes")->valuedouble >= 4.0 * 96 * MB);
+    assert_true(cJSON_GetObjectItem(mem, "free_bytes")->valuedouble > 0);
+    assert_non_null(cJSON_GetObjectItem(root, "gate"));
     cJSON_Delete(root);
     unlink(res.report_path);
     unlink(res.table_path);

@@ -17,6 +17,8 @@
 #include "strata/tuner.h"
 #include "tuner_internal.h"
 
+#include <cjson/cJSON.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,6 +212,82 @@ static void memory_check_names_both_numbers(void **state)
     assert_null(strchr(m, '\n'));
 }
 
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    assert_non_null(b);
+    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+    b[n] = '\0';
+    fclose(f);
+    return b;
+}
+
+static void report_records_the_gates_steps_and_the_decisions(void **state)
+{
+    (void)state;
+    st_ctx *ctx = NULL;
+    assert_int_equal(st_ctx_create(ST_BACKEND_CPU, 0, &ctx), ST_OK);
+    st_tune_shape_result r[1];
+    const double win[] = {0, -0.3};
+    script(&r[0], 2, 15, win, 0.001, 0);
+    st_tune_decide(&r[0], 0.01);
+    st_tune_options o;
+    st_tune_options_default(&o);
+    st_tune_result res;
+    memset(&res, 0, sizeof res);
+    res.shapes = 1;
+    st_verify_result g;
+    memset(&g, 0, sizeof g);
+    g.verdict = ST_GATE_UNDECIDED;
+    for (int i = 0; i < ST_MAX_TOKENS; i++) {
+        g.base_us[i] = 100 + i;
+        g.table_us[i] = 101 + i;
+        g.change[i] = 0.01;
+        g.change_lo[i] = -0.01;
+        g.change_hi[i] = 0.03;
+        g.rounds[i] = 84;
+    }
+    st_tune_report_extra x;
+    memset(&x, 0, sizeof x);
+    x.gate = &g;
+    x.verify_line = "cannot decide: scripted";
+    x.llc = 96u << 20;
+    x.llc_source = "scripted";
+    const char *camp = "mmvq: 1 shapes, a variant kept on all 1";
+    x.campaign[1] = camp;
+    char path[] = "/tmp/strata-report-XXXXXX";
+    const int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(st_tune_write_report(path, ctx, &o, r, 1, &res, &x), ST_OK);
+    char *text = slurp(path);
+    unlink(path);
+    cJSON *root = cJSON_Parse(text);
+    assert_non_null(root);
+    const cJSON *gate = cJSON_GetObjectItem(root, "gate");
+    assert_string_equal(cJSON_GetObjectItem(gate, "outcome")->valuestring, "cannot decide");
+    const cJSON *steps = cJSON_GetObjectItem(gate, "steps");
+    assert_int_equal(cJSON_GetArraySize(steps), ST_MAX_TOKENS);
+    const cJSON *last = cJSON_GetArrayItem(steps, ST_MAX_TOKENS - 1);
+    assert_true(cJSON_GetObjectItem(last, "with_us")->valuedouble == 108);
+    assert_int_equal(cJSON_GetObjectItem(last, "rounds")->valueint, 84);
+    assert_true(cJSON_GetObjectItem(last, "change_hi")->valuedouble == 0.03);
+    assert_true(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "cache"), "llc_bytes")->valuedouble == 96.0 * (1 << 20));
+    const cJSON *camps = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "summary"), "campaign");
+    assert_string_equal(cJSON_GetArrayItem(camps, 0)->valuestring, camp);
+    const cJSON *cand = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(root, "shapes"), 0),
+                                                               "candidates"), 1);
+    assert_true(cJSON_GetObjectItem(cand, "change_vs_default")->valuedouble < -0.29);
+    cJSON_Delete(root);
+    free(text);
+    st_ctx_destroy(ctx);
+}
+
 static void tune_refuses_while_a_knob_is_set(void **state)
 {
     (void)state;
@@ -244,6 +322,7 @@ int main(void)
         cmocka_unit_test(retune_changes_an_earlier_choice_only_beyond_threshold_and_noise),
         cmocka_unit_test(campaign_verdict_per_family),
         cmocka_unit_test(memory_check_names_both_numbers),
+        cmocka_unit_test(report_records_the_gates_steps_and_the_decisions),
         cmocka_unit_test(tune_refuses_while_a_knob_is_set),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
