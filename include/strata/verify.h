@@ -27,7 +27,8 @@ typedef struct {
     int n_shapes;
     int n_layers;             /* synthetic model: repeat the shapes this many times (default 1) */
     int n_expert, topk;       /* synthetic expert layers (default 64, 8) */
-    int rounds;               /* first batch of timed rounds per token count (default 21; at least 6);
+    int rounds;               /* first batch of timed rounds per token count (default 21; at least the
+                                 ~12 the confidence needs);
                                  more when the noise needs them, up to 4096 */
     double max_slowdown;      /* fraction, default 0.02 */
     double budget_s;          /* measuring time for all 8 token counts before "cannot decide"

@@ -397,6 +397,10 @@ st_status st_gate_judge(st_gate_measure_fn measure, void *user, const st_gate_ru
     int looks = 1;
     for (int m = batch; m < cap; m = m > cap / 4 ? cap : 4 * m) looks++;
     const double conf = 1 - (1 - rule->confidence) / looks;
+    /* fewer rounds than the interval needs to reach CONF at all (its widest,
+     * [min, max], covers 1 - 2^(1-n)) could decide nothing */
+    const int need = 1 + (int)ceil(log2(1 / (1 - conf)));
+    if (batch < need) batch = need < cap ? need : cap;
     while (s == ST_OK) {
         double sec = 0;
         s = measure(user, batch, base + n, with + n, &sec);

@@ -43,7 +43,7 @@ static void script(st_tune_shape_result *r, int n_cand, int rounds, const double
     r->n_rounds = rounds;
     r->previous = -1;
     for (int c = 0; c < n_cand; c++) {
-        snprintf(r->cand[c].name, sizeof r->cand[c].name, c ? "rows %d" : "default", 1 << (c - 1));
+        snprintf(r->cand[c].name, sizeof r->cand[c].name, c ? "rows %d" : "default", c ? 1 << (c - 1) : 0);
         r->cand[c].rows = c ? 1 << (c - 1) : 0;
         r->cand[c].bytes_match = true;
     }

@@ -231,9 +231,10 @@ static const char VERIFY_HELP[] =
     "slower) lies within the limit (--max-slowdown, default 2%); 95% confidence for the whole\n"
     "verdict, split over the 8 token counts and the looks at the data. FAIL when the bytes\n"
     "differ or an interval lies beyond the limit. When an interval reaches both sides, the gate\n"
-    "measures 3x as many rounds again (from --rounds, default 21, up to 4096 per token count)\n"
-    "while the time budget lasts (--budget, default 60 s for all 8 token counts); then it says\n"
-    "'cannot decide' with the figures and what would help.\n"
+    "measures 3x as many rounds again (from --rounds, default 21 and at least the ~12 the\n"
+    "confidence needs, up to 4096 per token count) while the time budget lasts (--budget,\n"
+    "default 60 s for all 8 token counts); then it says 'cannot decide' with the figures and\n"
+    "what would help.\n"
     "--synthetic 'SPEC' (repeatable) builds the model from shapes instead ('expert GU DN N_EMBD\n"
     "N_FF 1' / 'mmvq TYPE ROWS COLS'), repeated --layers times.\n"
     "Exit status: 0 pass; 1 fail or error; 2 usage; 3 cannot decide.\n";
