@@ -44,7 +44,7 @@ typedef struct {
     bool quiet;             /* no progress lines */
     bool force;             /* overwrite a table made for another identity */
     bool no_verify;         /* skip the end-to-end gate before installing */
-    int rounds;             /* timed rounds per candidate, 6..64 (0 = 15; --quick 7) */
+    int rounds;             /* timed rounds per candidate, 6..64 (0 = 15; --quick 9) */
     double gate_budget_s;   /* the gate's time budget (0 = 60 s; --quick 20 s) */
     /* Hand-given shapes (replace the model's / demo set): each string is
      * "expert GU DN N_EMBD N_FF N_TOKENS" or "mmvq TYPE ROWS COLS". */

@@ -46,7 +46,7 @@ static const char TUNE_HELP[] =
     "                       or 'mmvq TYPE ROWS COLS'\n"
     "  --experts N --topk K experts and top-k for the demo set and --shape (default 64, 8)\n"
     "  --rounds N           timed rounds per candidate and token count, 6..64 (default 15;\n"
-    "                       --quick 7)\n"
+    "                       --quick 9)\n"
     "  --gate-budget S      the gate's measuring time before it says it cannot decide\n"
     "                       (default 60 s; --quick 20 s)\n"
     "  --quick              fewer rounds and a smaller floor for the weight rotation (smoke runs,\n"
