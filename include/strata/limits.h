@@ -12,6 +12,9 @@
 
 /* Activation vectors (tokens) of one call. */
 #define ST_MAX_TOKENS 8
+/* The token counts of plain decode: what the tuner's mix and the gate take
+ * by default (1..ST_DECODE_TOKENS). */
+#define ST_DECODE_TOKENS 8
 /* Experts each token is routed to (top-k): Qwen3-Next routes 10. */
 #define ST_MAX_TOPK 16
 /* Experts of one MoE layer: Qwen3-Next has 512. */
