@@ -124,7 +124,21 @@ static inline st_rt_error st_rt_device_info(int device, char *arch, size_t na, c
     return e;
 }
 
-/* Last-level cache bytes the runtime reports (L2). */
+/* Compute units (AMD) or streaming multiprocessors (NVIDIA) of DEVICE, 0
+ * when the runtime does not say; part of the device model token. */
+static inline int st_rt_compute_units(int device)
+{
+    int v = 0;
+#if ST_HIP
+    if (hipDeviceGetAttribute(&v, hipDeviceAttributeMultiprocessorCount, device) != hipSuccess) v = 0;
+#else
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) v = 0;
+#endif
+    return v > 0 ? v : 0;
+}
+
+/* Last-level cache bytes the runtime reports (L2; AMD's Infinity Cache is
+ * not in it: src/runtime/devinfo.c knows those). */
 static inline size_t st_rt_l2_bytes(int device)
 {
     int v = 0;

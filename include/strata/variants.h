@@ -58,8 +58,8 @@
  *   WHEN "v"    -> active when set to exactly "v".                       */
 #define STRATA_DISPATCH_KNOBS(X)                                                   \
     X(OLD_IQ_MMVQ, "STRATA_OLD_IQ_MMVQ", NULL,                                     \
-      "iq_mmvq takes the legacy path: separate q8_1 launch, one row per warp, "    \
-      "activations read from global memory")                                      \
+      "legacy iq_mmvq: ggml block_q8_1 activations read with 4-byte loads, one "   \
+      "row per single-warp block")                                                 \
     X(NO_SUB16_GU, "STRATA_NO_SUB16_GU", NULL,                                     \
       "expert gate-up never uses fewer than 16 lanes per row")                     \
     X(IQ_STAGE_GRID_OFF, "STRATA_IQ_STAGE_GRID", "0",                              \

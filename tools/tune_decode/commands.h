@@ -43,6 +43,10 @@ int td_write_report(const struct cJSON *root, const char *html_path, const char 
  * that stay true when the limit changes. */
 #define TD_STR_(x) #x
 #define TD_STR(x) TD_STR_(x)
+/* Prints the last error as one line "CMD: message" to stderr (without
+ * doubling a prefix the message already has) and returns CODE. S is the
+ * status (its text when no message was recorded). */
+int td_fail(const char *cmd, int s, int code);
 
 /* Prints "tune_decode: " + message to stderr and returns 2 (usage) . */
 int td_usage_error(const char *fmt, ...);

@@ -14,6 +14,7 @@
 
 extern "C" {
 #include "backend.h"
+#include "devinfo.h"
 #include "grids.h"
 #include "internal.h"
 #include "repack.h"
@@ -522,6 +523,8 @@ st_status open_device(int device, st_identity *id)
     id->space = STRATA_SELECTION_SPACE;
     snprintf(id->device_name, sizeof id->device_name, "%s", name);
     snprintf(id->driver, sizeof id->driver, "%d", drv);
+    id->compute_units = st_rt_compute_units(device);
+    st_identity_set_model(id);
     return ST_OK;
 }
 
@@ -589,6 +592,12 @@ extern "C" st_status st_gpu_backend_open(const st_ctx_params *p, const st_ctx_li
 {
     *out = nullptr;
     ST_TRY(open_device(p->device, id));
+    if (!st_arch_built_for(id->arch, ST_GPU_ARCHS)) {
+        /* refused before anything is launched; the auto backend then uses the CPU */
+        char line[512];
+        st_arch_refusal(line, sizeof line, p->device, id->arch, id->device_name, ST_GPU_ARCHS, ST_GPU_BACKEND_NAME);
+        return st_fail(ST_ERR_UNSUPPORTED, "%s", line);
+    }
     dev_guard dg(p->device);
     gpu_backend *g = new (std::nothrow) gpu_backend();
     if (!g) return st_fail(ST_ERR_NOMEM, "GPU context");
