@@ -28,7 +28,8 @@ extern "C" {
     X(IQ4_NL, "iq4_nl", 20, 32, 18)     \
     X(IQ3_S, "iq3_s", 21, 256, 110)     \
     X(IQ2_S, "iq2_s", 22, 256, 82)      \
-    X(IQ4_XS, "iq4_xs", 23, 256, 136)
+    X(IQ4_XS, "iq4_xs", 23, 256, 136)   \
+    X(MXFP4, "mxfp4", 39, 32, 17)
 
 typedef enum {
     ST_QTYPE_NONE = -1,
