@@ -19,7 +19,10 @@
 #include "st_canon.h"
 #include "strata/strata.h"
 
-static const st_qtype TYPES[] = {ST_IQ3_S, ST_IQ4_NL, ST_IQ4_XS, ST_IQ3_XXS, ST_IQ2_S, ST_Q8_0, ST_Q4_K};
+/* Every weight format (ST_QTYPES, the one list). */
+#define ST_TYPE_(id, name, ggml, qk, bytes) ST_##id,
+static const st_qtype TYPES[] = {ST_QTYPES(ST_TYPE_)};
+#undef ST_TYPE_
 #define NTYPES (sizeof TYPES / sizeof TYPES[0])
 
 static void *rand_matrix(st_rng *r, st_qtype t, int rows, int cols)
@@ -147,13 +150,13 @@ static void wrong_order_mmvq(st_qtype t, const uint8_t *w, int rows, int cols, c
             st_unit_decode(t, w + (size_t)r * rb, u, &un);
             const uint8_t *blk = xq + (size_t)u * ST_Q8_1_BLOCK_BYTES;
             const float da = st_half_to_float((uint16_t)(blk[0] | blk[1] << 8));
-            int32_t isum = 0, qsum = 0;
+            int32_t isum = 0, qm = 0;
             for (int j = 0; j < 32; j++) {
                 isum += un.w[j] * (int8_t)blk[4 + j];
-                qsum += (int8_t)blk[4 + j];
+                qm += un.mf[j / 16] * (int8_t)blk[4 + j];
             }
             acc = st_fma(st_fmul(un.W, da), (float)isum, acc);
-            if (un.has_min) acc = st_fma(-st_fmul(un.M, da), (float)qsum, acc);
+            if (un.has_min) acc = st_fma(-st_fmul(un.M, da), (float)qm, acc);
         }
         y[r] = acc;
     }
