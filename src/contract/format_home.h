@@ -149,6 +149,24 @@ static inline void st_io_transposed32(const st_repack_io *io, int pl, int64_t id
     for (int i = 0; i < 4; i++) to[i] = (uint8_t)(out >> (8 * i));
 }
 
+/* 32 four-bit values (SRC[l] >> SHIFT) & 15, l = 0..31, <-> 16 plane bytes
+ * (element IDX of plane PL): byte i = value i | value i+16 << 4, the IQ4_NL
+ * order, so the decoder splits each word with one mask and one shift.
+ * Unpacking merges the bits into SRC, which the caller zeroed. The K formats'
+ * low bits. */
+static inline void st_io_nibbles(const st_repack_io *io, int pl, int64_t idx, uint8_t *src, int shift)
+{
+    uint8_t *u = st_io_elem(io, pl, idx, 16);
+    if (io->to_packed) {
+        for (int i = 0; i < 16; i++) u[i] = (uint8_t)(((src[i] >> shift) & 15) | (((src[i + 16] >> shift) & 15) << 4));
+    } else {
+        for (int i = 0; i < 16; i++) {
+            src[i] = (uint8_t)(src[i] | ((u[i] & 15) << shift));
+            src[i + 16] = (uint8_t)(src[i + 16] | ((u[i] >> 4) << shift));
+        }
+    }
+}
+
 /* 32 two-bit values (SRC[l] >> SHIFT) & 3, l = 0..31, <-> 8 plane bytes
  * (element IDX of plane PL): byte 4h + t holds values 16h + 4k + t at bits
  * 2k..2k+1 (k = 0..3), so the decoder gets the word of values 4k..4k+3 of

@@ -83,21 +83,10 @@ static void q4_k_planes(int64_t k, st_plane_spec *s)
 }
 
 /* The 32 nibbles of sub-block J of a Q4_K/Q5_K qs array <-> 16 plane bytes
- * (byte i = value i | value i+16 << 4). Unpacking merges into QS, which the
- * caller zeroed. */
+ * (byte i = value i | value i+16 << 4). */
 static inline void st_k4_nibbles_io(const st_repack_io *io, int pl, int64_t unit, uint8_t *qs, int j)
 {
-    uint8_t *u = st_io_elem(io, pl, unit, 16);
-    uint8_t *q = qs + 32 * (j / 2);
-    const int sh = 4 * (j % 2);
-    if (io->to_packed) {
-        for (int i = 0; i < 16; i++) u[i] = (uint8_t)(((q[i] >> sh) & 15) | (((q[i + 16] >> sh) & 15) << 4));
-    } else {
-        for (int i = 0; i < 16; i++) {
-            q[i] = (uint8_t)((q[i] & ~(15 << sh)) | ((u[i] & 15) << sh));
-            q[i + 16] = (uint8_t)((q[i + 16] & ~(15 << sh)) | ((u[i] >> 4) << sh));
-        }
-    }
+    st_io_nibbles(io, pl, unit, qs + 32 * (j / 2), 4 * (j % 2));
 }
 
 static void q4_k_io(const st_repack_io *io, int64_t bi, uint8_t *b)
