@@ -36,6 +36,7 @@ extern "C" {
     X(IQ3_S, "iq3_s", 21, 256, 110)     \
     X(IQ2_S, "iq2_s", 22, 256, 82)      \
     X(IQ4_XS, "iq4_xs", 23, 256, 136)   \
+    X(IQ1_M, "iq1_m", 29, 256, 56)      \
     X(MXFP4, "mxfp4", 39, 32, 17)
 
 typedef enum {
