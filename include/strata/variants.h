@@ -16,8 +16,12 @@
  * shipped; 2 = S=32 canonical streams, row-planar device layout, the lists
  * below; 3 = IQ3_S sign plane transposed, pipelined default iq_mmvq (the
  * same bits, but a table tuned against space 2 compared variants with
- * other kernels: its choices no longer describe this build). */
-#define STRATA_SELECTION_SPACE 3
+ * other kernels: its choices no longer describe this build); 4 = 13 more
+ * weight formats (ST_QTYPES: Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, Q6_K,
+ * IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M, MXFP4), so rows of those types mean
+ * kernels that did not exist before; the seven earlier formats keep their
+ * kernels and bits. */
+#define STRATA_SELECTION_SPACE 4
 
 /* Exactness contract (DESIGN.md section 2). A row's K values are split into
  * units of ST_CANON_UNIT values (one q8_1 activation block). Unit u belongs
