@@ -31,7 +31,8 @@ static const char BENCH_HELP[] =
     "model given (default tests/data/gguf/tiny-moe.gguf when present) and a synthetic model of\n"
     "--layers (default 48) MoE layers iq3_s/iq4_nl 2560/640, 64 experts, top-8.\n"
     "Without --shape: the suite (iq3_s/iq4_xs/iq4_nl 4096x14336 and 14336x4096, n_tokens 1 2 4 8;\n"
-    "every supported expert pair at 2560/640, n_tokens 1..8). --no-suite runs only --shape.\n"
+    "the expert pairs gate-up iq3_s iq3_xxs iq2_s iq4_xs iq4_nl q8_0 q4_K x down iq4_nl at\n"
+    "2560/640, n_tokens 1..8). --no-suite runs only --shape.\n"
     "SPEC: 'mmvq TYPE ROWS COLS' or 'expert GU DN N_EMBD N_FF N_TOKENS'.\n";
 
 typedef struct {
