@@ -108,42 +108,23 @@ ST_FORMAT_OPS(Q4_K, q4_k)
 
 #if defined(ST_FORMAT_DEVICE) && !defined(ST_FMT_Q4_K_DEVICE)
 #define ST_FMT_Q4_K_DEVICE
-/* The raw scale bytes of unit U's sub-block j = u % 8 in the 12 packed
- * bytes (Q4_K, Q5_K): s_b = S[j], s_a = S[j + 4], s_c = S[j - 4] (j >= 4). */
-struct st_k4_raw_scales {
-    uint8_t s_a, s_b, s_c;
-};
-
-ST_DEV void st_k4_load_scales(const uint8_t *S, int u, st_k4_raw_scales &r)
-{
-    const int j = u & 7;
-    r.s_b = S[j];
-    r.s_a = S[j + 4];
-    r.s_c = j >= 4 ? S[j - 4] : 0;
-}
-
-ST_DEV void st_k4_dec_scales(const st_k4_raw_scales &r, int u, int &sc, int &mn)
-{
-    if ((u & 7) < 4) {
-        sc = r.s_b & 63;
-        mn = r.s_a & 63;
-    } else {
-        sc = (r.s_a & 15) | ((r.s_c >> 6) << 4);
-        mn = (r.s_a >> 4) | ((r.s_b >> 6) << 4);
-    }
-}
-
 template <> struct st_unit_dec<ST_Q4_K> : st_unit_plain {
     static constexpr bool min = true;
+    /* s_b = S[j], s_a = S[j + 4], s_c = S[j - 4] (j >= 4) of the 12 scale
+     * bytes of the unit's block, j = unit within the block */
     struct raw {
         uint4 q;
         uint16_t d, dmin;
-        st_k4_raw_scales s;
+        uint8_t s_a, s_b, s_c;
     };
     ST_DEV void load(const st_mat_dev &m, int64_t row, int u, raw &r)
     {
         const int64_t ru = row * m.nu + u, rb = row * m.nb + u / 8;
-        st_k4_load_scales(m.p[3] + rb * 12, u, r.s);
+        const int j = u & 7;
+        const uint8_t *S = m.p[3] + rb * 12;
+        r.s_b = S[j];
+        r.s_a = S[j + 4];
+        r.s_c = j >= 4 ? S[j - 4] : 0;
         r.d = ld_u16(m.p[0] + rb * 2);
         r.dmin = ld_u16(m.p[2] + rb * 2);
         r.q = *(const uint4 *)(m.p[1] + ru * 16);
@@ -151,7 +132,13 @@ template <> struct st_unit_dec<ST_Q4_K> : st_unit_plain {
     ST_DEV void dec(const raw &r, int u, const st_grids &, st_dunit &o)
     {
         int sc, mn;
-        st_k4_dec_scales(r.s, u, sc, mn);
+        if ((u & 7) < 4) {
+            sc = r.s_b & 63;
+            mn = r.s_a & 63;
+        } else {
+            sc = (r.s_a & 15) | ((r.s_c >> 6) << 4);
+            mn = (r.s_a >> 4) | ((r.s_b >> 6) << 4);
+        }
         o.W = st_w_q4_k(st_h2f(r.d), sc);
         o.M = st_m_q4_k(st_h2f(r.dmin), mn);
         const uint4 q = r.q;
