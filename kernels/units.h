@@ -42,7 +42,7 @@ ST_DEV uint32_t st_apply_signs4(uint32_t g, uint32_t nib)
     return (g ^ m) + (m & 0x01010101u);
 }
 
-/* The same with the signs of group K transposed (layout.h, IQ3_S): bit
+/* The same with the signs of group K transposed (formats/iq3_s.h): bit
  * K + 8t of T is the sign of byte t. */
 ST_DEV uint32_t st_apply_signs_t(uint32_t g, uint32_t t, int k)
 {

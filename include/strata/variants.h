@@ -16,8 +16,11 @@
  * shipped; 2 = S=32 canonical streams, row-planar device layout, the lists
  * below; 3 = IQ3_S sign plane transposed, pipelined default iq_mmvq (the
  * same bits, but a table tuned against space 2 compared variants with
- * other kernels: its choices no longer describe this build); 4 = experts
- * per layer up to 512 and top-k up to 16 (ST_MAX_EXPERTS, ST_MAX_TOPK): the
+ * other kernels: its choices no longer describe this build); 4 = 13 more
+ * weight formats (ST_QTYPES: Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, Q6_K,
+ * IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M, MXFP4: rows of those types mean kernels
+ * that did not exist before; the seven earlier formats keep their kernels
+ * and bits) and experts per layer up to 512 and top-k up to 16 (ST_MAX_EXPERTS, ST_MAX_TOPK): the
  * expert kernels' shared expert lists and pair arrays are sized by them, so
  * a table measured the kernels with the smaller arrays; 5 = n_tokens up to
  * 32 (the default iq_mmvq takes the matrix units beyond 8 tokens) and the

@@ -127,6 +127,63 @@ ST_HD void st_io_transposed32(const st_repack_io *io, int pl, int64_t idx, uint8
     for (int i = 0; i < 4; i++) to[i] = (uint8_t)(out >> (8 * i));
 }
 
+/* 32 four-bit values (SRC[l] >> SHIFT) & 15, l = 0..31, <-> 16 plane bytes
+ * (element IDX of plane PL): byte i = value i | value i+16 << 4, the IQ4_NL
+ * order, so the decoder splits each word with one mask and one shift.
+ * Unpacking merges the bits into SRC, which the caller zeroed. The K formats'
+ * low bits. */
+ST_HD void st_io_nibbles(const st_repack_io *io, int pl, int64_t idx, uint8_t *src, int shift)
+{
+    uint8_t *u = st_io_elem(io, pl, idx, 16);
+    if (io->to_packed) {
+        for (int i = 0; i < 16; i++) u[i] = (uint8_t)(((src[i] >> shift) & 15) | (((src[i + 16] >> shift) & 15) << 4));
+    } else {
+        for (int i = 0; i < 16; i++) {
+            src[i] = (uint8_t)(src[i] | ((u[i] & 15) << shift));
+            src[i + 16] = (uint8_t)(src[i + 16] | ((u[i] >> 4) << shift));
+        }
+    }
+}
+
+/* 32 two-bit values (SRC[l] >> SHIFT) & 3, l = 0..31, <-> 8 plane bytes
+ * (element IDX of plane PL): byte 4h + t holds values 16h + 4k + t at bits
+ * 2k..2k+1 (k = 0..3), so the decoder gets the word of values 4k..4k+3 of
+ * each half as (half >> 2k) & 0x03030303. Unpacking merges the bits into
+ * SRC, which the caller zeroed. Used for Q2_K's and Q3_K's quants and Q6_K's
+ * high bits. */
+ST_HD void st_io_crumbs(const st_repack_io *io, int pl, int64_t idx, uint8_t *src, int shift)
+{
+    uint8_t *p = st_io_elem(io, pl, idx, 8);
+    for (int h = 0; h < 2; h++)
+        for (int t = 0; t < 4; t++) {
+            if (io->to_packed) {
+                uint8_t v = 0;
+                for (int k = 0; k < 4; k++) v = (uint8_t)(v | (((src[16 * h + 4 * k + t] >> shift) & 3) << (2 * k)));
+                p[4 * h + t] = v;
+            } else {
+                for (int k = 0; k < 4; k++)
+                    src[16 * h + 4 * k + t] = (uint8_t)(src[16 * h + 4 * k + t] | (((p[4 * h + t] >> (2 * k)) & 3) << shift));
+            }
+        }
+}
+
+/* 32 one-bit values (SRC[l] >> SHIFT) & 1 <-> a 32-bit plane element,
+ * transposed as st_transpose_bits (value 4k + t at bit k + 8t). Unpacking
+ * merges into SRC, which the caller zeroed. Q3_K's high bits. */
+ST_HD void st_io_bits_transposed(const st_repack_io *io, int pl, int64_t idx, uint8_t *src, int shift)
+{
+    uint8_t *p = st_io_elem(io, pl, idx, 4);
+    if (io->to_packed) {
+        uint32_t v = 0;
+        for (int l = 0; l < 32; l++) v |= (uint32_t)((src[l] >> shift) & 1) << l;
+        v = st_transpose_bits(v, 1);
+        for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+    } else {
+        const uint32_t v = st_transpose_bits(st_ld32(p), 0);
+        for (int l = 0; l < 32; l++) src[l] = (uint8_t)(src[l] | (((v >> l) & 1) << shift));
+    }
+}
+
 /* What the host needs of one format. */
 typedef struct {
     int qk, bytes; /* values and bytes per block (ST_QTYPES) */
@@ -151,7 +208,6 @@ static inline void st_put_f16(uint8_t *p, float v)
     p[0] = (uint8_t)(h & 0xff);
     p[1] = (uint8_t)(h >> 8);
 }
-
 
 /* The st_format_ops of a home: ST_FORMAT_OPS(ID, prefix) after the host
  * part, whose functions are prefix_deq, _unit, _planes, _scales, and the

@@ -50,7 +50,7 @@ int st_repack_planes(st_qtype t, int64_t rows, int64_t cols, size_t off[ST_MAX_P
 static st_status run(st_qtype t, int64_t rows, int64_t cols, uint8_t *ggml, uint8_t *packed, int to_packed)
 {
     plan p;
-    size_t total;
+    size_t total = 0;
     ST_TRY(make_plan(t, rows, cols, &p, &total));
     const size_t bb = (size_t)p.f->bytes, rb = st_qtype_row_bytes(t, cols);
     /* zeroed first: the alignment padding, and the fields an unpack merges

@@ -39,17 +39,7 @@ ST_HD void st_k4_scale_min(int j, const uint8_t *s, int *sc, int *m)
 /* One block <-> the device layout's planes (host and device repack). */
 ST_HD void st_k4_nibbles_io(const st_repack_io *io, int pl, int64_t unit, uint8_t *qs, int j)
 {
-    uint8_t *u = st_io_elem(io, pl, unit, 16);
-    uint8_t *q = qs + 32 * (j / 2);
-    const int sh = 4 * (j % 2);
-    if (io->to_packed) {
-        for (int i = 0; i < 16; i++) u[i] = (uint8_t)(((q[i] >> sh) & 15) | (((q[i + 16] >> sh) & 15) << 4));
-    } else {
-        for (int i = 0; i < 16; i++) {
-            q[i] = (uint8_t)((q[i] & ~(15 << sh)) | ((u[i] & 15) << sh));
-            q[i + 16] = (uint8_t)((q[i + 16] & ~(15 << sh)) | ((u[i] >> 4) << sh));
-        }
-    }
+    st_io_nibbles(io, pl, unit, qs + 32 * (j / 2), 4 * (j % 2));
 }
 ST_HD void st_io_Q4_K(const st_repack_io *io, int64_t bi, uint8_t *b)
 {
@@ -107,8 +97,7 @@ static void q4_k_planes(int64_t k, st_plane_spec *s)
 }
 
 /* The 32 nibbles of sub-block J of a Q4_K/Q5_K qs array <-> 16 plane bytes
- * (byte i = value i | value i+16 << 4). Unpacking merges into QS, which the
- * caller zeroed. */
+ * (byte i = value i | value i+16 << 4). */
 
 static void q4_k_scales(uint8_t *b, float d)
 {
@@ -121,42 +110,23 @@ ST_FORMAT_OPS(Q4_K, q4_k)
 
 #if defined(ST_FORMAT_DEVICE) && !defined(ST_FMT_Q4_K_DEVICE)
 #define ST_FMT_Q4_K_DEVICE
-/* The raw scale bytes of unit U's sub-block j = u % 8 in the 12 packed
- * bytes (Q4_K, Q5_K): s_b = S[j], s_a = S[j + 4], s_c = S[j - 4] (j >= 4). */
-struct st_k4_raw_scales {
-    uint8_t s_a, s_b, s_c;
-};
-
-ST_DEV void st_k4_load_scales(const uint8_t *S, int u, st_k4_raw_scales &r)
-{
-    const int j = u & 7;
-    r.s_b = S[j];
-    r.s_a = S[j + 4];
-    r.s_c = j >= 4 ? S[j - 4] : 0;
-}
-
-ST_DEV void st_k4_dec_scales(const st_k4_raw_scales &r, int u, int &sc, int &mn)
-{
-    if ((u & 7) < 4) {
-        sc = r.s_b & 63;
-        mn = r.s_a & 63;
-    } else {
-        sc = (r.s_a & 15) | ((r.s_c >> 6) << 4);
-        mn = (r.s_a >> 4) | ((r.s_b >> 6) << 4);
-    }
-}
-
 template <> struct st_unit_dec<ST_Q4_K> : st_unit_plain {
     static constexpr bool min = true;
+    /* s_b = S[j], s_a = S[j + 4], s_c = S[j - 4] (j >= 4) of the 12 scale
+     * bytes of the unit's block, j = unit within the block */
     struct raw {
         uint4 q;
         uint16_t d, dmin;
-        st_k4_raw_scales s;
+        uint8_t s_a, s_b, s_c;
     };
     ST_DEV void load(const st_mat_dev &m, int64_t row, int u, raw &r)
     {
         const int64_t ru = row * m.nu + u, rb = row * m.nb + u / 8;
-        st_k4_load_scales(m.p[3] + rb * 12, u, r.s);
+        const int j = u & 7;
+        const uint8_t *S = m.p[3] + rb * 12;
+        r.s_b = S[j];
+        r.s_a = S[j + 4];
+        r.s_c = j >= 4 ? S[j - 4] : 0;
         r.d = ld_u16(m.p[0] + rb * 2);
         r.dmin = ld_u16(m.p[2] + rb * 2);
         r.q = *(const uint4 *)(m.p[1] + ru * 16);
@@ -164,7 +134,13 @@ template <> struct st_unit_dec<ST_Q4_K> : st_unit_plain {
     ST_DEV void dec(const raw &r, int u, const st_grids &, st_dunit &o)
     {
         int sc, mn;
-        st_k4_dec_scales(r.s, u, sc, mn);
+        if ((u & 7) < 4) {
+            sc = r.s_b & 63;
+            mn = r.s_a & 63;
+        } else {
+            sc = (r.s_a & 15) | ((r.s_c >> 6) << 4);
+            mn = (r.s_a >> 4) | ((r.s_b >> 6) << 4);
+        }
         o.W = st_w_q4_k(st_h2f(r.d), sc);
         o.M = st_m_q4_k(st_h2f(r.dmin), mn);
         const uint4 q = r.q;
