@@ -12,6 +12,7 @@ strata_hash(STRATA_HOST_COMPILER_HASH
   "${CMAKE_C_COMPILER_ID};${CMAKE_C_COMPILER_VERSION};${STRATA_C_FLAGS};${CMAKE_C_FLAGS};${CMAKE_C_FLAGS_${_bt}}")
 string(TOLOWER "${STRATA_GPU_BACKEND}" STRATA_GPU_BACKEND_LOWER)
 set(STRATA_GPU_COMPILER_HASH "none")
+set(STRATA_GPU_ARCHS "")
 if(STRATA_GPU_BACKEND STREQUAL "CUDA")
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
     set(CMAKE_CUDA_ARCHITECTURES 90)
@@ -21,6 +22,7 @@ if(STRATA_GPU_BACKEND STREQUAL "CUDA")
   set(CMAKE_CUDA_STANDARD 17)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   set(STRATA_CUDA_KERNEL_FLAGS -fmad=false -Xcompiler=-ffp-contract=off)
+  string(REPLACE ";" "," STRATA_GPU_ARCHS "${CMAKE_CUDA_ARCHITECTURES}")
   strata_hash(STRATA_GPU_COMPILER_HASH
     "${CMAKE_CUDA_COMPILER_ID};${CMAKE_CUDA_COMPILER_VERSION};${CMAKE_CUDA_ARCHITECTURES};${STRATA_CUDA_KERNEL_FLAGS};${CMAKE_CUDA_FLAGS};${CMAKE_CUDA_FLAGS_${_bt}}")
 elseif(STRATA_GPU_BACKEND STREQUAL "HIP")
@@ -28,11 +30,31 @@ elseif(STRATA_GPU_BACKEND STREQUAL "HIP")
   if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
     message(FATAL_ERROR "STRATA_GPU_BACKEND=HIP needs clang++ as the C++ compiler (the hip preset uses clang++-19)")
   endif()
-  set(STRATA_HIP_ARCH "gfx1100" CACHE STRING "AMD GPU architecture")
-  set(ROCM_PATH "/usr" CACHE PATH "ROCm/HIP install prefix")
+  # The archs the build carries code for: a device of another arch is
+  # refused when opened (one line), so the auto backend then uses the CPU.
+  # STRATA_HIP_ARCH (one arch) is the older name.
+  if(DEFINED STRATA_HIP_ARCH AND NOT DEFINED STRATA_HIP_ARCHS)
+    set(STRATA_HIP_ARCHS "${STRATA_HIP_ARCH}")
+  endif()
+  set(STRATA_HIP_ARCHS "gfx1100" CACHE STRING "AMD GPU architectures the HIP build carries code for (;-separated)")
+  # ROCM_PATH: the ROCm (or Debian HIP) prefix; the rocm preset sets
+  # /opt/rocm, the hip preset /usr. An environment ROCM_PATH is the default.
+  if(DEFINED ENV{ROCM_PATH} AND NOT "$ENV{ROCM_PATH}" STREQUAL "")
+    set(_st_rocm_default "$ENV{ROCM_PATH}")
+  else()
+    set(_st_rocm_default "/usr")
+  endif()
+  set(ROCM_PATH "${_st_rocm_default}" CACHE PATH "ROCm/HIP install prefix")
   set(ROCM_DEVICE_LIB_PATH "" CACHE PATH "amdgcn bitcode folder (device libraries for the target)")
   if(NOT ROCM_DEVICE_LIB_PATH)
-    foreach(cand /opt/rocm/amdgcn/bitcode /usr/lib/llvm-17/lib/clang/17/amdgcn/bitcode ${PROJECT_SOURCE_DIR}/build/devlibs/usr/lib/llvm-17/lib/clang/17/amdgcn/bitcode)
+    # ROCm 6/7 packages: ROCM_PATH/amdgcn/bitcode; TheRock and some 6.x:
+    # ROCM_PATH/lib/llvm/amdgcn/bitcode or clang's resource dir; Debian:
+    # LLVM 17's resource dir (trixie's rocm-device-libs-17, or the copy
+    # tools/fetch-gfx11-devlibs.sh extracts).
+    file(GLOB _st_res_bc ${ROCM_PATH}/lib/llvm/lib/clang/*/lib/amdgcn/bitcode)
+    foreach(cand ${ROCM_PATH}/amdgcn/bitcode ${ROCM_PATH}/lib/llvm/amdgcn/bitcode ${_st_res_bc}
+                 /usr/lib/llvm-17/lib/clang/17/amdgcn/bitcode
+                 ${PROJECT_SOURCE_DIR}/build/devlibs/usr/lib/llvm-17/lib/clang/17/amdgcn/bitcode)
       if(EXISTS ${cand}/ocml.bc)
         set(ROCM_DEVICE_LIB_PATH ${cand})
         break()
@@ -40,13 +62,21 @@ elseif(STRATA_GPU_BACKEND STREQUAL "HIP")
     endforeach()
   endif()
   if(NOT ROCM_DEVICE_LIB_PATH)
-    message(FATAL_ERROR "HIP: no amdgcn device libraries found; set ROCM_DEVICE_LIB_PATH (tools/gfx1100-check.sh fetches them)")
+    message(FATAL_ERROR "HIP: no amdgcn device libraries under ROCM_PATH=${ROCM_PATH}; set ROCM_DEVICE_LIB_PATH "
+                        "(tools/fetch-gfx11-devlibs.sh fetches them for the Debian toolchain)")
   endif()
-  set(STRATA_HIP_KERNEL_FLAGS -xhip --offload-arch=${STRATA_HIP_ARCH} --rocm-path=${ROCM_PATH}
+  set(_st_offload "")
+  foreach(a ${STRATA_HIP_ARCHS})
+    list(APPEND _st_offload --offload-arch=${a})
+  endforeach()
+  set(STRATA_HIP_KERNEL_FLAGS -xhip ${_st_offload} --rocm-path=${ROCM_PATH}
       --rocm-device-lib-path=${ROCM_DEVICE_LIB_PATH} -ffp-contract=off -std=c++17)
-  find_library(STRATA_HIP_LIBRARY amdhip64 REQUIRED)
+  string(REPLACE ";" "," STRATA_GPU_ARCHS "${STRATA_HIP_ARCHS}")
+  find_library(STRATA_HIP_LIBRARY amdhip64 HINTS ${ROCM_PATH}/lib ${ROCM_PATH}/lib64 REQUIRED)
+  message(STATUS "HIP: ${CMAKE_CXX_COMPILER} (${CMAKE_CXX_COMPILER_VERSION}), ROCM_PATH ${ROCM_PATH}, archs ${STRATA_HIP_ARCHS}, "
+                 "device libraries ${ROCM_DEVICE_LIB_PATH}, runtime ${STRATA_HIP_LIBRARY}")
   strata_hash(STRATA_GPU_COMPILER_HASH
-    "${CMAKE_CXX_COMPILER_ID};${CMAKE_CXX_COMPILER_VERSION};${STRATA_HIP_ARCH};-ffp-contract=off;${CMAKE_CXX_FLAGS};${CMAKE_CXX_FLAGS_${_bt}}")
+    "${CMAKE_CXX_COMPILER_ID};${CMAKE_CXX_COMPILER_VERSION};${STRATA_HIP_ARCHS};-ffp-contract=off;${CMAKE_CXX_FLAGS};${CMAKE_CXX_FLAGS_${_bt}}")
 endif()
 
 # The source commit recorded in the provenance of tables and reports

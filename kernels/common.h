@@ -4,7 +4,6 @@
 
 #include "dot.h"
 #include "strata/limits.h"
-#include "repack_block.h"
 
 #include <type_traits>
 
@@ -81,9 +80,10 @@ st_rt_error st_launch_topk_sum(const st_launch &L, const st_expert_args &a);
 st_rt_error st_launch_combine_v2k(const st_launch &L, const st_expert_args &a);
 
 /* The device-side repack (kernels/repack.hip): NBLOCKS ggml blocks of BB
- * bytes at SRC (device memory) into the planes of P at DST (which the
- * caller cleared). The same per-block code as the host's st_repack. */
-st_rt_error st_launch_repack(st_rt_stream s, int type, const st_repack_plan &p, const void *src, size_t bb,
+ * bytes at SRC (device memory) into the planes of IO (which the caller
+ * cleared). The same per-block code as the host's st_repack: the format
+ * home's st_io_<ID>. */
+st_rt_error st_launch_repack(st_rt_stream s, int type, const st_repack_io &io, const void *src, size_t bb,
                              int64_t nblocks, void *dst);
 
 /* Pick the lanes per row of a row with NU units: the default chain's
@@ -107,6 +107,15 @@ template <typename F> static inline st_rt_error st_by_lanes(int t, F f)
     if (t == 8) return f(std::integral_constant<int, 8>());
     if (t == 16) return f(std::integral_constant<int, 16>());
     return f(std::integral_constant<int, 32>());
+}
+
+/* Calls F(std::integral_constant<int, N>) for N = n in 1..MAX (MAX if larger). */
+template <int MAX, typename F> static inline st_rt_error st_by_count(int n, F f)
+{
+    if constexpr (MAX > 1) {
+        if (n < MAX) return st_by_count<MAX - 1>(n, f);
+    }
+    return f(std::integral_constant<int, MAX>());
 }
 
 static inline int st_nt_bucket(int n) { return n <= 1 ? 1 : n <= 2 ? 2 : n <= 4 ? 4 : 8; }

@@ -202,24 +202,24 @@ ST_DEV void st_row_dot(const st_mat_dev &m, int64_t row, const st_xvec *xv, int 
     st_rows_dot<TYPE, T, NT, 1, XBLOCKS>(m, row, 0, xv, n, g, lane, (float(*)[NT])out);
 }
 
-/* Stage the IQ grids in LDS (STAGE) or use them from global memory. The
- * shared arrays are sized for the type that needs them. */
+/* Stage the format's lookup table in LDS (STAGE) or use it from global
+ * memory. The shared arrays are sized for the table the type needs (its
+ * decoder's grid_bytes, 0 for none). */
 template <int TYPE> struct st_grid_bytes {
-    static constexpr int n = TYPE == T_IQ3_S ? 2048 : TYPE == T_IQ3_XXS ? 1024 : TYPE == T_IQ2_S ? 8192 : 0;
+    static constexpr int n = st_unit_dec<TYPE>::grid_bytes;
 };
 
 template <int TYPE, bool STAGE>
 ST_DEV st_grids st_setup_grids(const st_grids &gg, uint32_t *smem)
 {
+    using D = st_unit_dec<TYPE>;
     st_grids g = gg;
-    if (STAGE && st_grid_bytes<TYPE>::n > 0) {
-        const int words = st_grid_bytes<TYPE>::n / 4;
-        const uint32_t *src = TYPE == T_IQ3_S ? gg.iq3s : TYPE == T_IQ3_XXS ? gg.iq3xxs : (const uint32_t *)gg.iq2s;
+    if (STAGE && D::grid_bytes > 0) {
+        const int words = D::grid_bytes / 4;
+        const uint32_t *src = D::grid(gg);
         for (int i = threadIdx.x; i < words; i += blockDim.x) smem[i] = src[i];
         __syncthreads();
-        if (TYPE == T_IQ3_S) g.iq3s = smem;
-        if (TYPE == T_IQ3_XXS) g.iq3xxs = smem;
-        if (TYPE == T_IQ2_S) g.iq2s = (const uint2 *)smem;
+        D::set_grid(g, smem);
     }
     return g;
 }

@@ -206,13 +206,17 @@ __global__ void __launch_bounds__(THREADS) st_down_fused_kernel(st_expert_args a
     constexpr int RPB = THREADS / T;
     __shared__ uint32_t s_grid[st_grid_bytes<TYPE>::n / 4 + 1];
     __shared__ int s_flags[ST_MAX_EXPERTS], s_list[ST_MAX_PAIRS], s_ids[ST_MAX_PAIRS];
-    __shared__ float s_y[RPB][ST_MAX_PAIRS];
+    /* each row's y per (token, slot) pair: RPB x np floats of dynamic shared
+     * memory (st_down_fused_smem), so a call of a few pairs keeps the
+     * occupancy of a small array while ST_MAX_PAIRS calls still fit */
+    extern __shared__ float s_dyn[];
     const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
     const int np = a.nt * a.topk;
     const int rib = threadIdx.x / T, lane = threadIdx.x % T;
+    float *s_y = s_dyn + rib * np;
     const int i = blockIdx.x * RPB + rib;
     const int ii = i < a.n_embd ? i : a.n_embd - 1;
-    for (int k = lane; k < ST_MAX_PAIRS; k += T) s_y[rib][k] = 0.0f; /* pairs with invalid ids add 0 */
+    for (int k = lane; k < np; k += T) s_y[k] = 0.0f; /* pairs with invalid ids add 0 */
     const int count = st_expert_list<MODE>(a, s_flags, s_list, s_ids);
     for (int gi = 0; gi < count; gi++) {
         const int e = s_list[gi];
@@ -225,7 +229,7 @@ __global__ void __launch_bounds__(THREADS) st_down_fused_kernel(st_expert_args a
             if (lane == 0) {
 #pragma unroll
                 for (int q = 0; q < NT; q++)
-                    if (q < n) s_y[rib][pl[q]] = yv[q];
+                    if (q < n) s_y[pl[q]] = yv[q];
             }
         });
     }
@@ -233,7 +237,7 @@ __global__ void __launch_bounds__(THREADS) st_down_fused_kernel(st_expert_args a
     if (i < a.n_embd)
         for (int t = lane; t < a.nt; t += T) {
             float acc = 0.0f;
-            for (int k = 0; k < a.topk; k++) acc = st_fma(a.wts[t * a.topk + k], s_y[rib][t * a.topk + k], acc);
+            for (int k = 0; k < a.topk; k++) acc = st_fma(a.wts[t * a.topk + k], s_y[t * a.topk + k], acc);
             a.out[(int64_t)t * a.n_embd + i] = acc;
         }
 }
@@ -458,17 +462,20 @@ static st_rt_error st_down_nt(const st_launch &L, const st_expert_args &a, const
         return st_by_lanes(p.dn_t, [&](auto tt) {
             return st_down_fused2<TYPE, NT, decltype(tt)::value, 128>(L, a, p.stage_grid, groups);
         });
+    const size_t pairs = (size_t)a.nt * (size_t)a.topk;
     if (p.grouped_v1) {
-        st_down_fused_kernel<TYPE, 32, NT, SG, 128, GROUP_V1><<<(a.n_embd + 3) / 4, 128, 0, L.stream>>>(a, L.grids);
+        st_down_fused_kernel<TYPE, 32, NT, SG, 128, GROUP_V1><<<(a.n_embd + 3) / 4, 128, sizeof(float) * 4 * pairs, L.stream>>>(
+            a, L.grids);
         return st_rt_get_last_error();
     }
     const int rpb = 128 / p.dn_t;
     const unsigned grid = (unsigned)((a.n_embd + rpb - 1) / rpb);
+    const size_t smem = sizeof(float) * (size_t)rpb * pairs;
     return st_by_lanes(p.dn_t, [&](auto tt) {
         constexpr int TT = decltype(tt)::value;
         ST_STAGE_DISPATCH(p.stage_grid,
-                          (st_down_fused_kernel<TYPE, TT, NT, SG, 128, GROUP_SORTED><<<grid, 128, 0, L.stream>>>(a, L.grids)),
-                          (st_down_fused_kernel<TYPE, TT, NT, false, 128, GROUP_SORTED><<<grid, 128, 0, L.stream>>>(a, L.grids)));
+                          (st_down_fused_kernel<TYPE, TT, NT, SG, 128, GROUP_SORTED><<<grid, 128, smem, L.stream>>>(a, L.grids)),
+                          (st_down_fused_kernel<TYPE, TT, NT, false, 128, GROUP_SORTED><<<grid, 128, smem, L.stream>>>(a, L.grids)));
         return st_rt_get_last_error();
     });
 }

@@ -7,6 +7,7 @@
  *  - the legacy path (STRATA_OLD_IQ_MMVQ): ggml block_q8_1 activations read
  *    with 4-byte loads, one warp per block. */
 #include "common.h"
+#include "mmvq_mma.h"
 #include "strata/variants.h"
 
 /* Each group of T lanes computes RW adjacent rows. */
@@ -130,6 +131,28 @@ template <int TYPE>
 st_rt_error st_launch_mmvq(const st_launch &L, const st_mat_dev &m, const st_xplanes &x, const uint8_t *xblocks,
                            int nt, float *y, int rows, bool stage, bool legacy)
 {
+    if (rows < 0) return st_launch_mmvq_mma<TYPE>(L, m, x, nt, y, -rows, stage);
+    if (nt > 8) {
+        /* verify batches: the default chain takes the matrix units (each
+         * weight decoded once for every token); a rows variant and the
+         * legacy path run in chunks of 8 tokens, exact because a token's
+         * bytes never depend on the other tokens of a call */
+        if (rows == 0 && !legacy) return st_launch_mmvq_mma<TYPE>(L, m, x, nt, y, 16, stage);
+        for (int t0 = 0; t0 < nt; t0 += 8) {
+            const int64_t nu = m.nu;
+            st_xplanes c = x;
+            if (c.qs) {
+                c.qs += (int64_t)t0 * nu * 32;
+                c.d += (int64_t)t0 * nu;
+                c.d16 += (int64_t)t0 * nu;
+                c.s16 += (int64_t)t0 * nu;
+            }
+            const uint8_t *cb = xblocks ? xblocks + (int64_t)t0 * nu * 36 : nullptr;
+            const int n = nt - t0 < 8 ? nt - t0 : 8;
+            ST_RT_TRY(st_launch_mmvq<TYPE>(L, m, c, cb, n, y + (int64_t)t0 * m.rows, rows, stage, legacy));
+        }
+        return ST_RT_SUCCESS;
+    }
     switch (st_nt_bucket(nt)) {
     case 1: return st_mmvq_nt<TYPE, 1>(L, m, x, xblocks, nt, y, rows, stage, legacy);
     case 2: return st_mmvq_nt<TYPE, 2>(L, m, x, xblocks, nt, y, rows, stage, legacy);

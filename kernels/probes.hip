@@ -50,29 +50,25 @@ st_rt_error st_probe_empty_launch(st_rt_stream s)
 
 /* Ablation for the benchmark: the iq_mmvq default geometry (32 lanes per
  * row, 4 rows per block) making exactly the weight loads of the unit decoder
- * (layout.h planes) but no grid lookups, sign handling, int8 dots or float
- * work. Its time against the real kernel's is the cost of the decode. */
+ * (its LOAD half, the layout.h planes) but no grid lookups, sign handling,
+ * int8 dots or float work. Its time against the real kernel's is the cost
+ * of the decode. */
 template <int TYPE>
 __global__ void __launch_bounds__(128) st_loads_only_kernel(st_mat_dev m, float *sink)
 {
+    using D = st_unit_dec<TYPE>;
     const int64_t row = (int64_t)blockIdx.x * 4 + threadIdx.x / 32;
     const int lane = threadIdx.x % 32;
     if (row >= m.rows) return;
     uint32_t acc = 0;
     for (int u = lane; u < m.nu; u += 32) {
-        const int64_t ru = row * m.nu + u, rb = row * m.nb + u / 8;
-        if (TYPE == T_IQ3_S) {
-            const uint2 qs = *(const uint2 *)(m.p[1] + ru * 8);
-            acc ^= qs.x ^ qs.y ^ m.p[2][ru] ^ *(const uint32_t *)(m.p[3] + ru * 4) ^ m.p[4][rb * 4 + (u & 7) / 2] ^
-                   *(const uint16_t *)(m.p[0] + rb * 2);
-        } else if (TYPE == T_IQ4_XS) {
-            const uint4 q = *(const uint4 *)(m.p[1] + ru * 16);
-            acc ^= q.x ^ q.y ^ q.z ^ q.w ^ *(const uint16_t *)(m.p[2] + rb * 2) ^ m.p[3][rb * 4 + (u & 7) / 2] ^
-                   *(const uint16_t *)(m.p[0] + rb * 2);
-        } else {
-            const uint4 q = *(const uint4 *)(m.p[1] + ru * 16);
-            acc ^= q.x ^ q.y ^ q.z ^ q.w ^ *(const uint16_t *)(m.p[0] + ru * 2);
-        }
+        typename D::raw r;
+        memset(&r, 0, sizeof r); /* padding too: every folded byte is defined */
+        D::load(m, row, u, r);
+        uint16_t h[sizeof r / 2];
+        memcpy(h, &r, sizeof h);
+#pragma unroll
+        for (size_t i = 0; i < sizeof h / 2; i++) acc ^= (uint32_t)h[i] << (16 * (i & 1));
     }
     if (acc == 0x9e3779b9u) sink[blockIdx.x & 1023] = (float)acc;
 }
@@ -80,13 +76,12 @@ __global__ void __launch_bounds__(128) st_loads_only_kernel(st_mat_dev m, float 
 st_rt_error st_probe_loads_launch(st_rt_stream s, int type, const st_mat_dev &m, float *sink)
 {
     const unsigned grid = (unsigned)((m.rows + 3) / 4);
-    if (type == T_IQ3_S)
-        st_loads_only_kernel<T_IQ3_S><<<grid, 128, 0, s>>>(m, sink);
-    else if (type == T_IQ4_XS)
-        st_loads_only_kernel<T_IQ4_XS><<<grid, 128, 0, s>>>(m, sink);
-    else if (type == T_IQ4_NL)
-        st_loads_only_kernel<T_IQ4_NL><<<grid, 128, 0, s>>>(m, sink);
-    else
-        return ST_RT_INVALID_VALUE;
+    switch (type) {
+#define ST_PROBE_CASE_(id, name, ggml, qk, bytes)                    \
+    case ST_##id: st_loads_only_kernel<ST_##id><<<grid, 128, 0, s>>>(m, sink); break;
+        ST_QTYPES(ST_PROBE_CASE_)
+#undef ST_PROBE_CASE_
+    default: return ST_RT_INVALID_VALUE;
+    }
     return st_rt_get_last_error();
 }

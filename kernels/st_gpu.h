@@ -124,7 +124,21 @@ static inline st_rt_error st_rt_device_info(int device, char *arch, size_t na, c
     return e;
 }
 
-/* Last-level cache bytes the runtime reports (L2). */
+/* Compute units (AMD) or streaming multiprocessors (NVIDIA) of DEVICE, 0
+ * when the runtime does not say; part of the device model token. */
+static inline int st_rt_compute_units(int device)
+{
+    int v = 0;
+#if ST_HIP
+    if (hipDeviceGetAttribute(&v, hipDeviceAttributeMultiprocessorCount, device) != hipSuccess) v = 0;
+#else
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) v = 0;
+#endif
+    return v > 0 ? v : 0;
+}
+
+/* Last-level cache bytes the runtime reports (L2; AMD's Infinity Cache is
+ * not in it: src/runtime/devinfo.c knows those). */
 static inline size_t st_rt_l2_bytes(int device)
 {
     int v = 0;
@@ -138,6 +152,7 @@ static inline size_t st_rt_l2_bytes(int device)
 
 /* ---- device helpers ----------------------------------------------------- */
 #define ST_DEV static __device__ __forceinline__
+#define ST_DEVM __device__ __forceinline__ /* for static member functions */
 
 /* Launch bounds with a minimum of resident blocks per multiprocessor (a
  * register cap) on NVIDIA; HIP's second argument means waves per EU, so
@@ -250,6 +265,102 @@ ST_DEV uint32_t st_ballot(bool p)
     return __ballot_sync(0xffffffffu, p);
 #endif
 }
+
+/* Value of V in lane SRC (0..31) of the warp. */
+ST_DEV float st_shfl_idx(float v, int src)
+{
+#if ST_HIP
+    return __shfl(v, src, 32);
+#else
+    return __shfl_sync(0xffffffffu, v, src, 32);
+#endif
+}
+
+ST_DEV int st_shfl_idx_i(int v, int src)
+{
+#if ST_HIP
+    return __shfl(v, src, 32);
+#else
+    return __shfl_sync(0xffffffffu, v, src, 32);
+#endif
+}
+
+/* ---- integer matrix instructions --------------------------------------
+ * One warp multiplies a tile of 16 weight rows x 32 values (one unit) with
+ * the same 32 values of TOK activation vectors: C[r][n] = sum_k A[r][k] *
+ * B[k][n], int8 x int8 -> int32, exact. Where each lane's operands sit:
+ * word w of a unit row is values 4w..4w+3 (k), A element i of a lane is
+ * (row a_row(lane, i), word a_word(lane, i)), B element i is (token
+ * b_tok(lane), word b_word(lane, i)), C element i is (row c_row, token
+ * c_tok). mma32 sums all 32 values; mma16x2 gives the two 16-value halves
+ * apart (formats with integer factors per 16 values).
+ *   NVIDIA sm_80+: mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 (TOK 8;
+ *     the halves with two m16n8k16), the fragment layout of the PTX ISA.
+ *   AMD gfx11 (wave32): two v_wmma_i32_16x16x16_iu8 per unit (TOK 16); lane
+ *     l holds row l%16 of A and token l%16 of B (lanes 16-31 repeat 0-15),
+ *     C element i is row 2i + l/16, token l%16 (LLVM AMDGPU, RDNA3 ISA). */
+struct st_mma {
+#if ST_HIP
+    static constexpr int TOK = 16, NA = 8, NB = 8, NC = 8;
+    static ST_DEVM int a_row(int lane, int) { return lane & 15; }
+    static ST_DEVM int a_word(int, int i) { return i; }
+    static ST_DEVM int b_tok(int lane) { return lane & 15; }
+    static ST_DEVM int b_word(int, int i) { return i; }
+    static ST_DEVM int c_row(int lane, int i) { return 2 * i + (lane >> 4); }
+    static ST_DEVM int c_tok(int lane, int) { return lane & 15; }
+    typedef int v4i __attribute__((ext_vector_type(4)));
+    typedef int v8i __attribute__((ext_vector_type(8)));
+    static ST_DEVM v8i wmma(const uint32_t *a, const uint32_t *b, v8i c)
+    {
+        const v4i va = {(int)a[0], (int)a[1], (int)a[2], (int)a[3]};
+        const v4i vb = {(int)b[0], (int)b[1], (int)b[2], (int)b[3]};
+        return __builtin_amdgcn_wmma_i32_16x16x16_iu8_w32(true, va, true, vb, c, false);
+    }
+    static ST_DEVM void mma32(int (&c)[NC], const uint32_t (&a)[NA], const uint32_t (&b)[NB])
+    {
+        v8i r = {0, 0, 0, 0, 0, 0, 0, 0};
+        r = wmma(a, b, r);
+        r = wmma(a + 4, b + 4, r);
+        for (int i = 0; i < NC; i++) c[i] = r[i];
+    }
+    static ST_DEVM void mma16x2(int (&c0)[NC], int (&c1)[NC], const uint32_t (&a)[NA], const uint32_t (&b)[NB])
+    {
+        const v8i z = {0, 0, 0, 0, 0, 0, 0, 0};
+        const v8i r0 = wmma(a, b, z), r1 = wmma(a + 4, b + 4, z);
+        for (int i = 0; i < NC; i++) {
+            c0[i] = r0[i];
+            c1[i] = r1[i];
+        }
+    }
+#else
+    static constexpr int TOK = 8, NA = 4, NB = 2, NC = 4;
+    static ST_DEVM int a_row(int lane, int i) { return (lane >> 2) + 8 * (i & 1); }
+    static ST_DEVM int a_word(int lane, int i) { return (lane & 3) + 4 * (i >> 1); }
+    static ST_DEVM int b_tok(int lane) { return lane >> 2; }
+    static ST_DEVM int b_word(int lane, int i) { return (lane & 3) + 4 * i; }
+    static ST_DEVM int c_row(int lane, int i) { return (lane >> 2) + 8 * (i >> 1); }
+    static ST_DEVM int c_tok(int lane, int i) { return 2 * (lane & 3) + (i & 1); }
+    static ST_DEVM void mma32(int (&c)[NC], const uint32_t (&a)[NA], const uint32_t (&b)[NB])
+    {
+        c[0] = c[1] = c[2] = c[3] = 0;
+        asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                     "{%0, %1, %2, %3};"
+                     : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    }
+    static ST_DEVM void mma16x2(int (&c0)[NC], int (&c1)[NC], const uint32_t (&a)[NA], const uint32_t (&b)[NB])
+    {
+        c0[0] = c0[1] = c0[2] = c0[3] = 0;
+        c1[0] = c1[1] = c1[2] = c1[3] = 0;
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
+                     : "+r"(c0[0]), "+r"(c0[1]), "+r"(c0[2]), "+r"(c0[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(b[0]));
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
+                     : "+r"(c1[0]), "+r"(c1[1]), "+r"(c1[2]), "+r"(c1[3])
+                     : "r"(a[2]), "r"(a[3]), "r"(b[1]));
+    }
+#endif
+};
 
 #endif /* ST_HOST_EMULATION */
 #endif

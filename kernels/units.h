@@ -1,28 +1,37 @@
 /* Device decoding of one 32-weight unit of each format from the row-planar
  * layout (layout.h) into eight words of four int8 weights, plus the unit's
- * float factor W (st_canon.h), integer half-factors F0/F1 (IQ2_S) and the
- * Q4_K min factor M. Integer work is exact in any order; the float work is
- * the contract's. */
+ * float factor W, integer half-factors f0/f1 and the min term's factors
+ * (st_dunit), and the contract's float work around the exact int8 dots
+ * (st_unit_fma, st_canon.h). The decoders themselves live in the formats'
+ * homes (src/contract/formats/<fmt>.h, their ST_FORMAT_DEVICE part), which
+ * this header includes for every format of ST_QTYPES. Integer work is exact
+ * in any order; the float work is the contract's. */
 #ifndef ST_UNITS_H
 #define ST_UNITS_H
 
 #include "st_gpu.h"
 #include "layout.h"
 #include "st_canon.h"
+#include "grids.h"
 
-/* ggml type ids */
-enum { T_Q8_0 = 8, T_Q4_K = 12, T_IQ3_XXS = 18, T_IQ4_NL = 20, T_IQ3_S = 21, T_IQ2_S = 22, T_IQ4_XS = 23 };
-
+/* The device copies of the lookup tables (grids.h ST_DEVICE_GRIDS), one
+ * field each; the GPU backend uploads them once (st_gpu_open). */
 typedef struct {
-    const uint32_t *iq3s;   /* 512 */
-    const uint32_t *iq3xxs; /* 256 */
-    const uint2 *iq2s;      /* 1024 */
+#define ST_GRID_FIELD_(name, type, table) const type *name;
+    ST_DEVICE_GRIDS(ST_GRID_FIELD_)
+#undef ST_GRID_FIELD_
 } st_grids;
 
+/* A decoded unit: 8 words of 4 int8 weights (values 4k..4k+3 in word k),
+ * the float factor W, the integer factors f0/f1 of the two 16-value halves
+ * (1 unless the format has sub-scales per 16), and for a min term the float
+ * factor M and the integer min factors g0/g1 (st_unit_plain's traits say
+ * which are used). */
 struct st_dunit {
     uint32_t w[8];
     float W, M;
     int f0, f1;
+    int g0, g1;
 };
 
 /* Negates the bytes of G (magnitudes 1..127) whose bit in the low 4 bits
@@ -33,7 +42,7 @@ ST_DEV uint32_t st_apply_signs4(uint32_t g, uint32_t nib)
     return (g ^ m) + (m & 0x01010101u);
 }
 
-/* The same with the signs of group K transposed (layout.h, IQ3_S): bit
+/* The same with the signs of group K transposed (formats/iq3_s.h): bit
  * K + 8t of T is the sign of byte t. */
 ST_DEV uint32_t st_apply_signs_t(uint32_t g, uint32_t t, int k)
 {
@@ -42,6 +51,10 @@ ST_DEV uint32_t st_apply_signs_t(uint32_t g, uint32_t t, int k)
 }
 
 ST_DEV uint16_t ld_u16(const uint8_t *p) { return *(const uint16_t *)p; }
+
+/* Byte-wise V - C as int8, for bytes of V in 0..127 and of C in 0..128:
+ * with bit 7 set first no byte borrows from the next. */
+ST_DEV uint32_t st_sub_bytes(uint32_t v, uint32_t c) { return ((v | 0x80808080u) - c) ^ 0x80808080u; }
 
 /* Each decoder is split in two: LOAD fetches the unit's raw bytes (all of
  * its global loads, nothing that depends on them), DEC turns them into
@@ -58,226 +71,39 @@ template <int TYPE> struct st_unit_dec;
         dec(r, u, g, o);                                                                   \
     }
 
-template <> struct st_unit_dec<T_Q8_0> {
-    struct raw {
-        uint4 a, b;
-        uint16_t d;
-    };
-    ST_DEV void load(const st_mat_dev &m, int64_t row, int u, raw &r)
-    {
-        const int64_t ru = row * m.nu + u;
-        r.d = ld_u16(m.p[0] + ru * 2);
-        r.a = *(const uint4 *)(m.p[1] + ru * 32);
-        r.b = *(const uint4 *)(m.p[1] + ru * 32 + 16);
-    }
-    ST_DEV void dec(const raw &r, int, const st_grids &, st_dunit &o)
-    {
-        o.W = st_w_q8_0(st_h2f(r.d));
-        o.w[0] = r.a.x; o.w[1] = r.a.y; o.w[2] = r.a.z; o.w[3] = r.a.w;
-        o.w[4] = r.b.x; o.w[5] = r.b.y; o.w[6] = r.b.z; o.w[7] = r.b.w;
-        o.f0 = o.f1 = 1;
-        o.M = 0.0f;
-    }
-    ST_UNIT_GET
-};
-
-ST_DEV void st_nl_words(const uint4 q, st_dunit &o)
+/* The 16-entry int8 lookup (st_lut16) of the 32 nibbles of a unit: Q's
+ * byte i holds value i (low nibble) and value i + 16 (high nibble). */
+ST_DEV void st_lut_words(const uint4 q, const uint32_t tab[4], st_dunit &o)
 {
-    const uint32_t tab[4] = {0xbfad9881u, 0xf6eaddcfu, 0x26190d01u, 0x71594535u};
     st_lut16(q.x, tab, o.w[0], o.w[4]);
     st_lut16(q.y, tab, o.w[1], o.w[5]);
     st_lut16(q.z, tab, o.w[2], o.w[6]);
     st_lut16(q.w, tab, o.w[3], o.w[7]);
 }
 
-template <> struct st_unit_dec<T_IQ4_NL> {
-    struct raw {
-        uint4 q;
-        uint16_t d;
-    };
-    ST_DEV void load(const st_mat_dev &m, int64_t row, int u, raw &r)
-    {
-        const int64_t ru = row * m.nu + u;
-        r.d = ld_u16(m.p[0] + ru * 2);
-        r.q = *(const uint4 *)(m.p[1] + ru * 16);
-    }
-    ST_DEV void dec(const raw &r, int, const st_grids &, st_dunit &o)
-    {
-        o.W = st_w_iq4_nl(st_h2f(r.d));
-        st_nl_words(r.q, o);
-        o.f0 = o.f1 = 1;
-        o.M = 0.0f;
-    }
-    ST_UNIT_GET
+/* What st_unit_fma and the grid staging need to know of a format; a
+ * decoder derives from this and overrides what differs:
+ *   halves      isum = f0 * (dot of values 0..15) + f1 * (16..31)
+ *   min         a min term acc = fma(-(M * da), qm, acc) follows
+ *   min_halves  qm = g0 * sum(q[0..15]) + g1 * sum(q[16..31]), else sum(q)
+ *   has_frag2   frag2(m, row, u, g, t, lo, hi) decodes words t, t + 4 alone
+ *   grid_bytes  the lookup table to stage in LDS (0: none), with grid() and
+ *               set_grid() naming its st_grids field */
+struct st_unit_plain {
+    static constexpr bool halves = false, min = false, min_halves = false;
+    /* frag2: the decoder can give words T and T + 4 of a unit alone, and the
+     * unit's W (plain formats only), for the matrix-instruction path, whose
+     * NVIDIA lanes need just those (kernels/mmvq_mma.h); without it the path
+     * decodes the whole unit */
+    static constexpr bool has_frag2 = false;
+    static constexpr int grid_bytes = 0;
+    ST_DEV const uint32_t *grid(const st_grids &) { return nullptr; }
+    ST_DEV void set_grid(st_grids &, const uint32_t *) {}
 };
 
-template <> struct st_unit_dec<T_IQ4_XS> {
-    struct raw {
-        uint4 q;
-        uint16_t d, sh;
-        uint8_t sl;
-    };
-    ST_DEV void load(const st_mat_dev &m, int64_t row, int u, raw &r)
-    {
-        const int64_t ru = row * m.nu + u, rb = row * m.nb + u / 8;
-        r.sh = ld_u16(m.p[2] + rb * 2);
-        r.sl = m.p[3][rb * 4 + (u & 7) / 2];
-        r.d = ld_u16(m.p[0] + rb * 2);
-        r.q = *(const uint4 *)(m.p[1] + ru * 16);
-    }
-    ST_DEV void dec(const raw &r, int u, const st_grids &, st_dunit &o)
-    {
-        const int ib = u & 7;
-        const int ls = (int)((((uint32_t)r.sl >> (4 * (ib & 1))) & 15u) | ((((uint32_t)r.sh >> (2 * ib)) & 3u) << 4));
-        o.W = st_w_iq4_xs(st_h2f(r.d), ls);
-        st_nl_words(r.q, o);
-        o.f0 = o.f1 = 1;
-        o.M = 0.0f;
-    }
-    ST_UNIT_GET
-};
-
-template <> struct st_unit_dec<T_IQ3_S> {
-    struct raw {
-        uint2 qs;
-        uint32_t sg;
-        uint16_t d;
-        uint8_t qh, sc;
-    };
-    ST_DEV void load(const st_mat_dev &m, int64_t row, int u, raw &r)
-    {
-        const int64_t ru = row * m.nu + u, rb = row * m.nb + u / 8;
-        r.qs = *(const uint2 *)(m.p[1] + ru * 8);
-        r.qh = m.p[2][ru];
-        r.sg = *(const uint32_t *)(m.p[3] + ru * 4);
-        r.sc = m.p[4][rb * 4 + (u & 7) / 2];
-        r.d = ld_u16(m.p[0] + rb * 2);
-    }
-    ST_DEV void dec(const raw &r, int u, const st_grids &g, st_dunit &o)
-    {
-        const uint32_t sc = ((uint32_t)r.sc >> (4 * (u & 1))) & 15u;
-        o.W = st_w_iq3_s(st_h2f(r.d), (int)sc);
-        /* qh's 8 bits as bytes of 0/1 (groups 0-3, 4-7), zipped with the qs
-         * bytes into pairs of 9-bit grid indices */
-        const uint32_t h[2] = {((r.qh & 15u) * 0x00204081u) & 0x01010101u,
-                               (((uint32_t)r.qh >> 4) * 0x00204081u) & 0x01010101u};
-#pragma unroll
-        for (int k = 0; k < 8; k += 2) {
-            const uint32_t ix = st_zip_bytes(k < 4 ? r.qs.x : r.qs.y, h[k / 4], (k / 2) & 1);
-            o.w[k] = st_apply_signs_t(g.iq3s[ix & 0xffffu], r.sg, k);
-            o.w[k + 1] = st_apply_signs_t(g.iq3s[ix >> 16], r.sg, k + 1);
-        }
-        o.f0 = o.f1 = 1;
-        o.M = 0.0f;
-    }
-    ST_UNIT_GET
-};
-
-template <> struct st_unit_dec<T_IQ3_XXS> {
-    struct raw {
-        uint2 qs;
-        uint32_t a;
-        uint16_t d;
-    };
-    ST_DEV void load(const st_mat_dev &m, int64_t row, int u, raw &r)
-    {
-        const int64_t ru = row * m.nu + u, rb = row * m.nb + u / 8;
-        r.qs = *(const uint2 *)(m.p[1] + ru * 8);
-        r.a = *(const uint32_t *)(m.p[2] + ru * 4);
-        r.d = ld_u16(m.p[0] + rb * 2);
-    }
-    ST_DEV void dec(const raw &r, int, const st_grids &g, st_dunit &o)
-    {
-        o.W = st_w_iq3_xxs(st_h2f(r.d), (int)(r.a >> 28));
-#pragma unroll
-        for (int l = 0; l < 4; l++) {
-            const uint32_t s7 = (r.a >> (7 * l)) & 127u;
-            const uint32_t s8 = s7 | ((uint32_t)(st_popc(s7) & 1) << 7);
-            const uint32_t q = l < 2 ? r.qs.x : r.qs.y;
-            const uint32_t i1 = (q >> (16 * (l & 1))) & 0xffu, i2 = (q >> (16 * (l & 1) + 8)) & 0xffu;
-            o.w[2 * l] = st_apply_signs4(g.iq3xxs[i1], s8 & 15u);
-            o.w[2 * l + 1] = st_apply_signs4(g.iq3xxs[i2], s8 >> 4);
-        }
-        o.f0 = o.f1 = 1;
-        o.M = 0.0f;
-    }
-    ST_UNIT_GET
-};
-
-template <> struct st_unit_dec<T_IQ2_S> {
-    struct raw {
-        uint32_t qs, sg;
-        uint16_t d;
-        uint8_t qh, sc;
-    };
-    ST_DEV void load(const st_mat_dev &m, int64_t row, int u, raw &r)
-    {
-        const int64_t ru = row * m.nu + u, rb = row * m.nb + u / 8;
-        r.qs = *(const uint32_t *)(m.p[1] + ru * 4);
-        r.sg = *(const uint32_t *)(m.p[2] + ru * 4);
-        r.qh = m.p[3][ru];
-        r.sc = m.p[4][ru];
-        r.d = ld_u16(m.p[0] + rb * 2);
-    }
-    ST_DEV void dec(const raw &r, int, const st_grids &g, st_dunit &o)
-    {
-        o.W = st_w_iq2_s(st_h2f(r.d));
-#pragma unroll
-        for (int l = 0; l < 4; l++) {
-            const uint32_t idx = ((r.qs >> (8 * l)) & 0xffu) | ((((uint32_t)r.qh >> (2 * l)) & 3u) << 8);
-            const uint2 gv = g.iq2s[idx];
-            const uint32_t s = (r.sg >> (8 * l)) & 0xffu;
-            o.w[2 * l] = st_apply_signs4(gv.x, s & 15u);
-            o.w[2 * l + 1] = st_apply_signs4(gv.y, s >> 4);
-        }
-        o.f0 = 2 * (int)(r.sc & 15u) + 1;
-        o.f1 = 2 * (int)(r.sc >> 4) + 1;
-        o.M = 0.0f;
-    }
-    ST_UNIT_GET
-};
-
-template <> struct st_unit_dec<T_Q4_K> {
-    /* s_b = S[j], s_a = S[j + 4], s_c = S[j - 4] (j >= 4) of the 12 scale
-     * bytes of the unit's block, j = unit within the block */
-    struct raw {
-        uint4 q;
-        uint16_t d, dmin;
-        uint8_t s_a, s_b, s_c;
-    };
-    ST_DEV void load(const st_mat_dev &m, int64_t row, int u, raw &r)
-    {
-        const int64_t ru = row * m.nu + u, rb = row * m.nb + u / 8;
-        const int j = u & 7;
-        const uint8_t *S = m.p[3] + rb * 12;
-        r.s_b = S[j];
-        r.s_a = S[j + 4];
-        r.s_c = j >= 4 ? S[j - 4] : 0;
-        r.d = ld_u16(m.p[0] + rb * 2);
-        r.dmin = ld_u16(m.p[2] + rb * 2);
-        r.q = *(const uint4 *)(m.p[1] + ru * 16);
-    }
-    ST_DEV void dec(const raw &r, int u, const st_grids &, st_dunit &o)
-    {
-        int sc, mn;
-        if ((u & 7) < 4) {
-            sc = r.s_b & 63;
-            mn = r.s_a & 63;
-        } else {
-            sc = (r.s_a & 15) | ((r.s_c >> 6) << 4);
-            mn = (r.s_a >> 4) | ((r.s_b >> 6) << 4);
-        }
-        o.W = st_w_q4_k(st_h2f(r.d), sc);
-        o.M = st_m_q4_k(st_h2f(r.dmin), mn);
-        const uint4 q = r.q;
-        o.w[0] = q.x & 0x0f0f0f0fu; o.w[1] = q.y & 0x0f0f0f0fu;
-        o.w[2] = q.z & 0x0f0f0f0fu; o.w[3] = q.w & 0x0f0f0f0fu;
-        o.w[4] = (q.x >> 4) & 0x0f0f0f0fu; o.w[5] = (q.y >> 4) & 0x0f0f0f0fu;
-        o.w[6] = (q.z >> 4) & 0x0f0f0f0fu; o.w[7] = (q.w >> 4) & 0x0f0f0f0fu;
-        o.f0 = o.f1 = 1;
-    }
-    ST_UNIT_GET
-};
+/* The formats' decoders, from their homes (src/contract/formats/). */
+#define ST_FORMAT_DEVICE 1
+#include "st_format_homes.h"
 #undef ST_UNIT_GET
 
 /* One unit's contribution to one stream: the contract's float operations
@@ -293,9 +119,20 @@ ST_DEV float st_unit_fma(const st_dunit &un, const int4 &a, const int4 &b, float
     s1 = st_dot4_i8((int)un.w[5], b.y, s1);
     s1 = st_dot4_i8((int)un.w[6], b.z, s1);
     s1 = st_dot4_i8((int)un.w[7], b.w, s1);
-    const int isum = (TYPE == T_IQ2_S) ? un.f0 * s0 + un.f1 * s1 : s0 + s1;
-    float v = st_fma(st_fmul(un.W, da), (float)isum, acc);
-    if (TYPE == T_Q4_K) {
+    using D = st_unit_dec<TYPE>;
+    const int isum = D::halves ? un.f0 * s0 + un.f1 * s1 : s0 + s1;
+    float v = st_canon_unit(un.W, da, isum, acc);
+    if (D::min && D::min_halves) {
+        int q0 = st_dot4_i8(0x01010101, a.x, 0);
+        q0 = st_dot4_i8(0x01010101, a.y, q0);
+        q0 = st_dot4_i8(0x01010101, a.z, q0);
+        q0 = st_dot4_i8(0x01010101, a.w, q0);
+        int q1 = st_dot4_i8(0x01010101, b.x, 0);
+        q1 = st_dot4_i8(0x01010101, b.y, q1);
+        q1 = st_dot4_i8(0x01010101, b.z, q1);
+        q1 = st_dot4_i8(0x01010101, b.w, q1);
+        v = st_canon_unit_min(un.M, da, un.g0 * q0 + un.g1 * q1, v);
+    } else if (D::min) {
         int q = st_dot4_i8(0x01010101, a.x, 0);
         q = st_dot4_i8(0x01010101, a.y, q);
         q = st_dot4_i8(0x01010101, a.z, q);
@@ -304,7 +141,7 @@ ST_DEV float st_unit_fma(const st_dunit &un, const int4 &a, const int4 &b, float
         q = st_dot4_i8(0x01010101, b.y, q);
         q = st_dot4_i8(0x01010101, b.z, q);
         q = st_dot4_i8(0x01010101, b.w, q);
-        v = st_fma(-st_fmul(un.M, da), (float)q, v);
+        v = st_canon_unit_min(un.M, da, q, v);
     }
     return v;
 }

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # gfx1100 build check (no AMD card needed): compiles every kernel source for
-# gfx1100 with clang-19, prints the per-kernel resource table (VGPR, SGPR,
-# scratch, LDS, occupancy) from -Rpass-analysis=kernel-resource-usage, and
-# fails when a kernel uses scratch (spills) or when the IQ kernels' ISA lacks
-# the int8 dot instruction v_dot4_i32_iu8. Usage: tools/gfx1100-check.sh [OUTDIR]
+# gfx1100 with clang-19 (kernels/*.hip and the per-format instantiations
+# generated from ST_QTYPES, cmake/StrataFormats.cmake), prints the per-kernel
+# resource table (VGPR, SGPR, scratch, LDS, occupancy) from
+# -Rpass-analysis=kernel-resource-usage, and fails when a kernel uses scratch
+# (spills) or when a format's kernels lack the int8 dot instruction
+# v_dot4_i32_iu8. Usage: tools/gfx1100-check.sh [OUTDIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh --hip
 BC=${ROCM_DEVICE_LIB_PATH:-$(tools/fetch-gfx11-devlibs.sh | tail -1)}
 OUT=${1:-build/gfx1100}
 mkdir -p "$OUT/gen"
+cmake -DST_SOURCE_DIR="$PWD" -DST_OUT="$OUT/gen" -P cmake/StrataFormats.cmake
 cat > "$OUT/gen/st_build_info.h" <<'H'
 #define ST_VERSION_STRING "check"
 #define ST_HOST_COMPILER_HASH "check"
@@ -20,7 +23,7 @@ CXX=${HIP_CXX:-clang++-19}
 FLAGS=(-xhip --offload-arch=gfx1100 --rocm-path=/usr "--rocm-device-lib-path=$BC" -O3 -std=c++17
        -ffp-contract=off -Iinclude -Isrc/contract -Ikernels "-I$OUT/gen")
 pids=()
-for f in kernels/*.hip; do
+for f in kernels/*.hip "$OUT"/gen/*.hip; do
   n=$(basename "$f" .hip)
   ( "$CXX" "${FLAGS[@]}" --cuda-device-only -S -Rpass-analysis=kernel-resource-usage "$f" -o "$OUT/$n.s" \
       2> "$OUT/$n.remarks" || { echo "gfx1100-check: $f failed to compile:" >&2; cat "$OUT/$n.remarks" >&2; exit 1; } ) &

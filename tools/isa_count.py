@@ -3,13 +3,19 @@
 (tools/isa/unit_probe.hip): the decode + int8 dot + float accumulation of one
 32-weight unit for one token, address arithmetic included. Prints a table and
 reports whether IQ3_S meets the target of <= 128 (4 per weight; the card's
-budget at 960 GB/s is ~6.6 per weight, GFX1100.md). It fails only when an IQ
-probe has no v_dot4_i32_iu8 or a probe is missing; the target is tracked in
+budget at 960 GB/s is ~6.6 per weight, GFX1100.md). The formats are those of
+ST_QTYPES (include/strata/formats.h). It fails only when a probe has no
+v_dot4_i32_iu8 or a format's probe is missing; the target is tracked in
 docs/PERFORMANCE.md, not enforced."""
+import os
 import re
 import sys
 
-TYPES = {"21": "iq3_s", "18": "iq3_xxs", "22": "iq2_s", "23": "iq4_xs", "20": "iq4_nl", "8": "q8_0", "12": "q4_K"}
+HDR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "include", "strata", "formats.h")
+TYPES = {m.group(2): m.group(1) for m in
+         re.finditer(r'^\s*X\([A-Z0-9_]+, "([A-Za-z0-9_]+)", (\d+), \d+, \d+\)', open(HDR).read(), re.M)}
+if not TYPES:
+    sys.exit("isa-count: FAIL: no formats found in " + HDR)
 text = open(sys.argv[1], errors="replace").read()
 rows = []
 for m in re.finditer(r"^(_Z13st_unit_probeILi(\d+)E\S*):[^\n]*$(.*?)^\s*s_endpgm", text, re.M | re.S):
@@ -29,7 +35,7 @@ for t, v, vm, l, s, d in rows:
     if t == "iq3_s":
         verdict = "meets" if vec <= 128 else "MISSES"
         print(f"         iq3_s {verdict} the target of <= 128 vector instructions per unit ({vec}; budget ~211)")
-    if t.startswith("iq") and d == 0:
+    if d == 0:
         bad.append(f"{t}: no v_dot4_i32_iu8")
 if len(rows) != len(TYPES):
     bad.append(f"found {len(rows)} probe kernels, expected {len(TYPES)}")

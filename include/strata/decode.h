@@ -196,9 +196,12 @@ ST_API st_status st_expert_grouped_variant(st_ctx *ctx, const st_experts *ex, co
  * table engaged. */
 typedef struct {
     uint64_t table_hits;       /* entry-point calls that launched a table variant */
-    uint64_t table_misses;     /* entry-point calls with a table but no row for the shape */
+    uint64_t table_misses;     /* entry-point calls with a table that has nothing for the shape:
+                                  no row and no tuned-default record (a gap: tune the model) */
     uint64_t default_launches; /* calls that ran the default chain */
     uint64_t variant_launches; /* calls that ran a rows variant (table or forced) */
+    uint64_t table_defaults;   /* entry-point calls whose shape the tuner measured and kept the
+                                  default for ("tuned default": covered, not a gap) */
 } st_ctx_stats;
 ST_API void st_ctx_get_stats(const st_ctx *ctx, st_ctx_stats *stats);
 ST_API void st_ctx_reset_stats(st_ctx *ctx);

@@ -18,13 +18,26 @@ extern "C" {
 /* X(ID, ggml name, ggml type id, values per block, bytes per block).
  * The enum value of each type IS its ggml type id. */
 #define ST_QTYPES(X)                    \
+    X(Q4_0, "q4_0", 2, 32, 18)          \
+    X(Q4_1, "q4_1", 3, 32, 20)          \
+    X(Q5_0, "q5_0", 6, 32, 22)          \
+    X(Q5_1, "q5_1", 7, 32, 24)          \
     X(Q8_0, "q8_0", 8, 32, 34)          \
+    X(Q2_K, "q2_K", 10, 256, 84)        \
+    X(Q3_K, "q3_K", 11, 256, 110)       \
     X(Q4_K, "q4_K", 12, 256, 144)       \
+    X(Q5_K, "q5_K", 13, 256, 176)       \
+    X(Q6_K, "q6_K", 14, 256, 210)       \
+    X(IQ2_XXS, "iq2_xxs", 16, 256, 66)  \
+    X(IQ2_XS, "iq2_xs", 17, 256, 74)    \
     X(IQ3_XXS, "iq3_xxs", 18, 256, 98)  \
+    X(IQ1_S, "iq1_s", 19, 256, 50)      \
     X(IQ4_NL, "iq4_nl", 20, 32, 18)     \
     X(IQ3_S, "iq3_s", 21, 256, 110)     \
     X(IQ2_S, "iq2_s", 22, 256, 82)      \
-    X(IQ4_XS, "iq4_xs", 23, 256, 136)
+    X(IQ4_XS, "iq4_xs", 23, 256, 136)   \
+    X(IQ1_M, "iq1_m", 29, 256, 56)      \
+    X(MXFP4, "mxfp4", 39, 32, 17)
 
 typedef enum {
     ST_QTYPE_NONE = -1,

@@ -10,8 +10,12 @@
 #ifndef STRATA_LIMITS_H
 #define STRATA_LIMITS_H
 
-/* Activation vectors (tokens) of one call. */
-#define ST_MAX_TOKENS 8
+/* Activation vectors (tokens) of one call: decode (1), speculative and
+ * multi-token-prediction verify batches (16, 24, 32 are common). */
+#define ST_MAX_TOKENS 32
+/* The token counts of plain decode: what the tuner's mix and the gate take
+ * by default (1..ST_DECODE_TOKENS), besides the verify batch sizes. */
+#define ST_DECODE_TOKENS 8
 /* Experts each token is routed to (top-k): Qwen3-Next routes 10. */
 #define ST_MAX_TOPK 16
 /* Experts of one MoE layer: Qwen3-Next has 512. */

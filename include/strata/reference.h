@@ -24,7 +24,7 @@ typedef struct {
 } st_cpu_split;
 
 /* y[t][r] = row r of W (ROWS x K, ggml blocks of type T) . token t of XQ
- * (q8_1 blocks, [nt][K/32]) in canonical order, for t < NT (1..8). */
+ * (q8_1 blocks, [nt][K/32]) in canonical order, for t < NT (1..ST_MAX_TOKENS). */
 ST_API st_status st_ref_mmvq(st_qtype t, const void *w, int64_t rows, int64_t k,
                              const void *xq, int nt, float *y, const st_cpu_split *split);
 

@@ -26,7 +26,8 @@ extern "C" {
     X(ST_ERR_NO_DEVICE, "no GPU device")                                   \
     X(ST_ERR_MISMATCH, "outputs differ")                                   \
     X(ST_ERR_INTERRUPTED, "interrupted")                                   \
-    X(ST_ERR_EXISTS, "already exists")
+    X(ST_ERR_EXISTS, "already exists")                                     \
+    X(ST_ERR_UNDECIDED, "cannot decide: the measurement cannot tell")
 
 typedef enum {
 #define ST_STATUS_ENUM_(name, text) name,

@@ -1,7 +1,9 @@
 /* strata-tune: the decode tuning table.
  *
  * Plain text. '#' lines are comments. The first other line is the header
- * "<arch> <runtime> <compiler> <space>"; each further line is one shape:
+ * "<arch> <runtime> <compiler> <space>"; on a GPU the next is the device
+ * line "device <model>" (st_identity.model); each further line is one
+ * shape:
  *
  *   expert <gu_type> <down_type> <n_embd> <n_ff> <n_tokens> <gu_rows> <down_rows>
  *   mmvq   <type> <n_rows> <n_cols> <rows>
@@ -112,6 +114,12 @@ ST_API const st_identity *st_table_identity(const st_table *t);
 ST_API bool st_table_lookup_mmvq(const st_table *t, const st_mmvq_key *key, int *rows);
 ST_API bool st_table_lookup_expert(const st_table *t, const st_expert_key *key,
                                    int *gu_rows, int *down_rows);
+
+/* Whether the table has no row for the shape but the tuner measured it and
+ * kept the default (its "# tuned-default <key>" comment, the key as a row
+ * writes it): a "tuned default", not a gap in the table. */
+ST_API bool st_table_tuned_default_mmvq(const st_table *t, const st_mmvq_key *key);
+ST_API bool st_table_tuned_default_expert(const st_table *t, const st_expert_key *key);
 
 /* Iteration over rows in file order, for show/coverage. */
 ST_API size_t st_table_mmvq_count(const st_table *t);

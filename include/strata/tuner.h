@@ -7,13 +7,20 @@
  * and is reported as a bug. Candidates are timed round-robin with device
  * events, weights rotated over buffers larger than the last-level cache,
  * median of rounds with the spread recorded. A variant is kept only when it
- * beats the default by more than the threshold with non-overlapping spreads
- * and is not the very launch the default makes. The table is written
- * atomically (its comment lines carry the provenance: tool, source commit,
- * date, device, model file and SHA-256, token mix, report names), loaded
- * back through the guarded loader, a JSON report records every measurement
- * and decision, an HTML page is rendered from that JSON beside it, and the
- * output folder's index tables.json is updated. */
+ * is faster than the default beyond the threshold with the whole interval
+ * of its paired (round by round) change (95% for the shape, split over the
+ * candidates), and is not the very
+ * launch the default makes; a decision the interval cannot make keeps the
+ * default and says why. A re-tune changes an earlier table's choice only
+ * when the new one is faster than it in the same way. The tuner refuses to
+ * run while a dispatch knob is set, and before the sweep when the model and
+ * the gate's buffers do not fit in the free memory. The table is gated
+ * (strata/verify.h), written atomically (its comment lines carry the
+ * provenance: tool, source commit, date, device, model file and SHA-256,
+ * token mix, report names), loaded back through the guarded loader, a JSON
+ * report records every measurement and decision, an HTML page is rendered
+ * from that JSON beside it, and the output folder's index tables.json is
+ * updated. */
 #ifndef STRATA_TUNER_H
 #define STRATA_TUNER_H
 
@@ -22,6 +29,7 @@
 #include "strata/decode.h"
 #include "strata/limits.h"
 #include "strata/status.h"
+#include "strata/verify.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,7 +40,7 @@ typedef struct {
     const char *out_dir;    /* where the table and report go ("." if NULL) */
     double threshold;       /* keep threshold, fraction (0.01 = 1%) */
     int ntok_mix[ST_MAX_TOKENS];        /* decode mix for mmvq shapes (token counts) */
-    int n_ntok_mix;         /* 0 = 1..8 */
+    int n_ntok_mix;         /* 0 = 1..ST_DECODE_TOKENS */
     int expert_ntok[ST_MAX_TOKENS];     /* token counts tuned for expert shapes */
     int n_expert_ntok;      /* 0 = same as the mix */
     bool do_expert, do_mmvq;
@@ -40,7 +48,8 @@ typedef struct {
     bool quiet;             /* no progress lines */
     bool force;             /* overwrite a table made for another identity */
     bool no_verify;         /* skip the end-to-end gate before installing */
-    int rounds;             /* 0 = automatic */
+    int rounds;             /* timed rounds per candidate, 6..64 (0 = 15; --quick 9) */
+    double gate_budget_s;   /* the gate's time budget (0 = 60 s; --quick 20 s) */
     /* Hand-given shapes (replace the model's / demo set): each string is
      * "expert GU DN N_EMBD N_FF N_TOKENS" or "mmvq TYPE ROWS COLS". */
     const char *const *shapes;
@@ -48,6 +57,7 @@ typedef struct {
     int n_expert;           /* experts for demo / hand-given expert shapes (default 64) */
     int topk;               /* top-k for demo / hand-given expert shapes (default 8) */
     const char *command_line; /* recorded in the report */
+    int device;             /* the device index the context was opened on (recorded in the report) */
     volatile int *stop;     /* set non-zero (e.g. by SIGINT) to stop cleanly; no table is written */
 } st_tune_options;
 
@@ -61,18 +71,23 @@ typedef struct {
     int shapes;          /* shapes tuned */
     int kept_variants;   /* shapes where a variant beat the default */
     int mismatches;      /* candidates disqualified by the byte compare (bugs) */
-    int noisy;           /* decisions whose spread exceeded the threshold */
+    int noisy;           /* decisions the noise made: the best measured beyond the threshold, its
+                            interval did not (the default was kept) */
     char table_path[ST_TUNE_PATH_MAX];
     char report_path[ST_TUNE_PATH_MAX]; /* the JSON; the HTML page is the same name ending in .html */
     bool table_written;  /* false when every shape kept the default... still written with provenance */
     bool engaged;        /* the written table loaded back and engaged */
     int changed_vs_previous; /* choices that differ from the table this run replaced (-1: none for this identity) */
+    st_gate_verdict gate;    /* the gate's verdict (ST_GATE_NOT_RUN when not needed or skipped) */
 } st_tune_result;
 
 /* Runs the whole tune on context CTX. Prints progress through the log sink
  * unless quiet. Returns ST_ERR_MISMATCH if any candidate disagreed with the
  * default (the table is still written without it), ST_ERR_INTERRUPTED when
- * stopped (nothing written). */
+ * stopped (nothing written), ST_ERR_REFUSED when a knob is set or the gate
+ * measured the table slower, ST_ERR_UNDECIDED when the gate could not
+ * decide, ST_ERR_NOMEM when the run does not fit in the free memory (in
+ * these cases nothing is installed; st_last_error() says why in one line). */
 ST_API st_status st_tune_run(st_ctx *ctx, const st_tune_options *opt, st_tune_result *res);
 
 #ifdef __cplusplus

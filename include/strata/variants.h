@@ -16,11 +16,16 @@
  * shipped; 2 = S=32 canonical streams, row-planar device layout, the lists
  * below; 3 = IQ3_S sign plane transposed, pipelined default iq_mmvq (the
  * same bits, but a table tuned against space 2 compared variants with
- * other kernels: its choices no longer describe this build); 4 = experts
- * per layer up to 512 and top-k up to 16 (ST_MAX_EXPERTS, ST_MAX_TOPK): the
+ * other kernels: its choices no longer describe this build); 4 = 13 more
+ * weight formats (ST_QTYPES: Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, Q6_K,
+ * IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M, MXFP4: rows of those types mean kernels
+ * that did not exist before; the seven earlier formats keep their kernels
+ * and bits) and experts per layer up to 512 and top-k up to 16 (ST_MAX_EXPERTS, ST_MAX_TOPK): the
  * expert kernels' shared expert lists and pair arrays are sized by them, so
- * a table measured the kernels with the smaller arrays. */
-#define STRATA_SELECTION_SPACE 4
+ * a table measured the kernels with the smaller arrays; 5 = n_tokens up to
+ * 32 (the default iq_mmvq takes the matrix units beyond 8 tokens) and the
+ * matrix-instruction variants STRATA_MMVQ_MMA_VARIANTS ("mmaW"). */
+#define STRATA_SELECTION_SPACE 5
 
 /* Exactness contract (docs/DESIGN.md section 2). A row's K values are split into
  * units of ST_CANON_UNIT values (one q8_1 activation block). Unit u belongs
@@ -36,6 +41,13 @@
  * per block. X(R). */
 #define STRATA_MMVQ_ROWS_VARIANTS(X) X(1) X(2) X(4) X(8) X(16)
 
+/* iq_mmvq matrix-instruction variants: 16 rows per block on W warps, warp w
+ * taking the canonical streams w, w + W, ... (W divides 32), every weight
+ * decoded once for all tokens of the call (kernels/mmvq_mma.h). A rows
+ * argument names one as -W (st_iq_mmvq_variant); a table row as "mmaW".
+ * X(W). */
+#define STRATA_MMVQ_MMA_VARIANTS(X) X(8) X(16) X(32)
+
 /* expert_grouped table variants: plain one-warp-per-row gate-up kernel with
  * GU rows per block, and down kernel with DN rows per block. X(GU, DN). */
 #define STRATA_EXPERT_ROWS_VARIANTS(X) \
@@ -49,8 +61,8 @@
  *   WHEN "v"    -> active when set to exactly "v".                       */
 #define STRATA_DISPATCH_KNOBS(X)                                                   \
     X(OLD_IQ_MMVQ, "STRATA_OLD_IQ_MMVQ", NULL,                                     \
-      "iq_mmvq takes the legacy path: separate q8_1 launch, one row per warp, "    \
-      "activations read from global memory")                                      \
+      "legacy iq_mmvq: ggml block_q8_1 activations read with 4-byte loads, one "   \
+      "row per single-warp block")                                                 \
     X(NO_SUB16_GU, "STRATA_NO_SUB16_GU", NULL,                                     \
       "expert gate-up never uses fewer than 16 lanes per row")                     \
     X(IQ_STAGE_GRID_OFF, "STRATA_IQ_STAGE_GRID", "0",                              \

@@ -1,8 +1,13 @@
 /* strata-tune: the end-to-end gate. A table may be installed only if a whole
  * decode step with it gives the same output bytes as without it, for every
- * layer and token count, and is not slower than the limit (2%) in two
- * independent interleaved measurements (a slowdown is confirmed before it
- * refuses). */
+ * layer and token count, and the measurement shows it is not slower than
+ * the limit (2%): per token count, the interval of the median paired
+ * change of the step time (rounds without and with the table, interleaved)
+ * must lie within the limit, at 95% confidence for the whole verdict (split
+ * over the step's 11 token counts, 1..8, 16, 24, 32, and the looks at the data). An interval beyond the limit refuses the
+ * table; one that reaches both sides is measured further (more rounds,
+ * within a time budget), and when the budget runs out the gate says it
+ * cannot decide. */
 #ifndef STRATA_VERIFY_H
 #define STRATA_VERIFY_H
 
@@ -22,27 +27,48 @@ typedef struct {
     int n_shapes;
     int n_layers;             /* synthetic model: repeat the shapes this many times (default 1) */
     int n_expert, topk;       /* synthetic expert layers (default 64, 8) */
-    int rounds;               /* timed rounds per token count (default 21) */
+    int rounds;               /* first batch of timed rounds per token count (default 21; at least the
+                                 ~12 the confidence needs);
+                                 more when the noise needs them, up to 4096 */
     double max_slowdown;      /* fraction, default 0.02 */
+    double budget_s;          /* measuring time for all the token counts before "cannot decide"
+                                 (default 60 s) */
     bool quiet;
     volatile int *stop;
 } st_verify_options;
 
 ST_API void st_verify_options_default(st_verify_options *o);
 
+typedef enum {
+    ST_GATE_NOT_RUN = 0,
+    ST_GATE_PASS,             /* bytes identical, every token count measured within the limit */
+    ST_GATE_FAIL_BYTES,       /* output bytes differ with the table (a bug) */
+    ST_GATE_FAIL_SLOWER,      /* a token count measured slower beyond the limit */
+    ST_GATE_UNDECIDED         /* the noise stayed wider than the limit within the budget */
+} st_gate_verdict;
+
 typedef struct {
     bool bytes_equal;         /* every layer, every token count */
-    bool not_slower;          /* every token count within max_slowdown */
-    bool passed;
+    bool not_slower;          /* every token count measured within max_slowdown (false when undecided) */
+    bool passed;              /* verdict == ST_GATE_PASS */
+    st_gate_verdict verdict;
     int n_layers, n_ops;      /* expert layers, operations per step */
+    /* Per token count: medians of the step without and with the table (us)
+     * and their interquartile spreads (fractions of the median)... */
     double base_us[ST_MAX_TOKENS], table_us[ST_MAX_TOKENS], base_spread[ST_MAX_TOKENS], table_spread[ST_MAX_TOKENS];
-    int table_launches;       /* launches that came from the table over the 8 compared steps */
-    char message[512];        /* the verdict, one line */
+    /* ...the median paired change with/without - 1 and its interval, and
+     * the rounds measured. */
+    double change[ST_MAX_TOKENS], change_lo[ST_MAX_TOKENS], change_hi[ST_MAX_TOKENS];
+    int rounds[ST_MAX_TOKENS];
+    double confidence;        /* the intervals' coverage (the lowest of the token counts) */
+    double seconds;           /* time the gate measured */
+    int table_launches;       /* launches that came from the table over the compared steps */
+    char message[640];        /* the verdict, one line: "PASS: ...", "FAIL: ..." or "cannot decide: ..." */
 } st_verify_result;
 
 /* Runs the gate on CTX (whose own engaged table, if any, is left as it was).
- * ST_OK with res->passed true or false; other statuses for errors (bad
- * model, table that does not engage here, ...). */
+ * ST_OK with res->verdict (and res->passed) set; other statuses for errors
+ * (bad model, table that does not engage here, ...). */
 ST_API st_status st_verify_run(st_ctx *ctx, const st_verify_options *opt, st_verify_result *res);
 
 #ifdef __cplusplus

@@ -27,6 +27,33 @@ bool st_identity_matches(const st_identity *a, const st_identity *b)
            strcmp(a->compiler, b->compiler) == 0 && a->space == b->space;
 }
 
+bool st_identity_same_device(const st_identity *a, const st_identity *b)
+{
+    return st_identity_matches(a, b) && strcmp(a->model, b->model) == 0;
+}
+
+void st_identity_set_model(st_identity *id)
+{
+    char suffix[24];
+    snprintf(suffix, sizeof suffix, "-%dcu", id->compute_units > 0 ? id->compute_units : 0);
+    const size_t room = sizeof id->model - strlen(suffix) - 1;
+    size_t n = 0;
+    bool dash = false;
+    for (const char *p = id->device_name; *p && n < room; p++) {
+        char c = *p;
+        if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+        if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) {
+            if (dash && n > 0 && n + 1 < room) id->model[n++] = '-';
+            id->model[n++] = c;
+            dash = false;
+        } else {
+            dash = true;
+        }
+    }
+    if (n == 0) n = (size_t)snprintf(id->model, room + 1, "gpu");
+    snprintf(id->model + n, sizeof id->model - n, "%s", suffix);
+}
+
 int st_identity_header(const st_identity *id, char *buf, size_t n)
 {
     return snprintf(buf, n, "%s %s %s %d", id->arch, id->runtime, id->compiler, id->space);

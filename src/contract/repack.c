@@ -1,32 +1,35 @@
-/* ggml block rows <-> the row-planar device layout, on the host; the
- * per-block work is src/contract/repack_block.h, shared with the device. */
+/* ggml block rows <-> the row-planar device layout (layout.h). Each format's
+ * home says which planes it has (its planes()) and how one block's fields
+ * go to them (its io(): plain copies, or a lossless regrouping such as
+ * Q4_K's nibbles or IQ3_S's transposed signs). */
 #include "repack.h"
-#include "repack_block.h"
+#include "format_ops.h"
 #include "internal.h"
+#include "layout.h"
 
 #include <string.h>
 
-typedef st_repack_plan plan;
+typedef struct {
+    const st_format_ops *f;
+    int64_t rows, nb;
+    size_t off[ST_MAX_PLANES];
+    st_plane_spec spec;
+} plan;
 
 static st_status make_plan(st_qtype t, int64_t rows, int64_t cols, plan *p, size_t *total)
 {
-    size_t rb = st_qtype_row_bytes(t, cols);
-    if (!st_qtype_valid(t) || rows <= 0 || rb == 0)
+    const size_t rb = st_qtype_row_bytes(t, cols);
+    p->f = st_format_ops_of(t);
+    if (!p->f || rows <= 0 || rb == 0)
         return st_fail(ST_ERR_INVALID_ARG, "repack: bad %s matrix %lld x %lld", st_qtype_name(t),
                        (long long)rows, (long long)cols);
-    if (st_plane_spec_of((int)t, cols, &p->spec) != 0)
-        return st_fail(ST_ERR_UNSUPPORTED, "repack: no device layout for %s", st_qtype_name(t));
+    memset(&p->spec, 0, sizeof p->spec);
+    p->f->planes(cols, &p->spec);
     p->rows = rows;
-    p->nu = cols / 32;
-    p->nb = cols / st_qtype_block_values(t);
-    size_t s = st_plane_offsets(&p->spec, rows, p->off);
+    p->nb = cols / p->f->qk;
+    const size_t s = st_plane_offsets(&p->spec, rows, p->off);
     if (total) *total = s;
     return ST_OK;
-}
-
-st_status st_repack_plan_of(st_qtype t, int64_t rows, int64_t cols, st_repack_plan *p, size_t *total)
-{
-    return make_plan(t, rows, cols, p, total);
 }
 
 size_t st_repack_size(st_qtype t, int64_t rows, int64_t cols)
@@ -36,7 +39,7 @@ size_t st_repack_size(st_qtype t, int64_t rows, int64_t cols)
     return make_plan(t, rows, cols, &p, &total) == ST_OK ? total : 0;
 }
 
-int st_repack_planes(st_qtype t, int64_t rows, int64_t cols, size_t off[5])
+int st_repack_planes(st_qtype t, int64_t rows, int64_t cols, size_t off[ST_MAX_PLANES])
 {
     plan p;
     if (make_plan(t, rows, cols, &p, NULL) != ST_OK) return 0;
@@ -47,13 +50,21 @@ int st_repack_planes(st_qtype t, int64_t rows, int64_t cols, size_t off[5])
 static st_status run(st_qtype t, int64_t rows, int64_t cols, uint8_t *ggml, uint8_t *packed, int to_packed)
 {
     plan p;
-    size_t total;
+    size_t total = 0;
     ST_TRY(make_plan(t, rows, cols, &p, &total));
-    if (to_packed) memset(packed, 0, total);
-    const size_t bb = (size_t)st_qtype_block_bytes(t), rb = st_qtype_row_bytes(t, cols);
+    const size_t bb = (size_t)p.f->bytes, rb = st_qtype_row_bytes(t, cols);
+    /* zeroed first: the alignment padding, and the fields an unpack merges
+     * bits into */
+    if (to_packed)
+        memset(packed, 0, total);
+    else
+        memset(ggml, 0, (size_t)rows * rb);
+    st_repack_io io;
+    memset(&io, 0, sizeof io);
+    io.to_packed = to_packed;
+    for (int i = 0; i < p.spec.n; i++) io.plane[i] = packed + p.off[i];
     for (int64_t r = 0; r < rows; r++)
-        for (int64_t b = 0; b < p.nb; b++)
-            st_rp_block((int)t, &p, r * p.nb + b, ggml + (size_t)r * rb + (size_t)b * bb, packed, to_packed);
+        for (int64_t b = 0; b < p.nb; b++) p.f->io(&io, r * p.nb + b, ggml + (size_t)r * rb + (size_t)b * bb);
     return ST_OK;
 }
 
@@ -66,6 +77,5 @@ st_status st_repack(st_qtype t, int64_t rows, int64_t cols, const void *ggml, vo
 st_status st_unpack(st_qtype t, int64_t rows, int64_t cols, const void *packed, void *ggml)
 {
     if (!ggml || !packed) return st_fail(ST_ERR_INVALID_ARG, "unpack: NULL buffer");
-    if (t == ST_Q4_K) memset(ggml, 0, (size_t)rows * st_qtype_row_bytes(t, cols));
     return run(t, rows, cols, ggml, (uint8_t *)(uintptr_t)packed, 0);
 }

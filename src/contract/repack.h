@@ -6,7 +6,7 @@
 
 #include "strata/formats.h"
 #include "strata/status.h"
-#include "repack_block.h"
+#include "layout.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -14,11 +14,7 @@
 /* Bytes of the device layout of ROWS x COLS of type T (0 when invalid). */
 size_t st_repack_size(st_qtype t, int64_t rows, int64_t cols);
 /* Byte offset of each plane inside the packed buffer; returns plane count. */
-int st_repack_planes(st_qtype t, int64_t rows, int64_t cols, size_t off[5]);
-/* The plan (plane offsets, blocks and units per row) of ROWS x COLS of type T
- * and its total bytes; ST_ERR_INVALID_ARG / ST_ERR_UNSUPPORTED when there is
- * no layout. The device repack uses it with st_rp_block. */
-st_status st_repack_plan_of(st_qtype t, int64_t rows, int64_t cols, st_repack_plan *p, size_t *total);
+int st_repack_planes(st_qtype t, int64_t rows, int64_t cols, size_t off[ST_MAX_PLANES]);
 /* ggml rows -> device layout (DST has st_repack_size bytes). */
 st_status st_repack(st_qtype t, int64_t rows, int64_t cols, const void *ggml, void *dst);
 /* device layout -> ggml rows (the inverse, for tests). */

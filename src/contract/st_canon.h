@@ -156,28 +156,25 @@ ST_HD float st_silu_mul(float g, float u)
     return st_fmul(s, u);
 }
 
-/* ---- per-unit scale factors (one unit = 32 weights) -------------------
- * A unit's contribution to a stream is acc = fma(A, (float)isum, acc) with
- * A = st_fmul(W, da): W below, da the q8_1 block's f16 d as f32, isum the
- * exact integer dot of the unit's integer weights with the q8_1 values.
- * Q4_K adds a second term acc = fma(-st_fmul(M, da), (float)qsum, acc)
- * with qsum the sum of the q8_1 values. */
-ST_HD float st_w_q8_0(float d) { return d; }
-ST_HD float st_w_iq4_nl(float d) { return d; }
-/* IQ4_XS: sub-block scale ls in 0..63. */
-ST_HD float st_w_iq4_xs(float d, int ls) { return st_fmul(d, (float)(ls - 32)); }
-/* IQ3_S: 4-bit sub-block scale s. */
-ST_HD float st_w_iq3_s(float d, int s) { return st_fmul(d, (float)(1 + 2 * s)); }
-/* IQ3_XXS: 4-bit scale ls (top bits of the scales-and-signs word). */
-ST_HD float st_w_iq3_xxs(float d, int ls)
+/* ---- one unit's contribution to a stream ------------------------------
+ * A unit is 32 weights (one q8_1 activation block). With isum the exact
+ * integer dot of its integer weights with the q8_1 values, da the q8_1
+ * block's f16 d as f32 and W the unit's float factor:
+ *   acc = fma(W * da, isum, acc)
+ * and, for a format with a min term (M its float factor, qm the integer
+ * dot of the min factors with the q8_1 values):
+ *   acc = fma(-(M * da), qm, acc).
+ * Each format's W and M (st_w_<fmt>, st_m_<fmt>) and how it forms isum and
+ * qm are in its home, src/contract/formats/<fmt>.h (format_home.h). */
+ST_HD float st_canon_unit(float W, float da, int isum, float acc)
 {
-    return st_fmul(st_fmul(d, (float)(2 * ls + 1)), 0.25f);
+    return st_fma(st_fmul(W, da), (float)isum, acc);
 }
-/* IQ2_S: both 4-bit scales are folded into isum as (2s+1) integer factors. */
-ST_HD float st_w_iq2_s(float d) { return st_fmul(d, 0.125f); }
-/* Q4_K: 6-bit scale and min. */
-ST_HD float st_w_q4_k(float d, int sc) { return st_fmul(d, (float)sc); }
-ST_HD float st_m_q4_k(float dmin, int m) { return st_fmul(dmin, (float)m); }
+
+ST_HD float st_canon_unit_min(float M, float da, int qm, float acc)
+{
+    return st_fma(-st_fmul(M, da), (float)qm, acc);
+}
 
 /* The fixed butterfly over the 32 stream partials: pairs i, i^16 first, down
  * to i, i^1. V is overwritten; returns the row's value. */

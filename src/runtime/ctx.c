@@ -5,12 +5,14 @@
 #include "strata/decode.h"
 #include "backend.h"
 #include "ctx_internal.h"
+#include "devinfo.h"
 #include "internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define DEFAULT_MAX_DIM 32768
 
@@ -25,6 +27,8 @@ struct st_ctx {
     st_log_fn log_fn;
     void *log_user;
     st_ctx_stats stats;
+    double test_slow; /* st_ctx_test_slow_variants */
+    size_t test_llc;  /* st_ctx_test_set_llc */
 };
 
 struct st_matrix {
@@ -309,6 +313,24 @@ static st_status check_rows(const st_ctx *c, int64_t rows, const char *what)
     return ST_OK;
 }
 
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+void st_ctx_test_slow_variants(st_ctx *c, double extra) { c->test_slow = extra > 0 ? extra : 0; }
+
+/* The test hook's spin after a CPU variant launch that began at T0. */
+static st_status test_slow_end(const st_ctx *c, double t0, st_status s)
+{
+    const double until = now_ms() + c->test_slow * (now_ms() - t0);
+    while (now_ms() < until) {
+    }
+    return s;
+}
+
 st_status st_iq_mmvq_variant(st_ctx *c, const st_matrix *w, const float *x, int nt, float *y, int rows)
 {
     if (!c || !w || !x || !y) return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: NULL argument");
@@ -321,6 +343,10 @@ st_status st_iq_mmvq_variant(st_ctx *c, const st_matrix *w, const float *x, int 
         c->stats.variant_launches++;
     else
         c->stats.default_launches++;
+    if (rows && c->test_slow > 0 && c->backend == ST_BACKEND_CPU) {
+        const double t0 = now_ms(); /* before the call: argument order is unspecified */
+        return test_slow_end(c, t0, c->ops->mmvq(c->b, &w->m, x, nt, y, rows, &c->cfg));
+    }
     return c->ops->mmvq(c->b, &w->m, x, nt, y, rows, &c->cfg);
 }
 
@@ -331,6 +357,8 @@ st_status st_iq_mmvq(st_ctx *c, const st_matrix *w, const float *x, int nt, floa
         st_mmvq_key key = {w->m.type, (int)w->m.rows, (int)w->m.cols};
         if (st_table_lookup_mmvq(c->table, &key, &rows))
             c->stats.table_hits++;
+        else if (st_table_tuned_default_mmvq(c->table, &key))
+            c->stats.table_defaults++;
         else
             c->stats.table_misses++;
     }
@@ -379,6 +407,11 @@ st_status st_expert_grouped_variant(st_ctx *c, const st_experts *ex, const float
         c->stats.variant_launches++;
     const int n_embd = (int)ex->gate->m.cols, n_ff = (int)(ex->gate->m.rows / ex->n_expert);
     st_bexperts be = {&ex->gate->m, &ex->up->m, &ex->down->m, ex->n_expert, n_embd, n_ff};
+    if (!dflt && c->test_slow > 0 && c->backend == ST_BACKEND_CPU) {
+        const double t0 = now_ms();
+        return test_slow_end(c, t0, c->ops->expert_grouped(c->b, &be, x, ids, wts, nt, topk, out, gu_rows, down_rows,
+                                                           &c->cfg));
+    }
     return c->ops->expert_grouped(c->b, &be, x, ids, wts, nt, topk, out, gu_rows, down_rows, &c->cfg);
 }
 
@@ -391,6 +424,8 @@ st_status st_expert_grouped(st_ctx *c, const st_experts *ex, const float *x, con
                              (int)(ex->gate->m.rows / ex->n_expert), nt};
         if (st_table_lookup_expert(c->table, &key, &gu, &dn))
             c->stats.table_hits++;
+        else if (st_table_tuned_default_expert(c->table, &key))
+            c->stats.table_defaults++;
         else
             c->stats.table_misses++;
     }
@@ -403,7 +438,29 @@ void st_ctx_reset_stats(st_ctx *c) { memset(&c->stats, 0, sizeof c->stats); }
 /* ---- services for the tuner, the benchmark and the tests --------------- */
 st_status st_ctx_timer_start(st_ctx *c) { return c->ops->timer_start(c->b); }
 st_status st_ctx_timer_stop(st_ctx *c, double *ms) { return c->ops->timer_stop(c->b, ms); }
-size_t st_ctx_llc_bytes(st_ctx *c) { return c->ops->llc_bytes(c->b); }
+size_t st_ctx_llc(st_ctx *c, const char **source)
+{
+    static const char cpu[] = "none: the CPU backend has no card's cache to rotate past (its timings are the reference's)";
+    static const char fake[] = "set by a test (st_ctx_test_set_llc)";
+    if (c->test_llc) {
+        *source = fake;
+        return c->test_llc;
+    }
+    if (c->backend != ST_BACKEND_GPU) {
+        *source = cpu;
+        return 0;
+    }
+    /* the runtime's L2, or the per-arch table's larger last level */
+    return st_llc_lookup(c->id.arch, c->id.device_name, c->id.compute_units, c->ops->llc_bytes(c->b), source);
+}
+
+size_t st_ctx_llc_bytes(st_ctx *c)
+{
+    const char *src;
+    return st_ctx_llc(c, &src);
+}
+
+void st_ctx_test_set_llc(st_ctx *c, size_t bytes) { c->test_llc = bytes; }
 
 st_status st_ctx_mem_info(st_ctx *c, size_t *free_bytes, size_t *total_bytes)
 {

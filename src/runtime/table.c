@@ -24,6 +24,10 @@ struct st_table {
     size_t n_slots;
     char **comments;
     size_t n_comments, cap_comments;
+    /* Shapes the tuner measured and kept the default for: its
+     * "tuned-default <key>" comments, as rows of a table of their own
+     * (created on the first such comment). */
+    struct st_table *defaults;
 };
 
 /* ---- the compiled-in variants (the only lists are the X-macros) -------- */
@@ -34,6 +38,9 @@ bool st_mmvq_rows_valid(int r)
 #define ST_ROWS_CASE_(rv) case rv:
         STRATA_MMVQ_ROWS_VARIANTS(ST_ROWS_CASE_)
 #undef ST_ROWS_CASE_
+#define ST_MMA_CASE_(w) case -(w):
+        STRATA_MMVQ_MMA_VARIANTS(ST_MMA_CASE_)
+#undef ST_MMA_CASE_
         return true;
     default:
         return false;
@@ -64,6 +71,9 @@ const char *st_mmvq_rows_list(char *buf, size_t n)
 #define ST_ROWS_TEXT_(rv) list_append(buf, n, &at, at ? " %d" : "%d", (rv), 0);
     STRATA_MMVQ_ROWS_VARIANTS(ST_ROWS_TEXT_)
 #undef ST_ROWS_TEXT_
+#define ST_MMA_TEXT_(w) list_append(buf, n, &at, at ? " mma%d" : "mma%d", (w), 0);
+    STRATA_MMVQ_MMA_VARIANTS(ST_MMA_TEXT_)
+#undef ST_MMA_TEXT_
     return buf;
 }
 
@@ -193,7 +203,7 @@ st_status st_table_create(const st_identity *id, st_table **out)
     if (out) *out = NULL;
     if (!id || !out) return st_fail(ST_ERR_INVALID_ARG, "table: NULL argument");
     if (!token_ok(id->arch, true) || !token_ok(id->runtime, false) ||
-        !token_ok(id->compiler, false) || id->space < 0)
+        !token_ok(id->compiler, false) || id->space < 0 || (id->model[0] && !token_ok(id->model, false)))
         return st_fail(ST_ERR_INVALID_ARG, "table: identity tokens must be non-empty words");
     ST_TRY(table_new(out));
     (*out)->id = *id;
@@ -209,6 +219,7 @@ void st_table_destroy(st_table *t)
     free(t->mmvq_idx);
     free(t->expert_idx);
     free(t->slots);
+    st_table_destroy(t->defaults);
     free(t);
 }
 
@@ -217,6 +228,7 @@ void st_table_set_identity(st_table *t, const st_identity *id)
     memcpy(t->id.arch, id->arch, sizeof t->id.arch);
     memcpy(t->id.runtime, id->runtime, sizeof t->id.runtime);
     memcpy(t->id.compiler, id->compiler, sizeof t->id.compiler);
+    memcpy(t->id.model, id->model, sizeof t->id.model);
     t->id.space = id->space;
 }
 
@@ -306,6 +318,34 @@ st_status st_table_add_expert(st_table *t, const st_expert_key *key, int gu_rows
     return s;
 }
 
+/* "tuned-default mmvq TYPE ROWS COLS" / "tuned-default expert GU DN NE NF NT"
+ * into T->defaults; any other comment is only a comment. */
+static st_status note_tuned_default(st_table *t, const char *c)
+{
+    static const char head[] = "tuned-default ";
+    if (strncmp(c, head, sizeof head - 1) != 0) return ST_OK;
+    char kind[16], a[16], b[16];
+    int v[3] = {0, 0, 0}, nt = 0, used = 0;
+    st_table_row r;
+    memset(&r, 0, sizeof r);
+    c += sizeof head - 1;
+    if (sscanf(c, "mmvq %15s %d %d %n", a, &v[0], &v[1], &used) == 3 && !c[used]) {
+        r.kind = ST_ROW_MMVQ;
+        r.mmvq = (st_mmvq_key){st_qtype_from_name(a), v[0], v[1]};
+        if (r.mmvq.type == ST_QTYPE_NONE) return ST_OK;
+    } else if (sscanf(c, "%15s %15s %15s %d %d %d %n", kind, a, b, &v[0], &v[1], &nt, &used) == 6 && !c[used] &&
+               !strcmp(kind, "expert")) {
+        r.kind = ST_ROW_EXPERT;
+        r.expert = (st_expert_key){st_qtype_from_name(a), st_qtype_from_name(b), v[0], v[1], nt};
+        if (r.expert.gu_type == ST_QTYPE_NONE || r.expert.down_type == ST_QTYPE_NONE) return ST_OK;
+    } else {
+        return ST_OK;
+    }
+    if (!t->defaults) ST_TRY(table_new(&t->defaults));
+    st_status s = st_table_insert_row(t->defaults, &r, NULL);
+    return s == ST_ERR_EXISTS ? ST_OK : s;
+}
+
 st_status st_table_add_comment_n(st_table *t, const char *text, size_t n)
 {
     if (!t || (!text && n)) return st_fail(ST_ERR_INVALID_ARG, "table: NULL argument");
@@ -324,7 +364,7 @@ st_status st_table_add_comment_n(st_table *t, const char *text, size_t n)
     /* Spaces made from line breaks may now trail. */
     while (n && (c[n - 1] == ' ' || c[n - 1] == '\t')) c[--n] = '\0';
     t->comments[t->n_comments++] = c;
-    return ST_OK;
+    return note_tuned_default(t, c);
 }
 
 st_status st_table_add_comment(st_table *t, const char *text)
@@ -374,6 +414,16 @@ bool st_table_lookup_expert(const st_table *t, const st_expert_key *key, int *gu
     if (gu_rows) *gu_rows = r->gu_rows;
     if (down_rows) *down_rows = r->down_rows;
     return true;
+}
+
+bool st_table_tuned_default_mmvq(const st_table *t, const st_mmvq_key *key)
+{
+    return t && !st_table_lookup_mmvq(t, key, NULL) && st_table_lookup_mmvq(t->defaults, key, NULL);
+}
+
+bool st_table_tuned_default_expert(const st_table *t, const st_expert_key *key)
+{
+    return t && !st_table_lookup_expert(t, key, NULL, NULL) && st_table_lookup_expert(t->defaults, key, NULL, NULL);
 }
 
 void st_table_mmvq_at(const st_table *t, size_t i, st_mmvq_key *key, int *rows)
@@ -451,6 +501,7 @@ st_status st_table_format(const st_table *t, char **text, size_t *len)
     if (len) *len = 0;
     strbuf b = {NULL, 0, 0, false};
     sb_printf(&b, "%s %s %s %d\n", t->id.arch, t->id.runtime, t->id.compiler, t->id.space);
+    if (t->id.model[0]) sb_printf(&b, "device %s\n", t->id.model);
     for (size_t i = 0; i < t->n_comments; i++) {
         sb_text(&b, t->comments[i][0] ? "# " : "#");
         sb_text(&b, t->comments[i]);
@@ -459,8 +510,8 @@ st_status st_table_format(const st_table *t, char **text, size_t *len)
     for (size_t i = 0; i < t->n_rows; i++) {
         const st_table_row *r = &t->rows[i];
         if (r->kind == ST_ROW_MMVQ)
-            sb_printf(&b, "mmvq %s %d %d %d\n", st_qtype_name(r->mmvq.type), r->mmvq.n_rows,
-                      r->mmvq.n_cols, r->rows);
+            sb_printf(&b, r->rows < 0 ? "mmvq %s %d %d mma%d\n" : "mmvq %s %d %d %d\n", st_qtype_name(r->mmvq.type),
+                      r->mmvq.n_rows, r->mmvq.n_cols, r->rows < 0 ? -r->rows : r->rows);
         else
             sb_printf(&b, "expert %s %s %d %d %d %d %d\n", st_qtype_name(r->expert.gu_type),
                       st_qtype_name(r->expert.down_type), r->expert.n_embd, r->expert.n_ff,

@@ -34,7 +34,7 @@ typedef struct {
 st_status st_table_insert_row(st_table *t, const st_table_row *row, size_t *first_line);
 
 /* Replaces the header tokens (the parser fills them after it created the
- * table). Copies arch, runtime, compiler and space only. */
+ * table). Copies arch, runtime, compiler, space and the device model only. */
 void st_table_set_identity(st_table *t, const st_identity *id);
 
 /* st_table_add_comment for N bytes of TEXT (need not be NUL-terminated).
@@ -57,9 +57,10 @@ const char *st_expert_rows_list(char *buf, size_t n);
 const char *st_table_type_names(void);
 
 /* Finds the header of table text BUF[0..LEN) without checking anything
- * else: ST_OK and its four tokens in *HDR when the first non-comment line
- * is a well-formed header; otherwise an error status. Silent (used to pick
- * a table out of a directory). */
+ * else: ST_OK and its four tokens (and the device line's model, empty when
+ * there is none) in *HDR when the first non-comment line is a well-formed
+ * header; otherwise an error status. Silent (used to pick a table out of a
+ * directory). */
 st_status st_table_read_header(const char *buf, size_t len, st_identity *hdr);
 
 /* st_read_file that also gives the reason of a failure, without the path,

@@ -127,14 +127,15 @@ static st_status list_tables(const char *dir, char ***names, size_t *count, int 
     return ST_OK;
 }
 
-/* Whether the header of the file at PATH matches ID (quietly). */
+/* Whether the header and device line of the file at PATH match ID
+ * (quietly). */
 static bool header_matches(const char *path, const st_identity *id)
 {
     char *buf = NULL;
     size_t len = 0;
     st_identity hdr;
     bool ok = st_read_file_err(path, &buf, &len, NULL) == ST_OK &&
-              st_table_read_header(buf, len, &hdr) == ST_OK && st_identity_matches(&hdr, id);
+              st_table_read_header(buf, len, &hdr) == ST_OK && st_identity_same_device(&hdr, id);
     free(buf);
     return ok;
 }
@@ -171,8 +172,10 @@ static st_status load_dir(const char *dir, const st_identity *id, const st_dispa
         if (!full) say(msg, msglen, ST_TABLE_MSG_PREFIX "%s: cannot read: %s", dir, strerror(ENOMEM));
         free(full);
     } else if (matches == 0) {
-        char hdr[4 * ST_TOKEN_MAX + 16];
-        st_identity_header(id, hdr, sizeof hdr);
+        char hdr[5 * ST_TOKEN_MAX + 32];
+        const int w = st_identity_header(id, hdr, sizeof hdr);
+        if (id->model[0] && w > 0 && (size_t)w < sizeof hdr)
+            snprintf(hdr + w, sizeof hdr - (size_t)w, ", device %s", id->model);
         say(msg, msglen, ST_TABLE_MSG_PREFIX "%s: no table matches this process (%s); %zu tables skipped", dir, hdr, n);
         s = st_fail(ST_ERR_NOT_FOUND, "%s: no table matches this process", dir);
     } else {

@@ -5,7 +5,10 @@
  * The input is (pointer, length): it need not be NUL-terminated, may hold
  * NUL bytes (refused) and lines of any length. Nothing is read past LEN.
  * Check order: empty -> header token count -> space -> arch -> runtime ->
- * compiler -> active knobs -> rows (the first bad line wins). */
+ * compiler -> device -> active knobs -> rows (the first bad line wins).
+ * The device line ("device <model>", see st_identity.model) directly
+ * follows the header, comments aside; GPU tables have one, CPU tables
+ * none. */
 #include "table_internal.h"
 #include "internal.h"
 #include "strata/variants.h"
@@ -231,6 +234,36 @@ static st_status parse_header(pctx *c, const line_t *ln, st_identity *hdr)
     return ST_OK;
 }
 
+/* After the header: the optional device line into HDR->model. Comments go
+ * to T (when not NULL). *PENDING is set when the first other line was read
+ * and is no device line (it is then in *LN, for the rows). */
+static st_status parse_device(pctx *c, reader *r, st_table *t, line_t *ln, st_identity *hdr, bool *pending)
+{
+    char b[SHOW_MAX + 4];
+    *pending = false;
+    while (next_line(r, ln)) {
+        if (ln->cls == LINE_BLANK) continue;
+        if (ln->cls == LINE_COMMENT) {
+            if (t) ST_TRY(st_table_add_comment_n(t, ln->text.s, ln->text.n));
+            continue;
+        }
+        if (ln->cls == LINE_NUL || !tok_is(ln->t[0], "device")) {
+            *pending = true;
+            return ST_OK;
+        }
+        if (ln->ntok != 2)
+            return say_line(c, ST_ERR_PARSE, ln->lineno, "expected 2 tokens for the device line (device <model>), found %zu",
+                            ln->ntok);
+        if (ln->t[1].n >= ST_TOKEN_MAX)
+            return say_line(c, ST_ERR_PARSE, ln->lineno, "device model '%s' is too long (at most %d characters)",
+                            SHOW(b, ln->t[1]), ST_TOKEN_MAX - 1);
+        memcpy(hdr->model, ln->t[1].s, ln->t[1].n);
+        hdr->model[ln->t[1].n] = '\0';
+        return ST_OK;
+    }
+    return ST_OK;
+}
+
 /* Whether the table made for HDR may engage in process ID with CFG. */
 static st_status check_identity(pctx *c, const st_identity *hdr, const st_identity *id,
                                 const st_dispatch_config *cfg)
@@ -256,6 +289,13 @@ static st_status check_identity(pctx *c, const st_identity *hdr, const st_identi
         m.n = m.n < 4 ? m.n : 4;
         return say(c, ST_ERR_REFUSED, "made by compiler %s.., this build is %s..: run the tuner again",
                    show_n(a, h, 4), show_n(b, m, 4));
+    }
+    if (strcmp(hdr->model, id->model) != 0) {
+        if (!hdr->model[0])
+            return say(c, ST_ERR_REFUSED, "names no device model, this device is %s: run the tuner on this device",
+                       id->model);
+        return say(c, ST_ERR_REFUSED, "made for device %s, this device is %s: run the tuner on this device",
+                   show_n(a, str_tok(hdr->model), ST_TOKEN_MAX), id->model[0] ? id->model : "the CPU reference (no model)");
     }
     int k = cfg ? st_dispatch_config_first_active(cfg) : -1;
     if (k >= 0)
@@ -335,7 +375,15 @@ static st_status parse_mmvq(pctx *c, const line_t *ln, st_table_row *r)
     ST_TRY(field_type(c, line, ln->t[1], &r->mmvq.type));
     ST_TRY(field_dim(c, line, "n_rows", ln->t[2], ST_TABLE_MAX_DIM, &r->mmvq.n_rows));
     ST_TRY(field_dim(c, line, "n_cols", ln->t[3], ST_TABLE_MAX_DIM, &r->mmvq.n_cols));
-    ST_TRY(field_rows(c, line, "rows", ln->t[4], &r->rows));
+    const tok rt = ln->t[4];
+    if (rt.n > 3 && !memcmp(rt.s, "mma", 3)) {
+        /* a matrix-instruction variant, "mmaW": rows -W */
+        tok w = {rt.s + 3, rt.n - 3};
+        ST_TRY(field_rows(c, line, "rows", w, &r->rows));
+        r->rows = r->rows > 0 ? -r->rows : 0;
+    } else {
+        ST_TRY(field_rows(c, line, "rows", rt, &r->rows));
+    }
     ST_TRY(check_block(c, line, "n_cols", r->mmvq.n_cols, r->mmvq.type));
     if (!st_mmvq_rows_valid(r->rows))
         return say_line(c, ST_ERR_PARSE, line, "rows %s is not a compiled-in variant (%s)",
@@ -368,6 +416,8 @@ static st_status parse_expert(pctx *c, const line_t *ln, st_table_row *r)
 static st_status parse_row(pctx *c, const line_t *ln, st_table *t)
 {
     char b[SHOW_MAX + 4];
+    if (tok_is(ln->t[0], "device"))
+        return say_line(c, ST_ERR_PARSE, ln->lineno, "the device line must directly follow the header");
     bool mmvq = tok_is(ln->t[0], "mmvq");
     if (!mmvq && !tok_is(ln->t[0], "expert"))
         return say_line(c, ST_ERR_PARSE, ln->lineno,
@@ -410,11 +460,14 @@ static st_status parse_impl(const char *buf, size_t len, const char *path, const
     reader r = {buf, len, 0, 0};
     line_t ln;
     st_identity hdr;
+    bool pending = false;
     st_status s = find_header(&c, &r, t, &ln);
     if (s == ST_OK) s = parse_header(&c, &ln, &hdr);
+    if (s == ST_OK) s = parse_device(&c, &r, t, &ln, &hdr, &pending);
     if (s == ST_OK && check) s = check_identity(&c, &hdr, id, cfg);
     if (s == ST_OK) st_table_set_identity(t, &hdr);
-    while (s == ST_OK && next_line(&r, &ln)) {
+    while (s == ST_OK && (pending || next_line(&r, &ln))) {
+        pending = false;
         switch (ln.cls) {
         case LINE_NUL:
             s = say_line(&c, ST_ERR_PARSE, ln.lineno, "contains a NUL byte");
@@ -464,5 +517,7 @@ st_status st_table_read_header(const char *buf, size_t len, st_identity *hdr)
     reader r = {buf + bom, len - bom, 0, 0};
     line_t ln;
     ST_TRY(find_header(&c, &r, NULL, &ln));
-    return parse_header(&c, &ln, hdr);
+    ST_TRY(parse_header(&c, &ln, hdr));
+    bool pending;
+    return parse_device(&c, &r, NULL, &ln, hdr, &pending);
 }

@@ -2,6 +2,7 @@
 #include "ctx_internal.h"
 #include "internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +33,31 @@ void st_timing_from_samples(double *us, int n, st_timing *t)
     t->max_us = us[n - 1];
     t->spread = t->median_us > 0 ? (t->p75_us - t->p25_us) / t->median_us : 0;
     t->rounds = n;
+}
+
+double st_median_ci(double *x, int n, double conf, double *median, double *lo, double *hi)
+{
+    *median = *lo = *hi = 0;
+    if (n < 1) return 0;
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    *median = quantile(x, n, 0.5);
+    /* P(B <= j) for B ~ Binomial(n, 1/2), summed in log space so that any n
+     * works; the interval [x(k), x(n+1-k)] covers the median with
+     * probability 1 - 2 P(B <= k-1). */
+    const double ln2n = n * log(2.0), lgn = lgamma(n + 1.0);
+    double tail = exp(-ln2n); /* P(B <= 0) */
+    double reached = 1 - 2 * tail;
+    int k = 1;
+    for (int kk = 2; 2 * kk <= n + 1; kk++) {
+        tail += exp(lgn - lgamma(kk) - lgamma(n - kk + 2.0) - ln2n); /* P(B = kk - 1) */
+        const double cover = 1 - 2 * tail;
+        if (cover < conf) break;
+        k = kk;
+        reached = cover;
+    }
+    *lo = x[k - 1];
+    *hi = x[n - k];
+    return reached;
 }
 
 static st_status timed_batch(st_ctx *ctx, const st_measure_spec *s, int cand, int batch, long *iter, double *us)
@@ -75,9 +101,23 @@ st_status st_measure(st_ctx *ctx, const st_measure_spec *s, st_timing *out)
     }
     if (st == ST_OK)
         for (int c = 0; c < s->n_cand; c++) {
+            if (s->samples) memcpy(s->samples + (size_t)c * rounds, samples + (size_t)c * rounds, sizeof *samples * (size_t)rounds);
             st_timing_from_samples(samples + (size_t)c * rounds, rounds, &out[c]);
             out[c].batch = batch;
         }
     free(samples);
     return st;
+}
+
+int st_rotation_copies(size_t one, size_t llc, size_t floor, int min_copies, bool *short_of_rule)
+{
+    const size_t cap = (size_t)6 << 30;
+    size_t want = floor > 4 * llc ? floor : 4 * llc;
+    if (one == 0) one = 1;
+    size_t copies = (want + one - 1) / one;
+    if (copies < (size_t)(min_copies > 0 ? min_copies : 1)) copies = (size_t)(min_copies > 0 ? min_copies : 1);
+    if (copies > ST_ROTATION_MAX_COPIES) copies = ST_ROTATION_MAX_COPIES;
+    while (copies > 1 && copies * one > cap) copies--;
+    if (short_of_rule) *short_of_rule = copies * one < 4 * llc;
+    return (int)copies;
 }

@@ -8,6 +8,8 @@
 
 #include "strata/decode.h"
 
+#include <stdbool.h>
+
 #define ST_MEASURE_MAX_ROUNDS 64
 
 /* Launches candidate CAND once; ITER counts launches (use it to rotate
@@ -22,6 +24,7 @@ typedef struct {
     st_launch_fn fn;
     void *user;
     volatile int *stop;
+    double *samples; /* optional: every round's time per launch, [n_cand][rounds] */
 } st_measure_spec;
 
 typedef struct {
@@ -35,5 +38,22 @@ st_status st_measure(st_ctx *ctx, const st_measure_spec *spec, st_timing *out);
 
 /* Median/quartiles of N samples (sorted in place). */
 void st_timing_from_samples(double *us, int n, st_timing *t);
+
+/* The distribution-free confidence interval of the median of N samples
+ * (sorted in place): [x(k), x(n+1-k)] of the order statistics, with the
+ * largest k whose two-sided coverage, from the binomial distribution, is at
+ * least CONF. *MEDIAN is the sample median. Returns the coverage reached:
+ * below CONF only when N is too small for it (then the interval is
+ * [min, max]); 0 for N < 1. */
+double st_median_ci(double *x, int n, double conf, double *median, double *lo, double *hi);
+
+/* The copies of a matrix set of ONE bytes a timing rotates over, so that
+ * every launch reads its weights from memory: a pass over them streams at
+ * least FLOOR bytes and at least 4 times LLC (the last-level cache), with
+ * at least MIN_COPIES, at most ST_ROTATION_MAX_COPIES copies and 6 GiB;
+ * *SHORT (may be NULL) tells when those caps leave it below 4 x LLC (a
+ * matrix smaller than 4 x LLC / ST_ROTATION_MAX_COPIES). */
+#define ST_ROTATION_MAX_COPIES 65536
+int st_rotation_copies(size_t one, size_t llc, size_t floor, int min_copies, bool *short_of_rule);
 
 #endif

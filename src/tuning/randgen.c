@@ -1,4 +1,5 @@
 #include "randgen.h"
+#include "format_ops.h"
 #include "st_canon.h"
 
 #include <string.h>
@@ -23,15 +24,10 @@ void st_random_floats(st_rng *r, float *dst, size_t n, float scale)
     for (size_t i = 0; i < n; i++) dst[i] = st_rng_float(r) * scale;
 }
 
-static void put_f16(uint8_t *p, float v)
-{
-    uint16_t h = st_float_to_half(v);
-    p[0] = (uint8_t)(h & 0xff);
-    p[1] = (uint8_t)(h >> 8);
-}
-
 void st_random_blocks(st_rng *r, st_qtype t, int64_t rows, int64_t cols, void *dst)
 {
+    const st_format_ops *f = st_format_ops_of(t);
+    if (!f) return;
     const size_t bb = (size_t)st_qtype_block_bytes(t);
     const int64_t nblocks = rows * (cols / st_qtype_block_values(t));
     uint8_t *p = dst;
@@ -44,8 +40,7 @@ void st_random_blocks(st_rng *r, st_qtype t, int64_t rows, int64_t cols, void *d
         /* Scales: positive and negative, spread over a few binades. */
         float d = (0.25f + 0.75f * (st_rng_float(r) * 0.5f + 0.5f)) * 0.001f;
         if (st_rng_u32(r) & 1) d = -d;
-        put_f16(p, d);
-        if (t == ST_Q4_K) put_f16(p + 2, d * 0.5f);
+        f->scales(p, d); /* the format's home knows its scale fields */
     }
 }
 

@@ -74,8 +74,8 @@ static st_status check_header(const uint8_t *h, st_stqv *s)
     if ((uint64_t)s->k / s->qk * s->block_bytes != s->row_bytes)
         return PARSE_FAIL("row_bytes is %u, K=%u of %s needs %llu", s->row_bytes, s->k, st_qtype_name(s->type),
                           (unsigned long long)((uint64_t)s->k / s->qk * s->block_bytes));
-    if (s->vec_dot_type != 8 && s->vec_dot_type != 15)
-        return PARSE_FAIL("vec_dot_type %u is neither 8 (Q8_0) nor 15 (Q8_K)", s->vec_dot_type);
+    if (s->vec_dot_type != 8 && s->vec_dot_type != 9 && s->vec_dot_type != 15)
+        return PARSE_FAIL("vec_dot_type %u is none of 8 (Q8_0), 9 (Q8_1), 15 (Q8_K)", s->vec_dot_type);
     if (s->vec_dot_type == 15 && s->k % 256 != 0)
         return PARSE_FAIL("vec_dot_type Q8_K needs K %% 256 == 0, K=%u", s->k);
     if ((s->flags & ST_STQV_FLAG_Q8_K) && s->k % 256 != 0)
@@ -104,7 +104,9 @@ static st_status expected_size(const st_stqv *s, int i, uint64_t *size, bool *re
         ok = mul3(292, T, K / 256, &r);
         break;
     case ST_STQV_X_VDT:
-        ok = s->vec_dot_type == 15 ? mul3(292, T, K / 256, &r) : mul3(34, T, K / 32, &r);
+        ok = s->vec_dot_type == 15  ? mul3(292, T, K / 256, &r)
+             : s->vec_dot_type == 9 ? mul3(ST_Q8_1_BLOCK_BYTES, T, K / 32, &r)
+                                    : mul3(34, T, K / 32, &r);
         break;
     case ST_STQV_Y_CPU_F32: ok = mul3(4, T, M, &r); break;
     case ST_STQV_ROW_SCALE_F32: ok = mul3(4, M, 1, &r); break;

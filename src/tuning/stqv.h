@@ -52,7 +52,7 @@ typedef struct st_stqv {
     uint32_t m, k, t;       /* rows, row length, tokens; all > 0 */
     uint32_t seed, flags;
     uint32_t qk, block_bytes, row_bytes; /* agree with the type and K */
-    uint32_t vec_dot_type;  /* 15 (Q8_K) or 8 (Q8_0) */
+    uint32_t vec_dot_type;  /* 15 (Q8_K), 8 (Q8_0) or 9 (Q8_1: Q4_1, Q5_1) */
     uint64_t sec_off[ST_STQV_N_SECTIONS];  /* absolute, 8-aligned; 0 if absent */
     uint64_t sec_size[ST_STQV_N_SECTIONS]; /* 0 if absent */
     size_t size;            /* file length */

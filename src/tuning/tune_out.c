@@ -166,7 +166,7 @@ static st_status find_ours(st_tune_out *o, const st_identity *id, char **found, 
         }
         /* a FIFO or device among them is skipped like the loader skips it */
         const bool ours = st_read_file_err(full, &buf, &len, NULL) == ST_OK &&
-                          st_table_read_header(buf, len, &hdr) == ST_OK && st_identity_matches(&hdr, id);
+                          st_table_read_header(buf, len, &hdr) == ST_OK && st_identity_same_device(&hdr, id);
         free(buf);
         if (ours) {
             const size_t at = strlen(names);
@@ -205,7 +205,7 @@ static st_status check_new_path(const char *path, const st_identity *id, bool fo
     char theirs[4 * ST_TOKEN_MAX + 16], ours[4 * ST_TOKEN_MAX + 16];
     st_identity_header(st_table_identity(t), theirs, sizeof theirs);
     st_identity_header(id, ours, sizeof ours);
-    const bool same = st_identity_matches(st_table_identity(t), id);
+    const bool same = st_identity_same_device(st_table_identity(t), id);
     st_table_destroy(t);
     if (!same)
         return st_fail(ST_ERR_EXISTS, "%s holds a table for '%s', this process is '%s': use another --out or --force", path,
@@ -243,14 +243,19 @@ st_status st_tune_out_open(st_tune_out *o, const char *dir, const char *name, co
     o->lock_slot = -1;
     size_t dl = strlen(dir);
     while (dl > 1 && dir[dl - 1] == '/') dl--;
-    char arch[ST_TOKEN_MAX + 24], rt[ST_TOKEN_MAX + 24];
+    char arch[ST_TOKEN_MAX + 24], rt[ST_TOKEN_MAX + 24], model[ST_TOKEN_MAX + 24] = "";
     st_tune_file_name(id->arch, arch, sizeof arch);
     st_tune_file_name(id->runtime, rt, sizeof rt);
+    /* the device model in the name: two SKUs of one arch never share a file */
+    if (id->model[0]) {
+        model[0] = '-';
+        st_tune_file_name(id->model, model + 1, sizeof model - 1);
+    }
     char *fresh = NULL;
     st_status s = ST_OK;
     o->dir = fmt("%.*s", (int)dl, dir);
     if (o->dir) {
-        fresh = fmt("%s/strata-%s-%s-%s.table", o->dir, name, arch, rt);
+        fresh = fmt("%s/strata-%s-%s%s-%s.table", o->dir, name, arch, model, rt);
         o->report_path = fmt("%s/strata-%s.autotune.json", o->dir, name);
         o->lock_path = fmt("%s/" LOCK_NAME, o->dir);
     }

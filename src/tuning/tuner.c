@@ -68,6 +68,12 @@ static void candidates(const st_tune_shape *s, st_tune_shape_result *res)
     snprintf(c[n++].name, sizeof c[0].name, "rows %d", R);
         STRATA_MMVQ_ROWS_VARIANTS(ST_ADD_MMVQ)
 #undef ST_ADD_MMVQ
+#define ST_ADD_MMA(W)                                           \
+    memset(&c[n], 0, sizeof c[n]);                              \
+    c[n].rows = -(W);                                           \
+    snprintf(c[n++].name, sizeof c[0].name, "mma%d", W);
+        STRATA_MMVQ_MMA_VARIANTS(ST_ADD_MMA)
+#undef ST_ADD_MMA
     } else {
 #define ST_ADD_EXPERT(GU, DN)                                   \
     memset(&c[n], 0, sizeof c[n]);                              \
@@ -90,6 +96,22 @@ static void free_run(run_ctx *r)
     st_ctx_free(r->ctx, r->y);
     st_ctx_free(r->ctx, r->ids);
     st_ctx_free(r->ctx, r->wts);
+}
+
+/* Bytes a timing rotation streams at least besides 4x the last-level
+ * cache: on a GPU a floor (256 MiB, --quick 64 MiB) that also averages the
+ * memory controllers; the CPU backend rotates nothing of its own. */
+static size_t rotation_floor(st_ctx *ctx, const st_tune_options *o, size_t one)
+{
+    return st_ctx_backend(ctx) == ST_BACKEND_GPU ? (o->quick ? (size_t)64 << 20 : (size_t)256 << 20) : one;
+}
+
+/* Bytes of one copy of the weights a shape times. */
+static size_t shape_bytes(const st_tune_shape *s)
+{
+    if (s->kind == ST_SHAPE_MMVQ) return (size_t)s->rows * st_qtype_row_bytes(s->type, s->cols);
+    return 2 * (size_t)s->n_expert * (size_t)s->n_ff * st_qtype_row_bytes(s->type, s->n_embd) +
+           (size_t)s->n_expert * (size_t)s->n_embd * st_qtype_row_bytes(s->down_type, s->n_ff);
 }
 
 /* Uploads the weights COPIES times (distinct buffers defeat the caches). */
@@ -117,17 +139,16 @@ static st_status setup(st_ctx *ctx, const st_tune_shape *s, const st_tune_option
             st_random_blocks(&rng, i == 2 ? s->down_type : s->type, i == 2 ? r2 : r0, i == 2 ? c2 : c0, host[i]);
             w[i] = host[i];
         }
-    size_t llc = st_ctx_llc_bytes(ctx);
-    size_t rot = st_ctx_backend(ctx) == ST_BACKEND_GPU ? (o->quick ? 64u << 20 : 256u << 20) : one;
-    if (rot < 4 * llc) rot = 4 * llc;
-    int copies = (int)((rot + one - 1) / one);
-    if (copies < 1) copies = 1;
-    if (copies > 64) copies = 64;
-    while (copies > 1 && (size_t)copies * one > (size_t)6 << 30) copies--;
+    bool short_of_rule = false;
+    int copies = st_rotation_copies(one, st_ctx_llc_bytes(ctx), rotation_floor(ctx, o, one), 1, &short_of_rule);
     size_t avail = 0, total = 0; /* and never more than half the free memory */
     if (st_ctx_mem_info(ctx, &avail, &total) == ST_OK)
-        while (copies > 1 && (size_t)copies * one > avail / 2) copies--;
+        while (copies > 1 && (size_t)copies * one > avail / 2) {
+            copies--;
+            short_of_rule = true;
+        }
     st_clear_error();
+    res->rotation_short = short_of_rule;
     r->copies = copies;
     res->copies = copies;
     res->rotation_bytes = r->rotation_bytes = (size_t)copies * one;
@@ -196,41 +217,6 @@ static st_status compare(run_ctx *r, st_tune_shape_result *res, int nt)
     return st;
 }
 
-static void decide(st_tune_shape_result *res, double thr)
-{
-    st_tune_cand *d = &res->cand[0];
-    int best = -1;
-    for (int c = 1; c < res->n_cand; c++) {
-        const st_tune_cand *x = &res->cand[c];
-        if (!x->bytes_match || x->same_launch) continue;
-        if (best < 0 || x->blended_us < res->cand[best].blended_us) best = c;
-    }
-    const double dsp = d->blended_us > 0 ? (d->blended_p75 - d->blended_p25) / d->blended_us : 0;
-    res->best = 0;
-    res->delta = 0;
-    if (best < 0) {
-        snprintf(res->reason, sizeof res->reason, "default kept: no other candidate ran bit-exact and distinct");
-        return;
-    }
-    const st_tune_cand *b = &res->cand[best];
-    const double delta = (d->blended_us - b->blended_us) / d->blended_us;
-    const double bsp = b->blended_us > 0 ? (b->blended_p75 - b->blended_p25) / b->blended_us : 0;
-    res->noisy = dsp > thr || bsp > thr;
-    if (delta > thr && b->blended_p75 < d->blended_p25) {
-        res->best = best;
-        res->delta = delta;
-        snprintf(res->reason, sizeof res->reason, "%s is %.1f%% faster than the default (threshold %.1f%%)", b->name,
-                 100 * delta, 100 * thr);
-    } else if (delta > thr) {
-        snprintf(res->reason, sizeof res->reason,
-                 "default kept: %s is %.1f%% faster but the spreads overlap (default %.1f%%, %s %.1f%%)", b->name,
-                 100 * delta, 100 * dsp, b->name, 100 * bsp);
-    } else {
-        snprintf(res->reason, sizeof res->reason, "default kept: the best, %s, is %+.1f%% (threshold %.1f%%)", b->name,
-                 100 * delta, 100 * thr);
-    }
-}
-
 static void shape_key(const st_tune_shape *s, char *buf, size_t n)
 {
     if (s->kind == ST_SHAPE_MMVQ)
@@ -267,8 +253,8 @@ static st_status tune_shape(st_ctx *ctx, const st_tune_options *o, const st_tune
             memcpy(res->nts, o->ntok_mix, sizeof(int) * (size_t)o->n_ntok_mix);
             res->n_nts = o->n_ntok_mix;
         } else {
-            for (int i = 0; i < ST_TUNE_MAX_NT; i++) res->nts[i] = i + 1;
-            res->n_nts = ST_TUNE_MAX_NT;
+            for (int i = 0; i < ST_DECODE_TOKENS; i++) res->nts[i] = i + 1;
+            res->n_nts = ST_DECODE_TOKENS;
         }
     } else {
         res->nts[0] = s->n_tokens;
@@ -297,12 +283,19 @@ static st_status tune_shape(st_ctx *ctx, const st_tune_options *o, const st_tune
     }
     char key[128];
     shape_key(s, key, sizeof key);
-    const int rounds = o->rounds > 0 ? o->rounds : o->quick ? 5 : 15;
+    /* 9 rounds: the fewest whose [min, max] covers the median at the
+     * confidence the keep rule asks of each of 6 candidates */
+    int rounds = o->rounds > 0 ? o->rounds : o->quick ? 9 : 15;
+    if (rounds < 6) rounds = 6; /* fewer cannot give a 95% interval */
+    if (rounds > ST_MEASURE_MAX_ROUNDS) rounds = ST_MEASURE_MAX_ROUNDS;
+    res->n_rounds = rounds;
+    double *samples = calloc((size_t)ST_TUNE_MAX_CAND * (size_t)rounds, sizeof *samples);
+    if (st == ST_OK && !samples) st = st_fail(ST_ERR_NOMEM, "tune: out of memory");
     for (int k = 0; k < res->n_nts && st == ST_OK; k++) {
         st = compare(&r, res, res->nts[k]);
         if (st != ST_OK) break;
         st_timing t[ST_TUNE_MAX_CAND];
-        st_measure_spec spec = {res->n_cand, rounds, 0, o->quick ? 1 : 3, launch, &r, o->stop};
+        st_measure_spec spec = {res->n_cand, rounds, 0, o->quick ? 1 : 3, launch, &r, o->stop, samples};
         r.nt = res->nts[k];
         st = st_measure(ctx, &spec, t);
         for (int c = 0; c < res->n_cand && st == ST_OK; c++) {
@@ -310,6 +303,7 @@ static st_status tune_shape(st_ctx *ctx, const st_tune_options *o, const st_tune
             res->cand[c].blended_us += t[c].median_us;
             res->cand[c].blended_p25 += t[c].p25_us;
             res->cand[c].blended_p75 += t[c].p75_us;
+            for (int i = 0; i < rounds; i++) res->cand[c].round_us[i] += samples[(size_t)c * rounds + i];
         }
         if (!o->quiet && st == ST_OK) {
             const double el = now_s() - t_start;
@@ -318,13 +312,14 @@ static st_status tune_shape(st_ctx *ctx, const st_tune_options *o, const st_tune
                    total, key, res->nts[k], t[0].median_us, res->n_cand, el, per * total - el);
         }
     }
+    free(samples);
     if (st == ST_OK) {
-        decide(res, o->threshold);
+        st_tune_decide(res, o->threshold);
         for (int c = 1; c < res->n_cand; c++)
             if (!res->cand[c].bytes_match)
                 st_log("tune: BUG: %s %s differs from the default: %s (disqualified)", key, res->cand[c].name,
                        res->cand[c].mismatch);
-        if (!o->quiet) st_log("tune: [%d/%d] %s: %s%s", idx + 1, total, key, res->reason, res->noisy ? " [noisy]" : "");
+        if (!o->quiet) st_log("tune: [%d/%d] %s: %s%s", idx + 1, total, key, res->reason, res->noisy ? " [noise]" : "");
     }
     return st;
 }
@@ -336,6 +331,19 @@ static st_status build_table(st_ctx *ctx, const st_tune_shape_result *r, int n, 
     ST_TRY(st_table_create(st_ctx_identity(ctx), &t));
     char line[1200], key[128];
     st_status s = st_provenance_to_table(t, prov);
+    /* the token counts tuned (the expert shapes', else the mmvq blend's):
+     * `coverage` asks a model's expert shapes for these */
+    bool any_expert = false;
+    for (int k = 0; k < n; k++) any_expert |= r[k].shape.kind == ST_SHAPE_EXPERT;
+    int at = snprintf(line, sizeof line, "ntok-mix");
+    for (int i = 0; i < ST_MAX_TOKENS && at > 0 && (size_t)at < sizeof line; i++) {
+        bool in = false;
+        for (int k = 0; k < n; k++)
+            if ((r[k].shape.kind == ST_SHAPE_EXPERT) == any_expert)
+                for (int j = 0; j < r[k].n_nts; j++) in |= r[k].nts[j] == i + 1;
+        if (in) at += snprintf(line + at, sizeof line - (size_t)at, " %d", i + 1);
+    }
+    if (s == ST_OK) s = st_table_add_comment(t, line);
     *kept = 0;
     for (int i = 0; i < n && s == ST_OK; i++) {
         const st_tune_shape *sh = &r[i].shape;
@@ -363,51 +371,101 @@ static st_status build_table(st_ctx *ctx, const st_tune_shape_result *r, int n, 
     return ST_OK;
 }
 
-/* Compares this run's choices with OLD, the table for this identity this
- * run merges into: logs each change with what this run measured between
- * the old and the new choice, so a second run either keeps the choices or
- * says why not. Returns the number of changed shapes (-1 when there is no
- * previous table for this identity). */
-static int compare_previous(const st_table *old, const st_tune_shape_result *r, int n, double thr, bool quiet)
+/* The re-tune rule against OLD, this identity's table this run merges
+ * into (NULL: none): each shape's previous choice stays unless this run's
+ * choice is faster than it beyond the threshold and the noise
+ * (st_tune_keep_previous); each change and each kept choice that this run
+ * alone would have changed is logged. Returns the number of changed shapes
+ * (-1 when there is no previous table for this identity). */
+static int apply_previous(const st_table *old, st_tune_shape_result *r, int n, double thr, bool quiet)
 {
+    for (int i = 0; i < n; i++) r[i].previous = -1;
     if (!old) return -1;
-    int changed = 0, compared = 0;
+    int changed = 0, compared = 0, kept_old = 0;
     for (int i = 0; i < n; i++) {
         const st_tune_shape *sh = &r[i].shape;
         int a = 0, b = 0;
-        bool hit;
+        bool hit, dflt;
         if (sh->kind == ST_SHAPE_MMVQ) {
             st_mmvq_key k = {sh->type, sh->rows, sh->cols};
             hit = st_table_lookup_mmvq(old, &k, &a);
+            dflt = !hit && st_table_tuned_default_mmvq(old, &k);
         } else {
             st_expert_key k = {sh->type, sh->down_type, sh->n_embd, sh->n_ff, sh->n_tokens};
             hit = st_table_lookup_expert(old, &k, &a, &b);
+            dflt = !hit && st_table_tuned_default_expert(old, &k);
         }
-        int prev = 0; /* the old choice among this run's candidates (0 = default) */
+        if (!hit && !dflt) continue; /* not measured before: this run decides alone */
+        int prev = 0;
         for (int c = 1; hit && c < r[i].n_cand; c++) {
             const st_tune_cand *x = &r[i].cand[c];
             if (sh->kind == ST_SHAPE_MMVQ ? x->rows == a : (x->gu_rows == a && x->dn_rows == b)) prev = c;
         }
+        r[i].previous = prev;
         compared++;
-        if (prev == r[i].best) continue;
-        changed++;
-        const double tp = r[i].cand[prev].blended_us, tn = r[i].cand[r[i].best].blended_us;
-        const double d = tp > 0 ? (tp - tn) / tp : 0;
+        const int mine = r[i].best;
+        const bool differs = st_tune_keep_previous(&r[i], thr);
+        changed += differs;
+        kept_old += !differs && mine != prev;
         char key[128];
         shape_key(sh, key, sizeof key);
-        if (!quiet)
-            st_log("tune: changed since the previous table: %s: %s -> %s; this run measured the new choice %+.1f%% vs "
-                   "the old%s",
-                   key, r[i].cand[prev].name, r[i].cand[r[i].best].name, 100 * d,
-                   fabs(d) <= thr ? " (within the threshold: noise)" : "");
+        if (!quiet && (differs || mine != prev))
+            st_log("tune: %s: %s", key, r[i].reason);
     }
     if (!quiet)
-        st_log("tune: %d of %d choices changed since the previous table for this identity", changed, compared);
+        st_log("tune: %d of %d choices changed since the previous table for this identity (%d kept against this run's "
+               "choice: not beyond the threshold and the noise)",
+               changed, compared, kept_old);
     return changed;
 }
 
 st_status st_tune_gate(st_ctx *ctx, const st_tune_options *o, const st_tune_shape_result *r, int n, const char *table_path,
                        st_verify_result *vr);
+
+/* Device memory the run needs at its peak: the largest weight rotation of
+ * the sweep, or the gate's model with its buffers (the rotation is freed
+ * before the gate runs), plus scratch. */
+static size_t memory_need(st_ctx *ctx, const st_tune_options *o, const st_model *m, const st_tune_shape *sh, int n,
+                          size_t *rot_max, size_t *gate)
+{
+    const size_t llc = st_ctx_llc_bytes(ctx);
+    *rot_max = *gate = 0;
+    for (int i = 0; i < n; i++) {
+        const size_t one = shape_bytes(&sh[i]);
+        const size_t rot = (size_t)st_rotation_copies(one, llc, rotation_floor(ctx, o, one), 1, NULL) * one;
+        if (rot > *rot_max) *rot_max = rot;
+    }
+    if (m && o->n_shapes == 0) {
+        for (size_t i = 0; i < st_model_expert_layer_count(m); i++) {
+            const st_model_expert_layer *l = st_model_expert_layer_at(m, i);
+            *gate += 2 * l->gu_bytes + l->down_bytes + sizeof(float) * ST_MAX_TOKENS * 2 * (size_t)l->n_embd;
+        }
+        for (size_t i = 0; i < st_model_matrix_count(m); i++) {
+            const st_model_matrix *x = st_model_matrix_at(m, i);
+            if (x->type != ST_QTYPE_NONE && x->data)
+                *gate += x->bytes + sizeof(float) * ST_MAX_TOKENS * (size_t)(x->n_rows + x->n_cols);
+        }
+    } else {
+        for (int i = 0; i < n; i++) {
+            bool dup = false; /* the gate runs one layer per expert shape (st_tune_gate) */
+            for (int j = 0; j < i && sh[i].kind == ST_SHAPE_EXPERT; j++)
+                dup |= sh[j].kind == ST_SHAPE_EXPERT && sh[j].type == sh[i].type && sh[j].down_type == sh[i].down_type &&
+                       sh[j].n_embd == sh[i].n_embd && sh[j].n_ff == sh[i].n_ff;
+            if (!dup) *gate += shape_bytes(&sh[i]) + sizeof(float) * ST_MAX_TOKENS * 2 * (size_t)(sh[i].rows + sh[i].cols + sh[i].n_embd);
+        }
+    }
+    return (*rot_max > *gate ? *rot_max : *gate) + ((size_t)64 << 20);
+}
+
+st_status st_tune_check_memory(size_t need, size_t rot_max, size_t gate, size_t free_b, size_t total_b, bool gpu)
+{
+    if (need <= free_b) return ST_OK;
+    return st_fail(ST_ERR_NOMEM,
+                   "tune: needs %.2f GB of %s memory (the gate's model and buffers %.2f GB, the largest weight rotation "
+                   "%.2f GB, 64 MiB scratch) but %.2f GB of %.2f GB are free: free memory, tune fewer or smaller shapes "
+                   "(--shape), or use a larger device",
+                   need / 1e9, gpu ? "device" : "host", gate / 1e9, rot_max / 1e9, free_b / 1e9, total_b / 1e9);
+}
 
 /* What the table and the report will take, with room to spare: the probe
  * before the sweep writes this much (a report is about 5 KB per shape on
@@ -444,24 +502,40 @@ static bool gate_needed(const st_tune_options *o, const st_model *m, const st_ta
     return false;
 }
 
+/* Gate verdict -> what the run returns and the one line why nothing was
+ * installed. */
+static st_status gate_outcome(const st_verify_result *vr)
+{
+    switch (vr->verdict) {
+    case ST_GATE_PASS: return ST_OK;
+    case ST_GATE_FAIL_BYTES:
+        return st_fail(ST_ERR_MISMATCH, "the table was NOT installed: the end-to-end gate found different bytes (a bug): %s",
+                       vr->message);
+    case ST_GATE_UNDECIDED:
+        return st_fail(ST_ERR_UNDECIDED, "the table was NOT installed: the end-to-end gate %s", vr->message);
+    default:
+        return st_fail(ST_ERR_REFUSED, "the table was NOT installed: the end-to-end gate refused it: %s", vr->message);
+    }
+}
+
 /* Builds, gates and installs the table of R[0..N) into OUT with the
- * report; fills RES, VERDICT, and VR when the gate ran (*GATE_RAN). */
+ * report; fills RES, VERDICT, X (the report's extra: the gate when it ran)
+ * and *GATE_REFUSED when the gate refused the table (nothing installed). */
 static st_status install(st_ctx *ctx, const st_tune_options *o, const st_model *model, const st_tune_shape_result *r,
-                         int n, st_tune_out *out, const st_provenance *prov, st_tune_result *res, char *verdict,
-                         size_t vn, st_verify_result *vr, bool *gate_ran)
+                         int n, st_tune_out *out, st_tune_result *res, char *verdict, size_t vn, st_verify_result *vr,
+                         st_tune_report_extra *x, bool *gate_refused)
 {
     const st_identity *id = st_ctx_identity(ctx);
     st_table *t = NULL;
-    st_status st = build_table(ctx, r, n, prov, &t, &res->kept_variants);
+    st_status st = build_table(ctx, r, n, x->prov, &t, &res->kept_variants);
     if (st == ST_OK) st = st_tune_out_merge(out, t, r, n);
     char *text = NULL;
     size_t len = 0;
     if (st == ST_OK) st = st_table_format(t, &text, &len);
     /* The gate runs on a candidate file beside the table; only a passing
-     * table is installed. */
+     * table is installed. The table as it will be installed: merged rows
+     * from an earlier run can reach this model's step too. */
     char *cand = NULL;
-    /* the table as it will be installed: merged rows from an earlier run
-     * can reach this model's step too */
     if (st == ST_OK && !o->no_verify && gate_needed(o, model, t, res->kept_variants)) {
         const size_t cn = strlen(out->table_path) + 16;
         cand = malloc(cn);
@@ -475,20 +549,20 @@ static st_status install(st_ctx *ctx, const st_tune_options *o, const st_model *
         unlink(cand);
         st_tmpfile_untrack(slot);
         if (st == ST_OK) {
-            *gate_ran = true;
+            res->gate = vr->verdict;
+            x->gate = vr;
             snprintf(verdict, vn, "%s", vr->message);
-            if (!o->quiet) st_log("tune: gate: %s", vr->message);
-            if (!vr->passed) {
-                st_log("tune: the table failed the end-to-end gate and was NOT installed: %s", vr->message);
-                st = st_fail(ST_ERR_REFUSED, "table failed the end-to-end gate: %s", vr->message);
-            }
+            /* a refusal's one line is the run's error (nothing installed) */
+            if (!o->quiet && vr->verdict == ST_GATE_PASS) st_log("tune: gate: %s", vr->message);
+            st = gate_outcome(vr);
+            *gate_refused = st != ST_OK;
         }
     } else if (st == ST_OK) {
-        snprintf(verdict, vn, "%s", o->no_verify ? "gate skipped (--no-verify)"
-                                                 : "gate not needed: no row of the table reaches this run's decode step (every shape kept the default)");
+        snprintf(verdict, vn, "%s",
+                 o->no_verify ? "gate skipped (--no-verify)"
+                              : "gate not needed: no row of the table reaches this run's decode step (every shape kept the default)");
     }
     free(cand);
-    if (st == ST_OK) res->changed_vs_previous = compare_previous(out->existing, r, n, o->threshold, o->quiet);
     /* What loading it will say, from the very bytes: the report records it
      * and is written before the table is put in place. */
     char engage[ST_TABLE_MSG_MAX] = "";
@@ -499,10 +573,13 @@ static st_status install(st_ctx *ctx, const st_tune_options *o, const st_model *
                                       sizeof engage) == ST_OK;
         st_table_destroy(back);
         st_clear_error();
-        char *report = st_tune_report_text(ctx, o, r, n, res, engage, verdict, prov, *gate_ran ? vr : NULL);
+        x->engage_line = engage;
+        x->verify_line = verdict;
+        char *report = st_tune_report_text(ctx, o, r, n, res, x);
         st = report ? st_tune_out_install(out, text, len, report, strlen(report))
                     : st_fail(ST_ERR_NOMEM, "report: out of memory");
         free(report);
+        x->engage_line = "";
         if (st != ST_OK) res->table_written = res->engaged = false;
     }
     if (st == ST_OK) { /* the table as any process finds it */
@@ -522,6 +599,16 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
 {
     memset(res, 0, sizeof *res);
     res->changed_vs_previous = -1;
+    /* A knob reroutes the default dispatch: the tuner would time that path
+     * as "the default", and the table (which records no knob) would then
+     * engage in a clean environment. The loader refuses tables while a knob
+     * is set; the tuner refuses to make them. */
+    const int knob = st_dispatch_config_first_active(st_ctx_dispatch(ctx));
+    if (knob >= 0)
+        return st_fail(ST_ERR_REFUSED,
+                       "tune: %s is set: it reroutes the decode dispatch, so the tuner would time that path as the default; "
+                       "unset it to tune",
+                       st_knob_label((st_knob)knob));
     st_model *model = NULL;
     if (o->model_path && o->n_shapes == 0) {
         st_status ms = st_model_open(o->model_path, &model);
@@ -535,12 +622,23 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
     st_tune_shape *shapes = NULL;
     int n = 0;
     st_status st = st_tune_shapes(o, model, &shapes, &n);
-    if (st == ST_OK) st = st_tune_shapes_fit(ctx, shapes, n, o);
     st_tune_shape_result *r = st == ST_OK ? calloc((size_t)n, sizeof *r) : NULL;
     if (st == ST_OK && !r) st = st_fail(ST_ERR_NOMEM, "tune: out of memory");
+    if (st == ST_OK) st = st_tune_shapes_fit(ctx, shapes, n, o);
     char name[128];
     st_tune_file_name(model ? st_model_name(model) : o->n_shapes ? "shapes" : "demo", name, sizeof name);
     const st_identity *id = st_ctx_identity(ctx);
+    st_tune_report_extra x;
+    memset(&x, 0, sizeof x);
+    x.llc = st_ctx_llc(ctx, &x.llc_source);
+    size_t rot_max = 0, gate_bytes = 0;
+    if (st == ST_OK) {
+        x.need_bytes = memory_need(ctx, o, model, shapes, n, &rot_max, &gate_bytes);
+        st = st_ctx_mem_info(ctx, &x.free_bytes, &x.total_bytes);
+        if (st == ST_OK)
+            st = st_tune_check_memory(x.need_bytes, rot_max, gate_bytes, x.free_bytes, x.total_bytes,
+                                      st_ctx_backend(ctx) == ST_BACKEND_GPU);
+    }
     st_tune_out out;
     memset(&out, 0, sizeof out);
     out.lock_fd = out.lock_slot = -1;
@@ -556,9 +654,17 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
     st_provenance prov;
     memset(&prov, 0, sizeof prov);
     if (st == ST_OK) st = st_tune_provenance(ctx, o, name, out.report_path, &prov);
-    if (st == ST_OK && !o->quiet)
-        st_log("tune: %d shapes on %s (%s), threshold %.1f%%%s", n, id->device_name, id->arch, 100 * o->threshold,
-               o->quick ? ", quick" : "");
+    if (st == ST_OK && !o->quiet) {
+        st_log("tune: %d shapes on %s (%s%s%s), threshold %.1f%%%s", n, id->device_name, id->arch, id->model[0] ? ", " : "",
+               id->model, 100 * o->threshold, o->quick ? ", quick" : "");
+        if (x.llc)
+            st_log("tune: last-level cache %.0f MB (%s): every matrix rotates over at least %.0f MB", x.llc / 1048576.0,
+                   x.llc_source, 4 * x.llc / 1048576.0);
+        else
+            st_log("tune: last-level cache: %s; weights are not rotated", x.llc_source);
+        st_log("tune: memory: the run needs %.2f GB, %.2f GB of %.2f GB are free", x.need_bytes / 1e9,
+               x.free_bytes / 1e9, x.total_bytes / 1e9);
+    }
     const double t0 = now_s();
     run_ctx cache[1];
     memset(cache, 0, sizeof cache);
@@ -567,26 +673,39 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
         if (st == ST_OK) st = tune_shape(ctx, o, &shapes[i], &r[i], i, n, t0, cache);
         if (st == ST_OK) {
             res->shapes++;
-            if (r[i].noisy) res->noisy++;
             for (int c = 1; c < r[i].n_cand; c++) res->mismatches += !r[i].cand[c].bytes_match;
+            if (r[i].rotation_short && !o->quiet)
+                st_log("tune: [%d/%d] note: %d copies (the cap) of this shape rotate %.1f MB, less than 4x the "
+                       "last-level cache: its timings may partly come from the cache",
+                       i + 1, n, r[i].copies, r[i].rotation_bytes / 1048576.0);
         }
     }
     if (cache[0].s) free_run(&cache[0]);
-    char verdict[600] = "", why[4096] = "";
+    if (st == ST_OK) res->changed_vs_previous = apply_previous(out.existing, r, n, o->threshold, o->quiet);
+    for (int i = 0; i < res->shapes; i++) res->noisy += r[i].noisy;
+    char campaign[2][400] = {"", ""};
+    for (int k = 0; k < 2 && st == ST_OK; k++)
+        if (st_tune_campaign(r, n, k ? ST_SHAPE_MMVQ : ST_SHAPE_EXPERT, o->threshold, campaign[k], sizeof campaign[k])) {
+            x.campaign[k] = campaign[k];
+            if (!o->quiet) st_log("tune: %s", campaign[k]);
+        }
+    char verdict[700] = "", why[4096] = "";
     st_verify_result vr;
     memset(&vr, 0, sizeof vr);
-    bool gate_ran = false;
+    x.prov = &prov;
+    x.engage_line = "";
+    x.verify_line = verdict;
+    bool gate_refused = false;
     const bool swept = st == ST_OK;
-    if (st == ST_OK) st = install(ctx, o, model, r, n, &out, &prov, res, verdict, sizeof verdict, &vr, &gate_ran);
+    if (st == ST_OK) st = install(ctx, o, model, r, n, &out, res, verdict, sizeof verdict, &vr, &x, &gate_refused);
     /* the report's page and the folder's tables.json, beside them */
     if (st == ST_OK) st = st_tune_outputs(ctx, o, out.dir, out.report_path, out.table_path);
-    /* a run that installed nothing still reports what it measured, unless
-     * it was interrupted or its outputs are what failed */
-    if (st != ST_OK && r && res->shapes > 0 && st != ST_ERR_INTERRUPTED && out.report_path &&
-        (!swept || st == ST_ERR_REFUSED)) {
+    /* a run that installed nothing still reports what it measured (the
+     * report records a refused run too, with the reason), unless it was
+     * interrupted or its outputs are what failed */
+    if (st != ST_OK && r && res->shapes > 0 && st != ST_ERR_INTERRUPTED && out.report_path && (!swept || gate_refused)) {
         keep_error(st, why, sizeof why);
-        if (st_tune_write_report(out.report_path, ctx, o, r, res->shapes, res, "", verdict, &prov,
-                                 gate_ran ? &vr : NULL) != ST_OK ||
+        if (st_tune_write_report(out.report_path, ctx, o, r, res->shapes, res, &x) != ST_OK ||
             st_tune_outputs(ctx, o, out.dir, out.report_path, out.table_path) != ST_OK)
             st_log("tune: %s", st_last_error());
         st_fail(st, "%s", why);

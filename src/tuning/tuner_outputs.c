@@ -41,7 +41,7 @@ st_status st_tune_provenance(st_ctx *ctx, const st_tune_options *o, const char *
     int mix[ST_MAX_TOKENS], n = o->n_ntok_mix;
     if (n > 0) memcpy(mix, o->ntok_mix, sizeof(int) * (size_t)n);
     else
-        for (n = 0; n < ST_MAX_TOKENS; n++) mix[n] = n + 1;
+        for (n = 0; n < ST_DECODE_TOKENS; n++) mix[n] = n + 1;
     /* as tuner_shapes.c picks them: the expert list, else the mix, else 1..8 */
     if (o->do_mmvq) list_text(mix, n, p->token_mix, sizeof p->token_mix);
     if (o->do_expert && o->n_expert_ntok > 0) list_text(o->expert_ntok, o->n_expert_ntok, p->expert_tokens, sizeof p->expert_tokens);

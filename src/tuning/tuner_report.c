@@ -1,7 +1,9 @@
 #define _POSIX_C_SOURCE 200809L
-/* The tuner's JSON report: identity, command line, every candidate's
- * timings and byte-compare result, each decision with its delta, and where
- * the table went. */
+/* The tuner's JSON report: identity (device index and model included),
+ * command line, options (token mix, rounds, knobs), the last-level cache
+ * the rotation covered, the memory check, every candidate's timings,
+ * paired change and byte-compare result, each decision with its reason,
+ * the gate's step timings per n_tokens, and where the table went. */
 #include "ctx_internal.h"
 #include "internal.h"
 #include "file_io.h"
@@ -61,6 +63,10 @@ static cJSON *shape_json(const st_tune_shape_result *r)
     add_str(o, "weights", s->w[0] ? s->source : "random valid blocks");
     cJSON_AddNumberToObject(o, "weight_copies", r->copies);
     cJSON_AddNumberToObject(o, "rotation_bytes", (double)r->rotation_bytes);
+    cJSON_AddBoolToObject(o, "rotation_below_4x_llc", r->rotation_short);
+    cJSON_AddNumberToObject(o, "rounds", r->n_rounds);
+    cJSON *mix = cJSON_AddArrayToObject(o, "n_tokens_timed");
+    for (int k = 0; k < r->n_nts; k++) cJSON_AddItemToArray(mix, cJSON_CreateNumber(r->nts[k]));
     cJSON *cands = cJSON_AddArrayToObject(o, "candidates");
     for (int c = 0; c < r->n_cand; c++) {
         const st_tune_cand *x = &r->cand[c];
@@ -79,6 +85,12 @@ static cJSON *shape_json(const st_tune_shape_result *r)
         cJSON_AddNumberToObject(j, "blended_median_us", x->blended_us);
         cJSON_AddNumberToObject(j, "blended_p25_us", x->blended_p25);
         cJSON_AddNumberToObject(j, "blended_p75_us", x->blended_p75);
+        if (c > 0 && x->bytes_match && !x->same_launch) {
+            /* the paired change the keep rule judged (+ = slower) */
+            cJSON_AddNumberToObject(j, "change_vs_default", x->change);
+            cJSON_AddNumberToObject(j, "change_lo", x->change_lo);
+            cJSON_AddNumberToObject(j, "change_hi", x->change_hi);
+        }
         cJSON *ts = cJSON_AddArrayToObject(j, "timings");
         for (int k = 0; k < r->n_nts; k++) cJSON_AddItemToArray(ts, timing_json(&x->t[k], r->nts[k]));
         cJSON_AddItemToArray(cands, j);
@@ -87,12 +99,13 @@ static cJSON *shape_json(const st_tune_shape_result *r)
     cJSON_AddStringToObject(d, "kept", r->cand[r->best].name);
     cJSON_AddNumberToObject(d, "delta_pct", 100 * r->delta);
     cJSON_AddBoolToObject(d, "noisy", r->noisy);
+    if (r->previous >= 0) cJSON_AddStringToObject(d, "previous_table", r->cand[r->previous].name);
     cJSON_AddStringToObject(d, "reason", r->reason);
     return o;
 }
 
 /* The provenance and settings the HTML report and tables.json show. */
-static void add_campaign(cJSON *root, cJSON *op, const st_provenance *p, const st_tune_options *opt, st_ctx *ctx)
+static void add_campaign(cJSON *root, cJSON *op, const st_provenance *p, const st_tune_options *opt)
 {
     cJSON_AddStringToObject(root, "source_commit", st_source_commit());
     if (!p) return;
@@ -100,25 +113,27 @@ static void add_campaign(cJSON *root, cJSON *op, const st_provenance *p, const s
     cJSON_AddStringToObject(op, "model_sha256", p->model_sha256);
     cJSON_AddStringToObject(op, "token_mix", p->token_mix);
     cJSON_AddStringToObject(op, "expert_token_counts", p->expert_tokens);
-    cJSON_AddNumberToObject(op, "rounds", opt->rounds > 0 ? opt->rounds : opt->quick ? 5 : 15);
-    cJSON_AddNumberToObject(op, "llc_bytes", (double)st_ctx_llc_bytes(ctx));
-    cJSON *kn = cJSON_AddArrayToObject(op, "active_knobs");
-    const st_dispatch_config *cfg = st_ctx_dispatch(ctx);
-    for (int k = 0; cfg && k < ST_KNOB_COUNT; k++)
-        if (cfg->active[k]) cJSON_AddItemToArray(kn, cJSON_CreateString(st_knob_env((st_knob)k)));
     add_str(op, "report_files", p->report);
 }
 
-/* The gate's verdict and its step times per n_tokens. */
+/* The gate's verdict and its step times per n_tokens (the token counts it
+ * measured), with the paired change and its interval. */
 static void add_gate(cJSON *root, const st_verify_result *g, const char *line)
 {
     cJSON *gj = cJSON_AddObjectToObject(root, "gate");
     add_str(gj, "message", line ? line : "");
+    add_str(gj, "verdict", line ? line : "");
     cJSON_AddBoolToObject(gj, "ran", g != NULL);
     if (!g) return;
+    static const char *const names[] = {"not run", "pass", "fail: bytes differ", "fail: slower", "cannot decide"};
+    cJSON_AddStringToObject(gj, "outcome", names[g->verdict <= ST_GATE_UNDECIDED ? g->verdict : 0]);
     cJSON_AddBoolToObject(gj, "passed", g->passed);
     cJSON_AddBoolToObject(gj, "bytes_equal", g->bytes_equal);
     cJSON_AddBoolToObject(gj, "not_slower", g->not_slower);
+    cJSON_AddNumberToObject(gj, "operations", g->n_ops);
+    cJSON_AddNumberToObject(gj, "table_launches", g->table_launches);
+    cJSON_AddNumberToObject(gj, "confidence", g->confidence);
+    cJSON_AddNumberToObject(gj, "seconds", g->seconds);
     cJSON *steps = cJSON_AddArrayToObject(gj, "steps");
     for (int nt = 0; nt < ST_MAX_TOKENS; nt++) {
         if (!(g->base_us[nt] > 0)) continue;
@@ -128,13 +143,16 @@ static void add_gate(cJSON *root, const st_verify_result *g, const char *line)
         cJSON_AddNumberToObject(e, "with_us", g->table_us[nt]);
         cJSON_AddNumberToObject(e, "spread_without", g->base_spread[nt]);
         cJSON_AddNumberToObject(e, "spread_with", g->table_spread[nt]);
+        cJSON_AddNumberToObject(e, "change", g->change[nt]);
+        cJSON_AddNumberToObject(e, "change_lo", g->change_lo[nt]);
+        cJSON_AddNumberToObject(e, "change_hi", g->change_hi[nt]);
+        cJSON_AddNumberToObject(e, "rounds", g->rounds[nt]);
         cJSON_AddItemToArray(steps, e);
     }
 }
 
-char *st_tune_report_text(st_ctx *ctx, const st_tune_options *opt, const st_tune_shape_result *r, int n,
-                          const st_tune_result *res, const char *engage_line, const char *verify_line,
-                          const st_provenance *prov, const st_verify_result *gate)
+char *st_tune_report_text(const st_ctx *ctx, const st_tune_options *opt, const st_tune_shape_result *r, int n,
+                          const st_tune_result *res, const st_tune_report_extra *x)
 {
     cJSON *root = cJSON_CreateObject();
     const st_identity *id = st_ctx_identity(ctx);
@@ -154,38 +172,66 @@ char *st_tune_report_text(st_ctx *ctx, const st_tune_options *opt, const st_tune
     cJSON_AddStringToObject(idj, "compiler", id->compiler);
     cJSON_AddNumberToObject(idj, "space", id->space);
     add_str(idj, "device", id->device_name);
+    add_str(idj, "device_model", id->model);
+    cJSON_AddNumberToObject(idj, "compute_units", id->compute_units);
+    cJSON_AddNumberToObject(idj, "device_index", st_ctx_backend(ctx) == ST_BACKEND_GPU ? opt->device : -1);
     add_str(idj, "driver", id->driver);
     cJSON *op = cJSON_AddObjectToObject(root, "options");
     cJSON_AddNumberToObject(op, "threshold_pct", 100 * opt->threshold);
     cJSON_AddBoolToObject(op, "quick", opt->quick);
     add_str(op, "model", opt->model_path ? opt->model_path : "");
-    add_campaign(root, op, prov, opt, ctx);
+    add_campaign(root, op, x->prov, opt);
+    cJSON_AddNumberToObject(op, "llc_bytes", (double)x->llc);
+    cJSON *kl = cJSON_AddArrayToObject(op, "active_knobs");
+    for (int k = 0; k < ST_KNOB_COUNT; k++)
+        if (st_ctx_dispatch(ctx)->active[k]) cJSON_AddItemToArray(kl, cJSON_CreateString(st_knob_env((st_knob)k)));
+    cJSON *mix = cJSON_AddArrayToObject(op, "ntok_mix");
+    for (int i = 0; i < (opt->n_ntok_mix > 0 ? opt->n_ntok_mix : ST_DECODE_TOKENS); i++)
+        cJSON_AddItemToArray(mix, cJSON_CreateNumber(opt->n_ntok_mix > 0 ? opt->ntok_mix[i] : i + 1));
+    cJSON_AddNumberToObject(op, "rounds", n > 0 ? r[0].n_rounds : 0);
+    cJSON *kn = cJSON_AddObjectToObject(op, "knobs");
+    const st_dispatch_config *cfg = st_ctx_dispatch(ctx);
+    for (int k = 0; k < ST_KNOB_COUNT; k++) cJSON_AddBoolToObject(kn, st_knob_label((st_knob)k), cfg->active[k]);
+    cJSON *cache = cJSON_AddObjectToObject(root, "cache");
+    cJSON_AddNumberToObject(cache, "llc_bytes", (double)x->llc);
+    add_str(cache, "llc_source", x->llc_source ? x->llc_source : "");
+    cJSON_AddNumberToObject(cache, "rotation_min_bytes", 4.0 * (double)x->llc);
+    cJSON *mem = cJSON_AddObjectToObject(root, "memory");
+    cJSON_AddNumberToObject(mem, "free_bytes", (double)x->free_bytes);
+    cJSON_AddNumberToObject(mem, "total_bytes", (double)x->total_bytes);
+    cJSON_AddNumberToObject(mem, "needed_bytes", (double)x->need_bytes);
     cJSON *shapes = cJSON_AddArrayToObject(root, "shapes");
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(shapes, shape_json(&r[i]));
     cJSON *tj = cJSON_AddObjectToObject(root, "table");
     add_str(tj, "path", res->table_path);
     cJSON_AddBoolToObject(tj, "written", res->table_written);
     cJSON_AddBoolToObject(tj, "engaged", res->engaged);
-    add_str(tj, "engagement_line", engage_line ? engage_line : "");
-    add_str(tj, "gate", verify_line ? verify_line : "");
-    add_gate(root, gate, verify_line);
+    add_str(tj, "engagement_line", x->engage_line ? x->engage_line : "");
+    add_str(tj, "gate", x->verify_line ? x->verify_line : "");
+    add_gate(root, x->gate, x->verify_line);
     cJSON *sm = cJSON_AddObjectToObject(root, "summary");
     cJSON_AddNumberToObject(sm, "shapes", res->shapes);
     cJSON_AddNumberToObject(sm, "kept_variants", res->kept_variants);
     cJSON_AddNumberToObject(sm, "mismatches", res->mismatches);
     cJSON_AddNumberToObject(sm, "noisy", res->noisy);
     cJSON_AddNumberToObject(sm, "changed_vs_previous_table", res->changed_vs_previous);
+    cJSON *camp = cJSON_AddArrayToObject(sm, "campaign");
+    for (int k = 0; k < 2; k++)
+        if (x->campaign[k]) {
+            char *v = st_text_utf8_dup(x->campaign[k]);
+            cJSON_AddItemToArray(camp, cJSON_CreateString(v ? v : ""));
+            free(v);
+        }
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     return text;
 }
 
-st_status st_tune_write_report(const char *path, st_ctx *ctx, const st_tune_options *opt,
+st_status st_tune_write_report(const char *path, const st_ctx *ctx, const st_tune_options *opt,
                                const st_tune_shape_result *r, int n, const st_tune_result *res,
-                               const char *engage_line, const char *verify_line, const st_provenance *prov,
-                               const st_verify_result *gate)
+                               const st_tune_report_extra *x)
 {
-    char *text = st_tune_report_text(ctx, opt, r, n, res, engage_line, verify_line, prov, gate);
+    char *text = st_tune_report_text(ctx, opt, r, n, res, x);
     if (!text) return st_fail(ST_ERR_NOMEM, "report: out of memory");
     st_status s = st_file_write_atomic(path, text, strlen(text));
     free(text);

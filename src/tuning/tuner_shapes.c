@@ -122,8 +122,8 @@ static int expert_nts(const st_tune_options *o, int *nts)
         memcpy(nts, o->ntok_mix, sizeof(int) * (size_t)o->n_ntok_mix);
         return o->n_ntok_mix;
     }
-    for (int i = 0; i < ST_TUNE_MAX_NT; i++) nts[i] = i + 1;
-    return ST_TUNE_MAX_NT;
+    for (int i = 0; i < ST_DECODE_TOKENS; i++) nts[i] = i + 1;
+    return ST_DECODE_TOKENS;
 }
 
 static st_status from_model(const st_tune_options *o, const st_model *m, list *l)

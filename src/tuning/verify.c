@@ -1,10 +1,13 @@
+#define _POSIX_C_SOURCE 200809L
 /* The end-to-end gate: a whole synthetic decode step of the model (every
  * expert layer through expert_grouped with a realistic routing, every dense
- * matrix through iq_mmvq), for n_tokens 1..8, without and with the table,
- * interleaved in one process. Passes only when every output byte is equal
- * and the step is not slower than the limit; a step measured slower is
- * measured again, and only a confirmed slowdown refuses the table (noisy
- * machines: the CPU backend on 2 shared cores). */
+ * matrix through iq_mmvq), for n_tokens 1..8, 16, 24, 32, without and with the table,
+ * interleaved in one process. It decides only what the measurement can
+ * tell: per token count, the interval of the median paired change of the
+ * step time must lie within the limit (PASS) or beyond it (FAIL); when the
+ * noise is wider, it measures more rounds within a time budget, and when
+ * that runs out it says it cannot decide (noisy machines: the CPU backend
+ * on 2 shared cores). */
 #include "strata/model.h"
 #include "strata/verify.h"
 #include "ctx_internal.h"
@@ -19,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 void st_verify_options_default(st_verify_options *o)
 {
@@ -28,6 +32,7 @@ void st_verify_options_default(st_verify_options *o)
     o->topk = 8;
     o->rounds = 21;
     o->max_slowdown = 0.02;
+    o->budget_s = 60;
 }
 
 typedef struct {
@@ -367,62 +372,160 @@ static st_status timed_step(st_ctx *c, const vops *v, int nt, double *us)
     return ST_OK;
 }
 
-/* Interleaved timing of one step without (SA, TA) and with (SB, TB) the
- * table: ABAB..., the order flipped every round. */
-static st_status time_pair(st_ctx *c, const st_verify_options *o, const vops *v, st_table *tab, int nt, double *sa,
-                           double *sb, st_timing *ta, st_timing *tb)
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ROUNDS interleaved rounds of one step without (BASE) and with (WITH) the
+ * table; the order within a round alternates (*PARITY carries it from one
+ * batch to the next) so that drift and the position in the pair hit both
+ * alike. */
+static st_status time_pairs(st_ctx *c, const vops *v, st_table *tab, int nt, int rounds, int *parity, double *base,
+                            double *with)
 {
     st_status s = ST_OK;
-    for (int r = 0; r < o->rounds && s == ST_OK; r++) {
+    for (int r = 0; r < rounds && s == ST_OK; r++, (*parity)++) {
         for (int k = 0; k < 2 && s == ST_OK; k++) {
-            const bool with = (k == 0) == (r % 2 == 0);
-            st_table *prev = st_ctx_swap_table(c, with ? tab : NULL);
-            s = timed_step(c, v, nt, with ? &sb[r] : &sa[r]);
+            const bool w = (k == 0) == (*parity % 2 == 0);
+            st_table *prev = st_ctx_swap_table(c, w ? tab : NULL);
+            s = timed_step(c, v, nt, w ? &with[r] : &base[r]);
             st_ctx_swap_table(c, prev);
         }
-    }
-    if (s == ST_OK) {
-        st_timing_from_samples(sa, o->rounds, ta);
-        st_timing_from_samples(sb, o->rounds, tb);
     }
     return s;
 }
 
-static bool beyond_noise(double max_slowdown, const st_timing *base, const st_timing *with)
+static void judge_interval(const st_gate_rule *rule, double conf, const double *base, const double *with, int n,
+                           double *ratio, st_gate_step *out)
 {
-    return with->median_us / base->median_us - 1 > max_slowdown && with->p25_us > base->p75_us;
+    for (int i = 0; i < n; i++) ratio[i] = base[i] > 0 ? with[i] / base[i] - 1 : 0;
+    out->confidence = st_median_ci(ratio, n, conf, &out->change, &out->lo, &out->hi);
+    out->rounds = n;
+    if (out->confidence >= conf && out->hi <= rule->max_slowdown)
+        out->verdict = ST_STEP_WITHIN;
+    else if (out->confidence >= conf && out->lo > rule->max_slowdown)
+        out->verdict = ST_STEP_SLOWER;
+    else
+        out->verdict = ST_STEP_UNDECIDED;
 }
 
-st_status st_gate_judge(st_gate_measure_fn measure, void *user, double max_slowdown, int nt, bool quiet,
-                        st_timing *base, st_timing *with, bool *slower)
+st_status st_gate_judge(st_gate_measure_fn measure, void *user, const st_gate_rule *rule, int nt, bool quiet,
+                        st_gate_step *out)
 {
-    *slower = false;
-    ST_TRY(measure(user, base, with));
-    if (!beyond_noise(max_slowdown, base, with)) return ST_OK;
-    /* one slow measurement on a noisy machine is not yet evidence: a table
-     * is refused only when a second, independent interleaved measurement
-     * says the same */
-    if (!quiet)
-        st_log("verify: n_tokens %d: %+.1f%% with the table, beyond the noise; measuring again to confirm", nt,
-               100 * (with->median_us / base->median_us - 1));
-    ST_TRY(measure(user, base, with));
-    *slower = beyond_noise(max_slowdown, base, with);
-    return ST_OK;
+    memset(out, 0, sizeof *out);
+    const int cap = rule->max_rounds < 1 || rule->max_rounds > ST_GATE_MAX_ROUNDS ? ST_GATE_MAX_ROUNDS : rule->max_rounds;
+    double *base = malloc(sizeof(double) * (size_t)cap), *with = malloc(sizeof(double) * (size_t)cap);
+    double *tmp = malloc(sizeof(double) * (size_t)cap);
+    st_status s = base && with && tmp ? ST_OK : st_fail(ST_ERR_NOMEM, "verify: out of memory");
+    int n = 0, batch = rule->rounds < 6 ? 6 : rule->rounds;
+    if (batch > cap) batch = cap;
+    /* Every look at the data may decide, so the error RULE->confidence
+     * allows is split over the looks there can be (Bonferroni): measuring
+     * more rounds cannot make a wrong verdict likelier. */
+    int looks = 1;
+    for (int m = batch; m < cap; m = m > cap / 4 ? cap : 4 * m) looks++;
+    const double conf = 1 - (1 - rule->confidence) / looks;
+    /* fewer rounds than the interval needs to reach CONF at all (its widest,
+     * [min, max], covers 1 - 2^(1-n)) could decide nothing */
+    const int need = 1 + (int)ceil(log2(1 / (1 - conf)));
+    if (batch < need) batch = need < cap ? need : cap;
+    while (s == ST_OK) {
+        double sec = 0;
+        s = measure(user, batch, base + n, with + n, &sec);
+        if (s != ST_OK) break;
+        n += batch;
+        out->seconds += sec;
+        judge_interval(rule, conf, base, with, n, tmp, out);
+        if (out->verdict != ST_STEP_UNDECIDED || n >= cap || out->seconds >= rule->budget_s) break;
+        /* the noise is wider than what is to be told: four times the rounds
+         * halve the interval's width */
+        batch = 3 * n <= cap - n ? 3 * n : cap - n;
+        if (!quiet)
+            st_log("verify: n_tokens %d: %+.1f%% step time with the table, %.4g%% interval %+.1f%%..%+.1f%% after %d "
+                   "rounds: cannot tell against the %.1f%% limit yet; measuring %d rounds more",
+                   nt, 100 * out->change, 100 * out->confidence, 100 * out->lo, 100 * out->hi, n,
+                   100 * rule->max_slowdown, batch);
+    }
+    if (s == ST_OK) {
+        memcpy(tmp, base, sizeof(double) * (size_t)n);
+        st_timing_from_samples(tmp, n, &out->base);
+        memcpy(tmp, with, sizeof(double) * (size_t)n);
+        st_timing_from_samples(tmp, n, &out->with);
+    }
+    free(base);
+    free(with);
+    free(tmp);
+    return s;
 }
 
 typedef struct {
     st_ctx *c;
-    const st_verify_options *o;
     const vops *v;
     st_table *tab;
-    int nt;
-    double *sa, *sb;
+    int nt, parity;
+    volatile int *stop;
 } pair_job;
 
-static st_status measure_pair(void *user, st_timing *base, st_timing *with)
+static st_status measure_pairs(void *user, int rounds, double *base, double *with, double *seconds)
 {
     pair_job *j = user;
-    return time_pair(j->c, j->o, j->v, j->tab, j->nt, j->sa, j->sb, base, with);
+    if (j->stop && *j->stop) return st_fail(ST_ERR_INTERRUPTED, "interrupted");
+    const double t0 = now_s();
+    st_status s = time_pairs(j->c, j->v, j->tab, j->nt, rounds, &j->parity, base, with);
+    *seconds = now_s() - t0;
+    return s;
+}
+
+static const char *verdict_text(st_step_verdict v)
+{
+    return v == ST_STEP_WITHIN ? "within the limit" : v == ST_STEP_SLOWER ? "SLOWER" : "cannot tell within the budget";
+}
+
+/* The verdict line of a measured gate (bytes equal or not). */
+static void gate_message(const st_verify_options *o, const vops *v, const st_gate_step *g, const int *nts, int n_nts,
+                         const char *first_bad, st_verify_result *res)
+{
+    int worst = nts[0] - 1, slow = -1, undecided = 0, first_und = -1;
+    for (int k = 0; k < n_nts; k++) {
+        const int i = nts[k] - 1;
+        if (g[i].hi > g[worst].hi) worst = i;
+        if (g[i].verdict == ST_STEP_SLOWER && (slow < 0 || g[i].lo > g[slow].lo)) slow = i;
+        if (g[i].verdict == ST_STEP_UNDECIDED && undecided++ == 0) first_und = i;
+    }
+    const double lim = 100 * o->max_slowdown, conf = 100 * g[worst].confidence;
+    if (!res->bytes_equal) {
+        res->verdict = ST_GATE_FAIL_BYTES;
+        snprintf(res->message, sizeof res->message, "FAIL: output bytes differ with the table (%s)", first_bad);
+    } else if (slow >= 0) {
+        res->verdict = ST_GATE_FAIL_SLOWER;
+        snprintf(res->message, sizeof res->message,
+                 "FAIL: the step is %+.1f%% slower with the table at n_tokens %d (%.4g%% interval %+.1f%%..%+.1f%%, %d "
+                 "rounds: all of it beyond the %.1f%% limit)",
+                 100 * g[slow].change, slow + 1, 100 * g[slow].confidence, 100 * g[slow].lo, 100 * g[slow].hi,
+                 g[slow].rounds, lim);
+    } else if (undecided) {
+        const st_gate_step *u = &g[first_und];
+        res->verdict = ST_GATE_UNDECIDED;
+        snprintf(res->message, sizeof res->message,
+                 "cannot decide: at n_tokens %d the step time changed %+.1f%% with the table, but its %.4g%% interval "
+                 "%+.1f%%..%+.1f%% (%d rounds in %.1f s) reaches both sides of the %.1f%% limit (%d of %d token counts "
+                 "undecided; %.1f s budget): the step times vary more than the limit allows to tell; what would help: "
+                 "an idle machine, a larger --budget, or a larger --max-slowdown",
+                 first_und + 1, 100 * u->change, 100 * u->confidence, 100 * u->lo, 100 * u->hi, u->rounds, u->seconds,
+                 lim, undecided, n_nts, o->budget_s);
+    } else {
+        res->verdict = ST_GATE_PASS;
+        snprintf(res->message, sizeof res->message,
+                 "PASS: %d operations x n_tokens 1..8, 16, 24, 32 byte-identical with the table (%d launches from it "
+                 "over those steps); every step within the %.1f%% limit (95%% confidence for the whole verdict): the highest, "
+                 "n_tokens %d, %+.1f%% (%.4g%% interval %+.1f%%..%+.1f%%, %d rounds)",
+                 v->n, res->table_launches, lim, worst + 1, 100 * g[worst].change, conf, 100 * g[worst].lo,
+                 100 * g[worst].hi, g[worst].rounds);
+    }
+    res->passed = res->verdict == ST_GATE_PASS;
 }
 
 static st_status run_gate(st_ctx *c, const st_verify_options *o, const vops *v, st_table *tab, st_verify_result *res)
@@ -430,13 +533,17 @@ static st_status run_gate(st_ctx *c, const st_verify_options *o, const vops *v, 
     size_t total = 0;
     for (int i = 0; i < v->n; i++) total += ST_MAX_TOKENS * (size_t)v->ops[i].out;
     float *a = malloc(total * sizeof(float)), *b = malloc(total * sizeof(float));
-    double *sa = malloc(sizeof(double) * (size_t)(o->rounds + 1)), *sb = malloc(sizeof(double) * (size_t)(o->rounds + 1));
-    st_status s = (a && b && sa && sb) ? ST_OK : st_fail(ST_ERR_NOMEM, "verify: out of memory");
-    res->bytes_equal = res->not_slower = true;
+    st_status s = (a && b) ? ST_OK : st_fail(ST_ERR_NOMEM, "verify: out of memory");
+    res->bytes_equal = true;
     char first_bad[200] = "";
-    double worst = -1;
-    int worst_nt = 0;
-    for (int nt = 1; nt <= ST_MAX_TOKENS && s == ST_OK; nt++) {
+    st_gate_step g[ST_MAX_TOKENS];
+    memset(g, 0, sizeof g);
+    bool slower = false;
+    const double t_start = now_s();
+    int step_nts[ST_MAX_TOKENS];
+    const int n_step_nts = st_step_token_counts(step_nts);
+    for (int si = 0; si < n_step_nts && s == ST_OK; si++) {
+        const int nt = step_nts[si];
         if (o->stop && *o->stop) {
             s = st_fail(ST_ERR_INTERRUPTED, "interrupted");
             break;
@@ -464,44 +571,42 @@ static st_status run_gate(st_ctx *c, const st_verify_options *o, const vops *v, 
             }
             off += n;
         }
-        st_timing ta, tb;
-        bool slower = false;
-        pair_job job = {c, o, v, tab, nt, sa, sb};
-        s = st_gate_judge(measure_pair, &job, o->max_slowdown, nt, o->quiet, &ta, &tb, &slower);
+        /* The budget left is shared by the token counts still to measure;
+         * once a slowdown is confirmed (or the bytes differ) the table is
+         * refused anyway, so the rest get one batch. */
+        const double left = o->budget_s - (now_s() - t_start);
+        /* 95% for the whole verdict: Bonferroni over the token counts (and,
+         * inside the judge, over its looks) */
+        st_gate_rule rule = {o->max_slowdown, o->rounds, ST_GATE_MAX_ROUNDS,
+                             (slower || !res->bytes_equal) ? 0 : left / (n_step_nts - si),
+                             1 - 0.05 / n_step_nts};
+        pair_job job = {c, v, tab, nt, 0, o->stop};
+        s = st_gate_judge(measure_pairs, &job, &rule, nt, o->quiet, &g[nt - 1]);
         if (s != ST_OK) break;
-        res->base_us[nt - 1] = ta.median_us;
-        res->table_us[nt - 1] = tb.median_us;
-        res->base_spread[nt - 1] = ta.spread;
-        res->table_spread[nt - 1] = tb.spread;
-        const double slow = tb.median_us / ta.median_us - 1;
-        if (slow > worst) {
-            worst = slow;
-            worst_nt = nt;
-        }
-        if (slower) res->not_slower = false;
+        const st_gate_step *x = &g[nt - 1];
+        slower |= x->verdict == ST_STEP_SLOWER;
+        res->base_us[nt - 1] = x->base.median_us;
+        res->table_us[nt - 1] = x->with.median_us;
+        res->base_spread[nt - 1] = x->base.spread;
+        res->table_spread[nt - 1] = x->with.spread;
+        res->change[nt - 1] = x->change;
+        res->change_lo[nt - 1] = x->lo;
+        res->change_hi[nt - 1] = x->hi;
+        res->rounds[nt - 1] = x->rounds;
+        if (nt == 1 || x->confidence < res->confidence) res->confidence = x->confidence;
         if (!o->quiet)
-            st_log("verify: n_tokens %d: step %.1f us without the table, %.1f us with it (%+.1f%%; spreads %.1f%% / %.1f%%)%s",
-                   nt, ta.median_us, tb.median_us, 100 * slow, 100 * ta.spread, 100 * tb.spread,
-                   res->bytes_equal ? ", bytes identical" : "");
+            st_log("verify: n_tokens %d: step %.1f us without the table, %.1f us with it; paired change %+.1f%% (%.4g%% "
+                   "interval %+.1f%%..%+.1f%%, %d rounds): %s%s",
+                   nt, x->base.median_us, x->with.median_us, 100 * x->change, 100 * x->confidence, 100 * x->lo,
+                   100 * x->hi, x->rounds, verdict_text(x->verdict), res->bytes_equal ? "; bytes identical" : "");
     }
+    res->seconds = now_s() - t_start;
     if (s == ST_OK) {
-        res->passed = res->bytes_equal && res->not_slower;
-        if (!res->bytes_equal)
-            snprintf(res->message, sizeof res->message, "FAIL: output bytes differ with the table (%s)", first_bad);
-        else if (!res->not_slower)
-            snprintf(res->message, sizeof res->message,
-                     "FAIL: the step is %.1f%% slower with the table at n_tokens %d (limit %.1f%%)", 100 * worst, worst_nt,
-                     100 * o->max_slowdown);
-        else
-            snprintf(res->message, sizeof res->message,
-                     "PASS: %d operations x n_tokens 1..8 byte-identical with the table (%d launches from it over the 8 steps); "
-                     "worst step time %+.1f%% (n_tokens %d; limit %.1f%% beyond the interquartile noise)",
-                     v->n, res->table_launches, 100 * worst, worst_nt, 100 * o->max_slowdown);
+        gate_message(o, v, g, step_nts, n_step_nts, first_bad, res);
+        res->not_slower = !slower && res->verdict != ST_GATE_UNDECIDED;
     }
     free(a);
     free(b);
-    free(sa);
-    free(sb);
     return s;
 }
 
@@ -512,8 +617,9 @@ static st_status verify_run(st_ctx *c, const st_verify_options *o, st_verify_res
     memset(res, 0, sizeof *res);
     if (!o->table_path) return st_fail(ST_ERR_INVALID_ARG, "verify: no table given");
     st_verify_options opt = *o;
-    if (opt.rounds < 3) opt.rounds = 3;
-    if (opt.rounds > 255) opt.rounds = 255;
+    if (opt.rounds < 6) opt.rounds = 6;
+    if (opt.rounds > ST_GATE_MAX_ROUNDS) opt.rounds = ST_GATE_MAX_ROUNDS;
+    if (!(opt.budget_s >= 0)) opt.budget_s = 0;
     /* the model first: one that cannot run here is the one line to say */
     st_model *m = NULL;
     st_status s = o->model_path ? open_model(o->model_path, &m) : ST_OK;
@@ -565,6 +671,7 @@ st_status st_tune_gate(st_ctx *ctx, const st_tune_options *o, const st_tune_shap
     vo.n_expert = o->n_expert;
     vo.topk = o->topk;
     if (o->quick) vo.rounds = 7;
+    vo.budget_s = o->gate_budget_s > 0 ? o->gate_budget_s : o->quick ? 20 : 60;
     char (*texts)[128] = NULL;
     const char **ptrs = NULL;
     if (o->model_path && o->n_shapes == 0) {

@@ -83,7 +83,10 @@ static void numeric_options_refuse_nan_infinity_and_out_of_range(void **state)
         cli_expect_usage(&r, bad_int[i].opt, what);
         cli_free(&r);
     }
-    static const char *const bad_mix[] = {"1,,2", "1,9", "0", "1,1", "1,2,", ",1", "1;2"};
+    /* beyond the limit: one more token than ST_MAX_TOKENS */
+    char beyond[32];
+    snprintf(beyond, sizeof beyond, "1,%d", ST_MAX_TOKENS + 1);
+    const char *const bad_mix[] = {"1,,2", beyond, "0", "1,1", "1,2,", ",1", "1;2"};
     for (size_t i = 0; i < sizeof bad_mix / sizeof bad_mix[0]; i++) {
         cli_run r = cli(QUICK, "tune", "--ntok-mix", bad_mix[i], NULL);
         cli_expect_usage(&r, "--ntok-mix", bad_mix[i]);

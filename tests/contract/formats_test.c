@@ -389,43 +389,69 @@ static void f32_to_f16_rounds_to_nearest_even(void **state)
 
 /* ---- type info ---------------------------------------------------------------- */
 
-typedef struct {
-    st_qtype t;
-    const char *name, *upper;
-    int ggml, qk, bytes;
-} type_row;
-
-static const type_row TYPES[] = {
-    {ST_Q8_0, "q8_0", "Q8_0", 8, 32, 34},          {ST_Q4_K, "q4_K", "Q4_k", 12, 256, 144},
-    {ST_IQ3_XXS, "iq3_xxs", "IQ3_XXS", 18, 256, 98}, {ST_IQ4_NL, "iq4_nl", "IQ4_NL", 20, 32, 18},
-    {ST_IQ3_S, "iq3_s", "IQ3_S", 21, 256, 110},      {ST_IQ2_S, "iq2_s", "Iq2_S", 22, 256, 82},
-    {ST_IQ4_XS, "iq4_xs", "IQ4_XS", 23, 256, 136},
-};
-
+/* Every type of ST_QTYPES against what ggml wrote into its reference files
+ * (the STQV header's type id, values and bytes per block, read raw here, not
+ * through the reader that compares them with the list), and the name
+ * functions. */
 static void type_info_matches_ggml(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < sizeof TYPES / sizeof TYPES[0]; i++) {
-        const type_row *r = &TYPES[i];
-        assert_int_equal((int)r->t, r->ggml);
-        assert_true(st_qtype_valid(r->ggml));
-        assert_string_equal(st_qtype_name(r->t), r->name);
-        assert_int_equal(st_qtype_from_name(r->name), r->t);
-        assert_int_equal(st_qtype_from_name(r->upper), r->t);
-        assert_int_equal(st_qtype_block_values(r->t), r->qk);
-        assert_int_equal(st_qtype_block_bytes(r->t), r->bytes);
-        assert_int_equal(st_qtype_row_bytes(r->t, 4096), (size_t)(4096 / r->qk * r->bytes));
-        assert_int_equal(st_qtype_row_bytes(r->t, 0), 0);
-        assert_non_null(strstr(st_qtype_names(), r->name));
+    int n_types = 0;
+#define ST_TYPE_ROW_(id, nm, ggml_id, qk_, bytes_) {ST_##id, nm, ggml_id, qk_, bytes_},
+    static const struct {
+        st_qtype t;
+        const char *name;
+        int ggml, qk, bytes;
+    } types[] = {ST_QTYPES(ST_TYPE_ROW_)};
+#undef ST_TYPE_ROW_
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++, n_types++) {
+        const st_qtype t = types[i].t;
+        assert_int_equal((int)t, types[i].ggml);
+        assert_true(st_qtype_valid(types[i].ggml));
+        assert_string_equal(st_qtype_name(t), types[i].name);
+        assert_int_equal(st_qtype_from_name(types[i].name), t);
+        char upper[32];
+        snprintf(upper, sizeof upper, "%s", types[i].name);
+        for (char *c = upper; *c; c++)
+            if (*c >= 'a' && *c <= 'z') *c = (char)(*c - 'a' + 'A');
+        assert_int_equal(st_qtype_from_name(upper), t);
+        assert_int_equal(st_qtype_block_values(t), types[i].qk);
+        assert_int_equal(st_qtype_block_bytes(t), types[i].bytes);
+        assert_int_equal(st_qtype_row_bytes(t, 4096), (size_t)(4096 / types[i].qk * types[i].bytes));
+        assert_int_equal(st_qtype_row_bytes(t, 0), 0);
+        assert_non_null(strstr(st_qtype_names(), types[i].name));
+        /* ggml's own numbers for the type, from its reference file */
+        int nf;
+        char **files = files_of_type(t, &nf);
+        if (nf < 2) fail_msg("%s: %d reference files in " VEC_DIR ", need K256 (or K64) T1 and T4", types[i].name, nf);
+        size_t len;
+        uint8_t *raw = read_all(files[0], &len);
+        assert_true(len >= 64);
+        uint32_t h[3];
+        memcpy(&h[0], raw + 8, 4);
+        memcpy(&h[1], raw + 32, 4);
+        memcpy(&h[2], raw + 36, 4);
+        assert_int_equal(h[0], (uint32_t)types[i].ggml);
+        assert_int_equal(h[1], (uint32_t)types[i].qk);
+        assert_int_equal(h[2], (uint32_t)types[i].bytes);
+        free(raw);
+        free_list(files);
     }
+    /* spot checks written out: ggml's ids and sizes of two types */
+    assert_int_equal((int)ST_Q8_0, 8);
+    assert_int_equal(st_qtype_block_bytes(ST_Q8_0), 34);
+    assert_int_equal((int)ST_IQ3_S, 21);
+    assert_int_equal(st_qtype_block_bytes(ST_IQ3_S), 110);
+    assert_int_equal(st_qtype_from_name("Iq3_S"), ST_IQ3_S);
     const char *names = st_qtype_names();
     assert_true(names[0] != ' ' && names[strlen(names) - 1] != ' ');
+    printf("type info: %d types match ggml's reference files\n", n_types);
 }
 
 static void type_info_rejects_unknown(void **state)
 {
     (void)state;
-    const int bad[] = {-1, 0, 1, 9, 15, 19, 24, 1000};
+    const int bad[] = {-1, 0, 1, 4, 9, 15, 24, 30, 1000}; /* 9, 15: activation-only Q8_1, Q8_K; 30: bf16 */
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_false(st_qtype_valid(bad[i]));
         assert_string_equal(st_qtype_name((st_qtype)bad[i]), "?");
@@ -628,7 +654,8 @@ static void stqv_refuses_bad_headers(void **state)
     REFUSE_AFTER("multiple", put32(b + 16, 48));
     REFUSE_AFTER("does not match", put32(b + 32, 64));
     REFUSE_AFTER("row_bytes", put32(b + 40, 69));
-    REFUSE_AFTER("vec_dot_type", put32(b + 44, 9));
+    REFUSE_AFTER("vec_dot_type", put32(b + 44, 2));
+    REFUSE_AFTER("X_VDT", put32(b + 44, 9)); /* Q8_1 activations are 36-byte blocks, the file has Q8_0's */
     REFUSE_AFTER("Q8_K", put32(b + 44, 15)); /* K = 64 */
     REFUSE_AFTER("flags", put32(b + 28, 2)); /* Q8_K section with K = 64 */
     REFUSE_AFTER("n_sections", put32(b + 48, 13));
@@ -734,24 +761,20 @@ static void stqv_open_reports_io_and_argument_errors(void **state)
 
 /* ---- registration ------------------------------------------------------------------- */
 
-static const st_qtype T_Q8_0 = ST_Q8_0, T_Q4_K = ST_Q4_K, T_IQ3_XXS = ST_IQ3_XXS, T_IQ4_NL = ST_IQ4_NL,
-                      T_IQ3_S = ST_IQ3_S, T_IQ2_S = ST_IQ2_S, T_IQ4_XS = ST_IQ4_XS;
+/* One st_qtype object per type of ST_QTYPES, for the per-type tests' state. */
+#define ST_TYPE_VAR_(id, name, ggml, qk, bytes) static const st_qtype TV_##id = ST_##id;
+ST_QTYPES(ST_TYPE_VAR_)
+#undef ST_TYPE_VAR_
 
-#define PER_TYPE(tname, var)                                                                 \
-    {"dequantize_" tname "_bit_exact", dequantize_bit_exact, NULL, NULL, (void *)&var},      \
-        {"q8_1_bytes_exact_" tname, q8_1_bytes_exact, NULL, NULL, (void *)&var},             \
-        {"dot_" tname "_within_1e-4", dot_within_1e_4, NULL, NULL, (void *)&var}
+#define PER_TYPE_(id, tname, ggml, qk, bytes)                                                   \
+    {"dequantize_" tname "_bit_exact", dequantize_bit_exact, NULL, NULL, (void *)&TV_##id},      \
+        {"q8_1_bytes_exact_" tname, q8_1_bytes_exact, NULL, NULL, (void *)&TV_##id},             \
+        {"dot_" tname "_within_1e-4", dot_within_1e_4, NULL, NULL, (void *)&TV_##id},
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        PER_TYPE("q8_0", T_Q8_0),
-        PER_TYPE("q4_K", T_Q4_K),
-        PER_TYPE("iq3_xxs", T_IQ3_XXS),
-        PER_TYPE("iq4_nl", T_IQ4_NL),
-        PER_TYPE("iq3_s", T_IQ3_S),
-        PER_TYPE("iq2_s", T_IQ2_S),
-        PER_TYPE("iq4_xs", T_IQ4_XS),
+        ST_QTYPES(PER_TYPE_)
         cmocka_unit_test(q8_1_zero_block_is_all_zero),
         cmocka_unit_test(q8_1_rounds_halves_away_from_zero),
         cmocka_unit_test(q8_1_sum_follows_warp_butterfly),

@@ -45,7 +45,7 @@ static size_t check_type(st_rng *r, int rows, int cols)
     const size_t n = st_repack_size(t, rows, cols);
     uint8_t *packed = (uint8_t *)malloc(n);
     assert_int_equal(st_repack(t, rows, cols, w, packed), ST_OK);
-    size_t off[5] = {0};
+    size_t off[ST_MAX_PLANES] = {0};
     const int planes = st_repack_planes(t, rows, cols, off);
     st_mat_dev m;
     memset(&m, 0, sizeof m);
@@ -53,7 +53,10 @@ static size_t check_type(st_rng *r, int rows, int cols)
     m.rows = rows;
     m.nu = cols / 32;
     m.nb = cols / st_qtype_block_values(t);
-    const st_grids g = {st_iq3s_grid, st_iq3xxs_grid, (const uint2 *)st_iq2s_grid};
+    st_grids g;
+#define ST_GRID_HOST_(name, type, table) g.name = (const type *)table;
+    ST_DEVICE_GRIDS(ST_GRID_HOST_)
+#undef ST_GRID_HOST_
     size_t checked = 0;
     for (int row = 0; row < rows; row++)
         for (int u = 0; u < m.nu; u++) {
@@ -67,7 +70,13 @@ static size_t check_type(st_rng *r, int rows, int cols)
                     fail_msg("%s row %d unit %d weight %d: device %d, CPU %d", st_qtype_name(t), row, u, j, v, cu.w[j]);
             }
             assert_int_equal(bits(du.W), bits(cu.W));
-            if (cu.has_min) assert_int_equal(bits(du.M), bits(cu.M));
+            assert_int_equal((int)st_unit_dec<TYPE>::min, (int)cu.has_min);
+            if (cu.has_min) {
+                assert_int_equal(bits(du.M), bits(cu.M));
+                const bool mh = st_unit_dec<TYPE>::min_halves;
+                assert_int_equal(mh ? du.g0 : 1, cu.mf[0]);
+                assert_int_equal(mh ? du.g1 : 1, cu.mf[1]);
+            }
             /* the contract's float work on one q8_1 block */
             int8_t q[32];
             for (int j = 0; j < 32; j++) q[j] = (int8_t)(st_rng_u32(r) & 0xff);
@@ -75,13 +84,13 @@ static size_t check_type(st_rng *r, int rows, int cols)
             int4 a, b;
             memcpy(&a, q, 16);
             memcpy(&b, q + 16, 16);
-            int32_t isum = 0, qsum = 0;
+            int32_t isum = 0, qm = 0;
             for (int j = 0; j < 32; j++) {
                 isum += cu.w[j] * q[j];
-                qsum += q[j];
+                qm += cu.mf[j / 16] * q[j];
             }
             float want = st_fma(st_fmul(cu.W, da), (float)isum, acc0);
-            if (cu.has_min) want = st_fma(-st_fmul(cu.M, da), (float)qsum, want);
+            if (cu.has_min) want = st_fma(-st_fmul(cu.M, da), (float)qm, want);
             assert_int_equal(bits(st_unit_fma<TYPE>(du, a, b, da, acc0)), bits(want));
             checked++;
         }
@@ -95,14 +104,14 @@ static void run_all(const char *vendor)
     st_rng r;
     st_rng_seed(&r, 31337);
     size_t n = 0;
-    n += check_type<T_IQ3_S>(&r, 7, 768);
-    n += check_type<T_IQ3_XXS>(&r, 7, 768);
-    n += check_type<T_IQ2_S>(&r, 7, 768);
-    n += check_type<T_IQ4_XS>(&r, 7, 768);
-    n += check_type<T_Q4_K>(&r, 7, 768);
-    n += check_type<T_IQ4_NL>(&r, 7, 96);
-    n += check_type<T_Q8_0>(&r, 7, 96);
-    printf("%s table lookups: %zu units of 7 formats decode and accumulate exactly as the CPU reference\n", vendor, n);
+    int formats = 0;
+#define ST_CHECK_(id, name, ggml, qk, bytes) \
+    n += check_type<ST_##id>(&r, 7, 3 * qk);    \
+    formats++;
+    ST_QTYPES(ST_CHECK_)
+#undef ST_CHECK_
+    printf("%s table lookups: %zu units of %d formats decode and accumulate exactly as the CPU reference\n", vendor, n,
+           formats);
 }
 
 static void device_decoders_match_cpu_reference_cuda_lookups(void **state)

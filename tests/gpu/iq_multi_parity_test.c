@@ -1,4 +1,4 @@
-/* iq_mmvq with n_tokens 1..8 on the GPU: every type, rows variant and knob path
+/* iq_mmvq with n_tokens 1..ST_MAX_TOKENS on the GPU: every type, rows variant and knob path
  * and the default chain give the same bytes as the CPU reference (and so as
  * each other), on many shapes including odd row counts. */
 #include "parity_util.h"
@@ -9,7 +9,12 @@ static void iq_mmvq_multi_token_gpu_matches_cpu_bitwise(void **state)
     st_ctx *cpu = make_ctx(ST_BACKEND_CPU), *gpu = make_ctx(ST_BACKEND_GPU);
     printf("device: %s (%s, runtime %s)\n", st_ctx_identity(gpu)->device_name, st_ctx_identity(gpu)->arch,
            st_ctx_identity(gpu)->runtime);
-    const int nts[] = {1, 2, 3, 4, 5, 6, 7, 8}, buckets[] = {1, 2, 3, 5}; /* NT buckets 1, 2, 4, 8 */
+    int nts[ST_MAX_TOKENS];
+    for (int i = 0; i < ST_MAX_TOKENS; i++) nts[i] = i + 1;
+    /* sanitizer size: 1, an odd count, the 8 of a chunk, the first matrix-unit
+     * count (9) and the most */
+    const int buckets[] = {1, 3, 8, 9, ST_MAX_TOKENS};
+    const int n_buckets = (int)(sizeof buckets / sizeof buckets[0]);
     const bool small = sanitizer_size();
     for (size_t i = 0; i < sizeof ALL_TYPES / sizeof ALL_TYPES[0]; i++) {
         const st_qtype t = ALL_TYPES[i];
@@ -26,13 +31,14 @@ static void iq_mmvq_multi_token_gpu_matches_cpu_bitwise(void **state)
              * for 4096 rows) */
             st_ctx *c8 = rows > 4096 ? make_ctx_sized(ST_BACKEND_CPU, rows) : cpu;
             st_ctx *g8 = rows > 4096 ? make_ctx_sized(ST_BACKEND_GPU, rows) : gpu;
-            sweep(c8, g8, t, rows, cols, small ? buckets : nts, small ? 4 : 8);
+            sweep(c8, g8, t, rows, cols, small ? buckets : nts, small ? n_buckets : ST_MAX_TOKENS);
             if (c8 != cpu) st_ctx_destroy(c8);
             if (g8 != gpu) st_ctx_destroy(g8);
         }
     }
-    printf("iq_multi_parity%s: %zu comparisons (7 types x %d shapes x %d token counts x 8 paths), %zu mismatches\n",
-           small ? " (sanitizer size)" : "", g_compares, small ? 3 : 4, small ? 4 : 8, g_bad);
+    printf("iq_multi_parity%s: %zu comparisons (%d types x %d shapes x %d token counts x every path), %zu mismatches\n",
+           small ? " (sanitizer size)" : "", g_compares, N_ALL_TYPES, small ? 3 : 4, small ? n_buckets : ST_MAX_TOKENS,
+           g_bad);
     st_ctx_destroy(cpu);
     st_ctx_destroy(gpu);
     assert_int_equal(g_bad, 0);

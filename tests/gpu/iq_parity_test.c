@@ -22,8 +22,8 @@ static void iq_mmvq_gpu_matches_cpu_bitwise(void **state)
         for (size_t s = 0; s < ns; s++)
             sweep(cpu, gpu, t, small ? few[s][0] : shapes[s][0], small ? few[s][1] : shapes[s][1], nts, 3);
     }
-    printf("iq_parity%s: %zu comparisons (7 types x %d shapes x 3 token counts x 8 paths), %zu mismatches\n",
-           small ? " (sanitizer size)" : "", g_compares, small ? 3 : 6, g_bad);
+    printf("iq_parity%s: %zu comparisons (%d types x %d shapes x 3 token counts x every path), %zu mismatches\n",
+           small ? " (sanitizer size)" : "", g_compares, N_ALL_TYPES, small ? 3 : 6, g_bad);
     st_ctx_destroy(cpu);
     st_ctx_destroy(gpu);
     assert_int_equal(g_bad, 0);

@@ -1,8 +1,9 @@
 /* expert_grouped on the GPU: the default chain, every (gate-up, down) rows
  * variant and every expert knob path give the same bytes as the CPU
- * reference, for n_tokens 1..8 and routings that put all tokens on the same
- * experts, every token on different experts, and random top-k, up to
- * ST_MAX_EXPERTS experts and top-ST_MAX_TOPK. */
+ * reference, for n_tokens 1..ST_MAX_TOKENS and routings that put all tokens
+ * on the same experts, every token on different experts, and random top-k,
+ * up to ST_MAX_EXPERTS experts and top-ST_MAX_TOPK; every format of
+ * ST_QTYPES as gate-up (with an IQ4_NL or Q8_0 down) and as down. */
 #include "parity_util.h"
 
 typedef struct {
@@ -127,22 +128,23 @@ static void expert_grouped_gpu_matches_cpu_bitwise(void **state)
 {
     (void)state;
     st_ctx *cpu = make_ctx(ST_BACKEND_CPU), *gpu = make_ctx(ST_BACKEND_GPU);
-    /* sanitizer size: token counts 1 and 8 (pairs per block 1, 2 and 4 with
-     * the top-8 shape), one down token count, and the campaign's 2560/640
-     * (16 and 32 lanes per row) on 16 experts instead of 64 */
+    /* sanitizer size: token counts 1 and ST_MAX_TOKENS, one down token
+     * count, and the campaign's 2560/640 (16 and 32 lanes per row) on 16
+     * experts instead of 64 */
     const bool small = sanitizer_size();
-    const int all[] = {1, 2, 3, 4, 5, 6, 7, 8}, few[] = {1, 4, 8}, ends[] = {1, 8};
-    const int *nts = small ? ends : all, n_nts = small ? 2 : 8;
-    /* the 7 gate-up types with IQ4_NL down, small shape, every token count */
-    const st_qtype gus[] = {ST_IQ3_S, ST_IQ3_XXS, ST_IQ2_S, ST_IQ4_XS, ST_IQ4_NL, ST_Q8_0, ST_Q4_K};
-    for (size_t i = 0; i < sizeof gus / sizeof gus[0]; i++) {
-        eshape s = {gus[i], ST_IQ4_NL, 256, 64, 8};
+    int all[ST_MAX_TOKENS];
+    for (int i = 0; i < ST_MAX_TOKENS; i++) all[i] = i + 1;
+    const int few[] = {1, ST_MAX_TOKENS / 2, ST_MAX_TOKENS}, ends[] = {1, ST_MAX_TOKENS};
+    const int *nts = small ? ends : all, n_nts = small ? 2 : ST_MAX_TOKENS;
+    /* every format as gate-up, with an IQ4_NL or a Q8_0 down in turn (n_ff 64
+     * fits their 32-value blocks), small shape, every token count */
+    for (int i = 0; i < N_ALL_TYPES; i++) {
+        eshape s = {ALL_TYPES[i], i % 2 ? ST_Q8_0 : ST_IQ4_NL, 256, 64, 8};
         expert_sweep(cpu, gpu, &s, nts, n_nts, 2);
     }
-    /* other down types (n_ff a multiple of 256) */
-    const st_qtype dns[] = {ST_Q8_0, ST_IQ4_XS, ST_IQ3_S, ST_Q4_K, ST_IQ2_S, ST_IQ3_XXS};
-    for (size_t i = 0; i < sizeof dns / sizeof dns[0]; i++) {
-        eshape s = {ST_IQ3_S, dns[i], 512, 256, 4};
+    /* every format as down (n_ff 256 fits every block), IQ3_S gate-up */
+    for (int i = 0; i < N_ALL_TYPES; i++) {
+        eshape s = {ST_IQ3_S, ALL_TYPES[i], 512, 256, 4};
         expert_sweep(cpu, gpu, &s, small ? ends : few, small ? 1 : 3, 2);
     }
     /* the campaign shape: 2560/640, 64 experts, top-8 */

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 
 #include "randgen.h"
+#include "strata/limits.h"
 #include "strata/strata.h"
 
 #define CHECK_OK(expr)                                                                   \
@@ -115,8 +116,13 @@ static size_t diff_floats(const char *what, const float *a, const float *b, size
     return bad;
 }
 
+/* Every weight format (ST_QTYPES, the one list). */
+#define ST_ALL_TYPE_(id, name, ggml, qk, bytes) ST_##id,
+static const st_qtype ALL_TYPES[] = {ST_QTYPES(ST_ALL_TYPE_)};
+#undef ST_ALL_TYPE_
+#define N_ALL_TYPES ((int)(sizeof ALL_TYPES / sizeof ALL_TYPES[0]))
+
 /* Every mmvq path vs the CPU reference on one shape, for each token count. */
-static const st_qtype ALL_TYPES[] = {ST_IQ3_S, ST_IQ4_NL, ST_IQ4_XS, ST_IQ3_XXS, ST_IQ2_S, ST_Q8_0, ST_Q4_K};
 
 static size_t __attribute__((unused)) g_compares, g_bad;
 
@@ -136,6 +142,9 @@ static void __attribute__((unused)) sweep(st_ctx *cpu, st_ctx *gpu, st_qtype t, 
 #define ADD_ROWS(R) paths[np++] = (path){"rows " #R, R, 0, 0, -1};
     STRATA_MMVQ_ROWS_VARIANTS(ADD_ROWS)
 #undef ADD_ROWS
+#define ADD_MMA(W) paths[np++] = (path){"mma" #W, -(W), 0, 0, -1};
+    STRATA_MMVQ_MMA_VARIANTS(ADD_MMA)
+#undef ADD_MMA
     paths[np++] = (path){"STRATA_OLD_IQ_MMVQ", 0, 0, 0, ST_KNOB_OLD_IQ_MMVQ};
     paths[np++] = (path){"STRATA_IQ_STAGE_GRID_MMVQ=1", 0, 0, 0, ST_KNOB_IQ_STAGE_GRID_MMVQ};
     for (int k = 0; k < n_nt; k++) {

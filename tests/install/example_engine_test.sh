@@ -144,6 +144,9 @@ grep -q '^table: none engaged' "$W/none.out" || fail "none: a table engaged"
 
 run_example dir "$MODEL" "$W/tables"
 expect_engaged dir
+# the tuner measured every shape the example runs: each is a row or a tuned
+# default, none a miss
+grep -q 'table misses 0,' "$W/dir.out" || fail "dir: table misses for shapes the tuner measured"
 
 STRATA_DECODE_TUNING=$W/tables run_example env "$MODEL"
 expect_engaged env

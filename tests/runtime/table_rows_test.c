@@ -12,6 +12,9 @@ static void rows_list(char *buf, size_t n)
 #define T_ROW_(r) at += (size_t)snprintf(buf + at, n - at, "%s%d", at ? " " : "", (r));
     STRATA_MMVQ_ROWS_VARIANTS(T_ROW_)
 #undef T_ROW_
+#define T_MMA_(w) at += (size_t)snprintf(buf + at, n - at, " mma%d", (w));
+    STRATA_MMVQ_MMA_VARIANTS(T_MMA_)
+#undef T_MMA_
 }
 
 static void pairs_list(char *buf, size_t n)
@@ -65,6 +68,54 @@ static void table_accepts_exactly_the_compiled_in_mmvq_rows(void **state)
     assert_int_equal(accepted, n);
 }
 
+static bool in_mma(int w)
+{
+#define T_INM_(x) if (w == (x)) return true;
+    STRATA_MMVQ_MMA_VARIANTS(T_INM_)
+#undef T_INM_
+    return false;
+}
+
+/* "mmaW" names a matrix-instruction variant (rows -W): exactly the compiled-in
+ * W engage, and the table writes them back the same way. */
+static void table_accepts_exactly_the_compiled_in_mma_variants(void **state)
+{
+    (void)state;
+    char list[256], body[128];
+    rows_list(list, sizeof list);
+    int accepted = 0;
+    for (int w = 0; w <= 64; w++) {
+        snprintf(body, sizeof body, "mmvq iq3_s 2560 2560 mma%d\n", w);
+        const char *text = tbl(body);
+        assert_int_equal(st_mmvq_rows_valid(-w), in_mma(w));
+        if (in_mma(w)) {
+            st_table *t = NULL;
+            char msg[ST_TABLE_MSG_MAX];
+            assert_int_equal(parse_cfg(text, strlen(text), NULL, &t, msg), ST_OK);
+            st_mmvq_key k = {ST_IQ3_S, 2560, 2560};
+            int rows = 0;
+            assert_true(st_table_lookup_mmvq(t, &k, &rows));
+            assert_int_equal(rows, -w);
+            char *out = NULL;
+            size_t len = 0;
+            assert_int_equal(st_table_format(t, &out, &len), ST_OK);
+            char want[64];
+            snprintf(want, sizeof want, "mmvq iq3_s 2560 2560 mma%d\n", w);
+            assert_non_null(strstr(out, want));
+            free(out);
+            st_table_destroy(t);
+            accepted++;
+        } else {
+            expect_refusal(text, ST_ERR_PARSE, "line 2: rows mma%d is not a compiled-in variant (%s)", w, list);
+        }
+    }
+    int n = 0;
+#define T_COUNTM_(w) n++;
+    STRATA_MMVQ_MMA_VARIANTS(T_COUNTM_)
+#undef T_COUNTM_
+    assert_int_equal(accepted, n);
+}
+
 static void table_accepts_exactly_the_compiled_in_expert_pairs(void **state)
 {
     (void)state;
@@ -98,10 +149,10 @@ static void table_refuses_rows_not_compiled_in_with_documented_wording(void **st
     char list[256], plist[256];
     rows_list(list, sizeof list);
     pairs_list(plist, sizeof plist);
-    assert_string_equal(list, "1 2 4 8 16");
+    assert_string_equal(list, "1 2 4 8 16 mma8 mma16 mma32");
     assert_string_equal(plist, "1/1 2/2 4/2 4/4 8/4 8/8");
     const char *text = tbl("# a\n#b\n\nmmvq q8_0 32 32 1\nmmvq q8_0 64 32 2\nmmvq q8_0 96 32 3\n");
-    expect_refusal(text, ST_ERR_PARSE, "line 7: rows 3 is not a compiled-in variant (1 2 4 8 16)");
+    expect_refusal(text, ST_ERR_PARSE, "line 7: rows 3 is not a compiled-in variant (1 2 4 8 16 mma8 mma16 mma32)");
     text = tbl("# a\n#b\n\nmmvq q8_0 32 32 1\nmmvq q8_0 64 32 2\nexpert q8_0 q8_0 32 32 1 3 5\n");
     expect_refusal(text, ST_ERR_PARSE,
                    "line 7: rows 3/5 is not a compiled-in variant (1/1 2/2 4/2 4/4 8/4 8/8)");
@@ -158,12 +209,15 @@ static void table_refuses_zero_overflow_and_out_of_range_dims(void **state)
                    "line 2: n_cols 184467440737095516160 is out of range 1..%d", ST_TABLE_MAX_DIM);
     expect_refusal(tbl("mmvq q8_0 4294967328 32 1\n"), ST_ERR_PARSE,
                    "line 2: n_rows 4294967328 is out of range 1..%d", ST_TABLE_MAX_DIM);
-    expect_refusal(tbl("#\nexpert iq3_s iq4_nl 2560 640 9 4 2\n"), ST_ERR_PARSE,
-                   "line 3: n_tokens 9 is out of range 1..8");
+    char row[160];
+    snprintf(row, sizeof row, "#\nexpert iq3_s iq4_nl 2560 640 %d 4 2\n", ST_TABLE_MAX_TOKENS + 1);
+    expect_refusal(tbl(row), ST_ERR_PARSE, "line 3: n_tokens %d is out of range 1..%d", ST_TABLE_MAX_TOKENS + 1,
+                   ST_TABLE_MAX_TOKENS);
     expect_refusal(tbl("expert iq3_s iq4_nl 2560 640 0 4 2\n"), ST_ERR_PARSE,
-                   "line 2: n_tokens 0 is out of range 1..8");
+                   "line 2: n_tokens 0 is out of range 1..%d", ST_TABLE_MAX_TOKENS);
     /* The largest values are accepted. */
-    expect_engages(tbl("mmvq q8_0 1048576 1048576 1\nexpert q8_0 q8_0 1048576 1048576 8 1 1\n"), 2);
+    snprintf(row, sizeof row, "mmvq q8_0 1048576 1048576 1\nexpert q8_0 q8_0 1048576 1048576 %d 1 1\n", ST_TABLE_MAX_TOKENS);
+    expect_engages(tbl(row), 2);
     expect_engages(tbl("mmvq q8_0 0032 032 01\n"), 1);
 }
 
@@ -320,7 +374,7 @@ static void table_parse_any_skips_identity_and_knob_checks(void **state)
     } bad[] = {
         {"a b c d e\n", "decode tuning: o.table: line 1: header must have 4 tokens (<arch> <runtime> <compiler> <space>), found 5"},
         {"a b c x\n", "decode tuning: o.table: line 1: space token 'x' is not a number"},
-        {"a b c 1\nmmvq iq3_s 2560 2560 3\n", "decode tuning: o.table: line 2: rows 3 is not a compiled-in variant (1 2 4 8 16)"},
+        {"a b c 1\nmmvq iq3_s 2560 2560 3\n", "decode tuning: o.table: line 2: rows 3 is not a compiled-in variant (1 2 4 8 16 mma8 mma16 mma32)"},
         {"a b c\n", "decode tuning: o.table: made before the kernel selection space was tracked - the kernels have changed since"},
         {"#\n", "decode tuning: o.table: empty file (no header line)"},
     };
@@ -432,7 +486,7 @@ static void table_add_rejects_invalid_shapes(void **state)
     assert_int_equal(st_table_add_mmvq(t, &bad, 4), ST_ERR_INVALID_ARG);
     bad = (st_mmvq_key){ST_Q8_0, 0, 32};
     assert_int_equal(st_table_add_mmvq(t, &bad, 4), ST_ERR_INVALID_ARG);
-    st_expert_key e = {ST_IQ3_S, ST_IQ4_NL, 2560, 640, 9};
+    st_expert_key e = {ST_IQ3_S, ST_IQ4_NL, 2560, 640, ST_TABLE_MAX_TOKENS + 1};
     assert_int_equal(st_table_add_expert(t, &e, 4, 2), ST_ERR_INVALID_ARG);
     e.n_tokens = 8;
     assert_int_equal(st_table_add_expert(t, &e, 2, 4), ST_ERR_INVALID_ARG);
@@ -484,6 +538,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(table_accepts_exactly_the_compiled_in_mmvq_rows),
+        cmocka_unit_test(table_accepts_exactly_the_compiled_in_mma_variants),
         cmocka_unit_test(table_accepts_exactly_the_compiled_in_expert_pairs),
         cmocka_unit_test(table_refuses_rows_not_compiled_in_with_documented_wording),
         cmocka_unit_test(table_refuses_rows_with_wrong_token_count),

@@ -42,8 +42,8 @@ while read -r model; do
   # would make this test flaky without testing anything more. One timed
   # round per candidate: the decisions are noise here anyway (and tables
   # that name variants give verify table launches to compare).
-  run "$arch-tune" "$td" --backend cpu tune "$model" --quick --rounds 1 --no-verify --out "$dir/$arch" --force || continue
-  run "$arch-verify" "$td" --backend cpu verify "$model" "$dir/$arch" --rounds 3 --max-slowdown 400% || continue
+  run "$arch-tune" "$td" --backend cpu tune "$model" --quick --rounds 6 --no-verify --out "$dir/$arch" --force || continue
+  run "$arch-verify" "$td" --backend cpu verify "$model" "$dir/$arch" --rounds 6 --max-slowdown 400% || continue
   grep -q "^verify: PASS: .* byte-identical with the table" "$dir/$arch-verify.log" || fail "$arch: verify did not pass"
   run "$arch-coverage" "$td" --backend cpu coverage "$model" "$dir/$arch" || continue
   # every item the model leaves out: one line in shapes, tune, verify and coverage

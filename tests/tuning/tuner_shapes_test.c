@@ -58,13 +58,13 @@ static void demo_set_has_each_format_exactly_when_the_build_has_it(void **state)
     assert_int_equal(find(v, n, ST_SHAPE_MMVQ, "q5_K", NULL, 4096, 4096), q5k);
     assert_int_equal(find(v, n, ST_SHAPE_MMVQ, "q6_K", NULL, 4096, 4096), q6k);
     assert_int_equal(find(v, n, ST_SHAPE_MMVQ, "q6_K", NULL, 16384, 4096), q6k);
-    assert_int_equal(find(v, n, ST_SHAPE_EXPERT, "iq2_xxs", "iq4_nl", 2560, 640), iq2xxs ? ST_MAX_TOKENS : 0);
+    assert_int_equal(find(v, n, ST_SHAPE_EXPERT, "iq2_xxs", "iq4_nl", 2560, 640), iq2xxs ? ST_DECODE_TOKENS : 0);
     /* the formats every build has are always there */
     assert_int_equal(find(v, n, ST_SHAPE_MMVQ, "iq3_s", NULL, 4096, 14336), 1);
-    assert_int_equal(find(v, n, ST_SHAPE_EXPERT, "iq3_s", "iq4_nl", 2560, 640), ST_MAX_TOKENS);
-    assert_int_equal(find(v, n, ST_SHAPE_EXPERT, "q4_K", "iq4_nl", 2560, 640), ST_MAX_TOKENS);
+    assert_int_equal(find(v, n, ST_SHAPE_EXPERT, "iq3_s", "iq4_nl", 2560, 640), ST_DECODE_TOKENS);
+    assert_int_equal(find(v, n, ST_SHAPE_EXPERT, "q4_K", "iq4_nl", 2560, 640), ST_DECODE_TOKENS);
     /* and nothing else: 7 pairs + iq2_xxs, 5 IQ matrices + the K-quant ones */
-    assert_int_equal(n, (7 + iq2xxs) * ST_MAX_TOKENS + 5 + q5k + 2 * q6k);
+    assert_int_equal(n, (7 + iq2xxs) * ST_DECODE_TOKENS + 5 + q5k + 2 * q6k);
     for (int i = 0; i < n; i++) assert_true(st_qtype_valid(v[i].type));
     free(v);
 }
@@ -111,7 +111,7 @@ static void a_512_expert_top10_model_tunes_on_the_cpu(void **state)
     o.no_verify = true;
     st_tune_result res;
     assert_int_equal(st_tune_run(ctx, &o, &res), ST_OK);
-    assert_int_equal(res.shapes, ST_MAX_TOKENS); /* one expert shape (both layers) x every token count */
+    assert_int_equal(res.shapes, ST_DECODE_TOKENS); /* one expert shape (both layers) x every token count */
     assert_int_equal(res.mismatches, 0);
     assert_true(res.table_written);
     assert_true(res.engaged);
@@ -121,7 +121,7 @@ static void a_512_expert_top10_model_tunes_on_the_cpu(void **state)
     st_table *t = NULL;
     char line[ST_TABLE_MSG_MAX];
     assert_int_equal(st_table_load_msg(table, st_ctx_identity(ctx), st_ctx_dispatch(ctx), &t, line, sizeof line), ST_OK);
-    for (int nt = 1; nt <= ST_MAX_TOKENS; nt++) {
+    for (int nt = 1; nt <= ST_DECODE_TOKENS; nt++) {
         st_expert_key k = {st_qtype_from_name("iq4_xs"), st_qtype_from_name("iq4_nl"), 256, 32, nt};
         int gu, dn;
         char key[96];

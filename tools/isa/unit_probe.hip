@@ -17,10 +17,7 @@ __global__ void st_unit_probe(st_mat_dev m, st_xvec x, st_grids g, float *out)
     out[blockIdx.x * 32 + u] = st_unit_fma<TYPE>(un, a, b, da, 0.0f);
 }
 
-template __global__ void st_unit_probe<T_IQ3_S>(st_mat_dev, st_xvec, st_grids, float *);
-template __global__ void st_unit_probe<T_IQ3_XXS>(st_mat_dev, st_xvec, st_grids, float *);
-template __global__ void st_unit_probe<T_IQ2_S>(st_mat_dev, st_xvec, st_grids, float *);
-template __global__ void st_unit_probe<T_IQ4_XS>(st_mat_dev, st_xvec, st_grids, float *);
-template __global__ void st_unit_probe<T_IQ4_NL>(st_mat_dev, st_xvec, st_grids, float *);
-template __global__ void st_unit_probe<T_Q8_0>(st_mat_dev, st_xvec, st_grids, float *);
-template __global__ void st_unit_probe<T_Q4_K>(st_mat_dev, st_xvec, st_grids, float *);
+#define ST_PROBE_(id, name, ggml, qk, bytes) \
+    template __global__ void st_unit_probe<ST_##id>(st_mat_dev, st_xvec, st_grids, float *);
+ST_QTYPES(ST_PROBE_)
+#undef ST_PROBE_

@@ -29,14 +29,19 @@ static const char BENCH_HELP[] =
     "empty launches); then for each shape and token count the default chain (and --variant)\n"
     "round-robin with a streaming read of the same weight bytes: time per call (median and\n"
     "spread), weight GB/s, and that rate as a fraction of the big read and of the same-size read.\n"
+    "Weights rotate over at least 4x the last-level cache (the per-arch table: a 7900 XTX's\n"
+    "96 MB Infinity Cache, not only the L2 HIP reports) and at least 512 MiB (--quick 64 MiB);\n"
+    "the first line prints the cache size used and where it comes from.\n"
     "Expert bytes count only the unique experts the routing reads. Whole decode steps: the\n"
     "model given (default tests/data/gguf/tiny-moe.gguf when present) and a synthetic model of\n"
     "--layers (default 48) MoE layers iq3_s/iq4_nl 2560/640, 64 experts, top-8.\n"
     "Without --shape: the suite (iq3_s/iq4_xs/iq4_nl 4096x14336 and 14336x4096, the K-quant\n"
     "matrices real quants keep beside their experts: q5_K and q6_K 4096x4096 (attention) and a\n"
-    "q6_K 16384x4096 output-like slice, n_tokens 1 2 4 8; the expert pairs iq3_s iq3_xxs iq2_s\n"
-    "iq4_xs iq4_nl q8_0 q4_K and the low-bit iq2_xxs gate-up with iq4_nl down at 2560/640,\n"
-    "n_tokens 1..8; an entry whose type this build lacks is left out). --no-suite runs only --shape.\n"
+    "q6_K 16384x4096 output-like slice, n_tokens 1 2 4 8; the expert pairs gate-up {iq3_s iq3_xxs\n"
+    "iq2_s iq4_xs iq4_nl q8_0 q4_K} and the low-bit iq2_xxs x down iq4_nl at 2560/640, 64 experts,\n"
+    "top-8: iq3_s at n_tokens 1..8, the others at 1 and 2; an entry whose type this build lacks\n"
+    "is left out). --no-suite runs only --shape (an mmvq --shape at n_tokens 1 2 4 8, an expert\n"
+    "one at its N_TOKENS).\n"
     "SPEC: 'mmvq TYPE ROWS COLS' or 'expert GU DN N_EMBD N_FF N_TOKENS'.\n"
     "--html FILE.html: the figures as a page (one chart per shape), and their JSON beside it\n"
     "(FILE.json, the --json document; tune_decode report FILE.json renders it again).\n";
@@ -74,6 +79,7 @@ static st_status bench_launch(void *user, int c, long iter)
 typedef struct {
     double read_gbs, copy_gbs, launch_us;
     size_t llc;
+    const char *llc_source;
     bool quick;
     cJSON *rows;
     bool json;
@@ -185,17 +191,20 @@ static st_status bench_shape(st_ctx *c, bench_env *e, const st_tune_shape *s, co
     const size_t b0 = (size_t)r0 * st_qtype_row_bytes(s->type, c0);
     const size_t b2 = b.expert ? (size_t)r2 * st_qtype_row_bytes(s->down_type, c2) : 0;
     const size_t one = b.expert ? 2 * b0 + b2 : b0;
-    size_t rot = e->quick ? (64u << 20) : (512u << 20);
-    if (rot < 4 * e->llc) rot = 4 * e->llc;
-    b.copies = (int)((rot + one - 1) / one);
-    if (b.copies < 2) b.copies = 2;
-    if (b.copies > 128) b.copies = 128;
+    bool short_of_rule = false;
+    b.copies = st_rotation_copies(one, e->llc, e->quick ? (size_t)64 << 20 : (size_t)512 << 20, 2, &short_of_rule);
     /* two copies at least must fit (checked before the probes too); more
      * only in half the free memory */
     ST_TRY(bench_fit(c, s));
     size_t avail = 0, total = 0;
     if (st_ctx_mem_info(c, &avail, &total) == ST_OK)
-        while (b.copies > 2 && (size_t)b.copies * one > avail / 2) b.copies--;
+        while (b.copies > 2 && (size_t)b.copies * one > avail / 2) {
+            b.copies--;
+            short_of_rule = true;
+        }
+    if (short_of_rule && !e->json)
+        printf("note: %s: %d copies (the cap, or half the free memory) rotate %.1f MB, less than 4x the last-level cache\n",
+               s->kind == ST_SHAPE_MMVQ ? "mmvq" : "expert", b.copies, (double)b.copies * (double)one / 1048576.0);
     void *h0 = malloc(b0), *h1 = b.expert ? malloc(b0) : NULL, *h2 = b.expert ? malloc(b2) : NULL;
     st_status st = h0 && (!b.expert || (h1 && h2)) ? ST_OK : ST_ERR_NOMEM;
     if (st == ST_OK) {
@@ -206,6 +215,7 @@ static st_status bench_shape(st_ctx *c, bench_env *e, const st_tune_shape *s, co
         }
     }
     b.m = calloc((size_t)b.copies * 3, sizeof *b.m);
+    if (!b.m) st = st_fail(ST_ERR_NOMEM, "bench: out of memory");
     for (int k = 0; k < b.copies && st == ST_OK; k++) {
         if (!b.expert) {
             st = st_matrix_create(c, s->type, r0, c0, h0, &b.m[k]);
@@ -248,10 +258,9 @@ static st_status bench_shape(st_ctx *c, bench_env *e, const st_tune_shape *s, co
         b.nt = nts[i];
         st_timing t[4];
         /* candidates: 0 same-size read, 1 default, 2 variant, 3 loads-only ablation */
-        const bool ablate = !b.expert && st_ctx_backend(c) == ST_BACKEND_GPU &&
-                            (s->type == ST_IQ3_S || s->type == ST_IQ4_XS || s->type == ST_IQ4_NL);
+        const bool ablate = !b.expert && st_ctx_backend(c) == ST_BACKEND_GPU; /* every format has one */
         if (ablate && !variant) b.variant[0] = b.variant[1] = 0;
-        st_measure_spec spec = {ablate ? 4 : variant ? 3 : 2, e->quick ? 5 : 15, 0, 2, bench_launch, &b, NULL};
+        st_measure_spec spec = {ablate ? 4 : variant ? 3 : 2, e->quick ? 5 : 15, 0, 2, bench_launch, &b, NULL, NULL};
         st = st_measure(c, &spec, t);
         if (st != ST_OK) break;
         double bytes = (double)one;
@@ -274,7 +283,7 @@ static st_status bench_shape(st_ctx *c, bench_env *e, const st_tune_shape *s, co
             emit(e, b.expert ? "expert" : "mmvq", name, b.nt, vn, &t[2], bytes, b.expert ? NULL : &t[0], 0);
         }
     }
-    for (int k = 0; k < b.copies * 3; k++) st_matrix_destroy(b.m[k]);
+    for (int k = 0; b.m && k < b.copies * 3; k++) st_matrix_destroy(b.m[k]);
     free(b.m);
     st_ctx_free(c, b.x);
     st_ctx_free(c, b.y);
@@ -296,7 +305,10 @@ static st_status bench_model(st_ctx *c, bench_env *e, const st_verify_options *v
      * would) and replayed; eager and graph rounds alternate, and the graph's
      * outputs are checked against the eager step's bytes. */
     const bool graphs = st_ctx_backend(c) == ST_BACKEND_GPU;
-    for (int nt = 1; nt <= ST_MAX_TOKENS && s == ST_OK; nt++) {
+    int step_nts[ST_MAX_TOKENS];
+    const int n_step_nts = st_step_token_counts(step_nts);
+    for (int si = 0; si < n_step_nts && s == ST_OK; si++) {
+        const int nt = step_nts[si];
         const int rounds = e->quick ? 5 : 15;
         double us[64], gus[64];
         st_ctx_graph *gr = NULL;
@@ -432,14 +444,16 @@ int cmd_bench(int argc, char **argv, const td_global *g)
     }
     st_ctx *c = NULL;
     if (td_open_ctx(g, &c) != 0) return 1;
-    bench_env e = {0, 0, 0, st_ctx_llc_bytes(c), quick, cJSON_CreateArray(), g->json};
+    bench_env e = {0, 0, 0, 0, NULL, quick, cJSON_CreateArray(), g->json};
+    e.llc = st_ctx_llc(c, &e.llc_source);
     st_status s = ST_OK;
     for (int i = 0; i < ns && s == ST_OK; i++) s = bench_fit(c, &parsed[i]);
     if (s == ST_OK) s = probes(c, &e);
     const st_identity *id = st_ctx_identity(c);
     if (s == ST_OK && !g->json) {
-        printf("device: %s (%s, runtime %s, driver %s); last-level cache %.0f MB\n", id->device_name, id->arch, id->runtime,
-               id->driver, e.llc / 1e6);
+        printf("device: %s (%s, runtime %s, driver %s); last-level cache %.0f MB (%s); weights rotate over >= %.0f MB\n",
+               id->device_name, id->arch, id->runtime, id->driver, e.llc / 1048576.0, e.llc_source,
+               4 * e.llc / 1048576.0);
         printf("read bandwidth %.0f GB/s (streaming read, %s); copy %.0f GB/s (read + write); launch overhead %.2f us\n",
                e.read_gbs, quick ? "64 MiB" : "1 GiB", e.copy_gbs, e.launch_us);
         printf("\n%-6s %-32s %2s %-9s %9s %6s %8s %7s %7s %6s\n", "kind", "shape", "nt", "path", "us/call", "spread", "GB/s",
@@ -507,11 +521,13 @@ int cmd_bench(int argc, char **argv, const td_global *g)
             td_json_add_string(idj, "arch", id->arch);
             td_json_add_string(idj, "runtime", id->runtime);
             td_json_add_string(idj, "driver", id->driver);
+            td_json_add_string(idj, "device_model", id->model);
         }
         cJSON_AddNumberToObject(root, "read_gb_per_s", e.read_gbs);
         cJSON_AddNumberToObject(root, "copy_gb_per_s", e.copy_gbs);
         cJSON_AddNumberToObject(root, "launch_overhead_us", e.launch_us);
         cJSON_AddNumberToObject(root, "llc_bytes", (double)e.llc);
+        cJSON_AddStringToObject(root, "llc_source", e.llc_source);
         cJSON_AddItemToObject(root, "rows", e.rows);
         e.rows = NULL;
         if (html && s == ST_OK) rc = td_write_report(root, html, "bench", g->quiet);
@@ -522,9 +538,6 @@ int cmd_bench(int argc, char **argv, const td_global *g)
     }
     cJSON_Delete(e.rows);
     st_ctx_destroy(c);
-    if (s != ST_OK) {
-        td_eprint("bench: %s", st_last_error()[0] ? st_last_error() : st_status_str(s));
-        return 1;
-    }
+    if (s != ST_OK) return td_fail("bench", s, 1);
     return rc;
 }

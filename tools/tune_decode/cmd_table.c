@@ -57,8 +57,11 @@ static const char VARIANTS_HELP[] =
 static const char IDENTITY_HELP[] =
     "usage: tune_decode [--json] identity\n"
     "\n"
-    "Prints the header line this process writes into the tables it makes and accepts in the\n"
-    "tables it loads (<arch> <runtime> <compiler> <space>), then the device name.\n"
+    "Prints the lines this process writes at the top of the tables it makes and accepts in\n"
+    "the tables it loads: the header (<arch> <runtime> <compiler> <space>), on a GPU the\n"
+    "device line (device <model>: the device name and its compute units, so that SKUs of one\n"
+    "arch are told apart), then the device name as a comment. The output without its comment\n"
+    "line starts a valid table.\n"
     "\n"
     "Options:\n"
     "  --json       machine-readable output\n"
@@ -158,6 +161,7 @@ static void show_text(const char *path, const st_table *t)
     td_print("runtime:   %s", id->runtime);
     td_print("compiler:  %s", id->compiler);
     printf("space:     %d\n", id->space);
+    td_print("device:    %s", id->model[0] ? id->model : "(none: a CPU table)");
     st_provenance p;
     st_provenance_from_table(t, &p);
     for (int i = 0; i < ST_PROVENANCE_COUNT; i++)
@@ -198,6 +202,7 @@ static int show_json(const char *path, const st_table *t)
     td_json_add_string(ido, "runtime", id->runtime);
     td_json_add_string(ido, "compiler", id->compiler);
     cJSON_AddNumberToObject(ido, "space", id->space);
+    cJSON_AddStringToObject(ido, "device_model", id->model);
     st_provenance p;
     st_provenance_from_table(t, &p);
     cJSON *pj = cJSON_AddObjectToObject(o, "provenance");
@@ -293,6 +298,10 @@ int cmd_variants(int argc, char **argv, const td_global *g)
 #define TD_ROWS_JSON_(r) cJSON_AddItemToArray(mm, cJSON_CreateNumber(r));
         STRATA_MMVQ_ROWS_VARIANTS(TD_ROWS_JSON_)
 #undef TD_ROWS_JSON_
+        cJSON *mma = cJSON_AddArrayToObject(o, "mmvq_mma_warps");
+#define TD_MMA_JSON_(w) cJSON_AddItemToArray(mma, cJSON_CreateNumber(w));
+        STRATA_MMVQ_MMA_VARIANTS(TD_MMA_JSON_)
+#undef TD_MMA_JSON_
         cJSON *ex = cJSON_AddArrayToObject(o, "expert_rows");
 #define TD_PAIR_JSON_(gu, dn)                                 \
     {                                                         \
@@ -347,9 +356,13 @@ int cmd_identity(int argc, char **argv, const td_global *g)
         cJSON_AddStringToObject(o, "compiler", id.compiler);
         cJSON_AddNumberToObject(o, "space", id.space);
         cJSON_AddStringToObject(o, "device", id.device_name);
+        cJSON_AddStringToObject(o, "device_model", id.model);
+        cJSON_AddNumberToObject(o, "compute_units", id.compute_units);
         cJSON_AddStringToObject(o, "backend", st_gpu_backend_name());
         return print_json(o);
     }
-    printf("%s\ndevice: %s\n", hdr, id.device_name);
+    printf("%s\n", hdr);
+    if (id.model[0]) printf("device %s\n", id.model);
+    printf("# %s\n", id.device_name);
     return 0;
 }

@@ -11,10 +11,12 @@
 #include "table_internal.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char TUNE_HELP[] =
     "usage: tune_decode tune [MODEL.gguf] [options]\n"
@@ -24,27 +26,41 @@ static const char TUNE_HELP[] =
     "iq4_nl at n_embd 2560, n_ff 640, 64 experts, top-8; dense iq3_s, iq4_xs and iq4_nl shapes of\n"
     "4096/14336 and 2560 models, q5_K and q6_K 4096x4096, a q6_K 16384x4096 output-like slice; a type\n"
     "this build lacks is left out), it byte-compares the default and every compiled-in variant\n"
-    "on the device, times them round-robin with weights rotated past the last-level cache,\n"
-    "keeps a variant only when it beats the default by more than the threshold, runs the\n"
-    "end-to-end gate (tune_decode verify), then writes DIR/strata-<model>-<arch>-<runtime>.table\n"
-    "atomically (its comments carry the provenance: tool, source commit, date, device, model\n"
-    "file and SHA-256, token mix, report names), loads it back, writes the report\n"
-    "DIR/strata-<model>.autotune.json and its page DIR/strata-<model>.autotune.html (charts per\n"
-    "shape; tune_decode report renders it again), and updates DIR/tables.json, the folder's\n"
-    "index (tune_decode table list DIR).\n"
+    "on the device and times them round-robin, with the weights rotated over at least 4x the\n"
+    "last-level cache (a per-arch table: the 96 MB Infinity Cache of a 7900 XTX, not only its\n"
+    "L2). The keep rule: per round, each variant's time against the default's that round; a\n"
+    "variant is kept only when the whole interval of the median of that paired change (95% for\n"
+    "the shape, split over the candidates) is faster than the threshold. A decision the interval\n"
+    "cannot make (noise) keeps the default and says so. When DIR already holds a table for this\n"
+    "device, a choice of it changes only when the new one is faster than it in the same way.\n"
+    "Then the end-to-end gate (tune_decode verify) decides whether the table is installed:\n"
+    "DIR/strata-<model>-<arch>[-<device model>]-<runtime>.table, written atomically (its comments\n"
+    "carry the provenance: tool, source commit, date, device, model file and SHA-256, token mix,\n"
+    "report names) and loaded back; the report DIR/strata-<model>.autotune.json records every\n"
+    "measurement and decision, its page DIR/strata-<model>.autotune.html shows them (charts per\n"
+    "shape; tune_decode report renders it again), and DIR/tables.json, the folder's index, is\n"
+    "updated (tune_decode table list DIR).\n"
+    "Refused before any measuring: a dispatch knob set (STRATA_...), or a run that does not fit\n"
+    "in the device's free memory. Percentages with a sign are time changes: + slower, - faster.\n"
     "\n"
     "Options:\n"
-    "  --out DIR            where the table, the reports and tables.json go (default .)\n"
+    "  --out DIR            where the table, the reports and tables.json go (default .; created if\n"
+    "                       missing, its parent must exist)\n"
     "  --threshold P%       keep threshold (default 1%)\n"
-    "  --ntok-mix LIST      token counts, e.g. 1,2,4,8 (default 1..8): the blend timed for\n"
-    "                       mmvq shapes and the token counts tuned for expert shapes\n"
+    "  --ntok-mix LIST      token counts, e.g. 1,2,4,8 (default 1..8, at most 32): the blend timed for\n"
+    "                       mmvq shapes and the token counts tuned for expert shapes (the table\n"
+    "                       records them; coverage asks for these)\n"
     "  --shapes LIST        expert,mmvq (default both)\n"
     "  --shape 'SPEC'       tune this shape instead (repeatable): 'expert GU DN N_EMBD N_FF N_TOKENS'\n"
     "                       or 'mmvq TYPE ROWS COLS'\n"
     "  --experts N --topk K experts (1.." TD_STR(ST_MAX_EXPERTS) ") and top-k (1.." TD_STR(ST_MAX_TOPK) ") for the demo\n"
     "                       set and --shape (default 64, 8)\n"
-    "  --rounds N           timed rounds per candidate (default 15; --quick 5)\n"
-    "  --quick              fewer rounds and a smaller weight rotation (smoke runs, CI)\n"
+    "  --rounds N           timed rounds per candidate and token count, 6..64 (default 15;\n"
+    "                       --quick 9)\n"
+    "  --gate-budget S      the gate's measuring time before it says it cannot decide\n"
+    "                       (default 60 s; --quick 20 s)\n"
+    "  --quick              fewer rounds and a smaller floor for the weight rotation (smoke runs,\n"
+    "                       CI; the rotation still covers 4x the last-level cache)\n"
     "  --no-verify          skip the end-to-end gate (not recommended)\n"
     "  --force              overwrite a table made for another identity, or this identity's\n"
     "                       table in DIR when it does not parse\n"
@@ -56,8 +72,10 @@ static const char TUNE_HELP[] =
     "(from another model or --shape set), this run's shapes are merged into it; its other rows\n"
     "stay. The table is installed only together with its report.\n"
     "\n"
-    "Exit status: 0 done; 1 error, gate failure or a candidate that differed from the default\n"
-    "(reported as a bug); 2 usage; 128+N stopped by signal N (130: Ctrl-C; nothing written).\n";
+    "Exit status: 0 the table is installed (or every shape kept the default); 1 error, or a\n"
+    "candidate or the gate found different bytes (reported as a bug); 2 usage; 3 the gate could\n"
+    "not decide (nothing installed); 4 the gate measured the table slower (nothing installed);\n"
+    "128+N stopped by signal N (130: Ctrl-C; nothing written).\n";
 
 static volatile int g_stop;
 
@@ -152,6 +170,9 @@ int cmd_tune(int argc, char **argv, const td_global *g)
             if (!(v = td_value(argc, argv, &i, "tune", &rc))) return rc;
             if (ns >= 64) return td_usage_error("tune: at most 64 --shape");
             shapes[ns++] = v;
+        } else if (!strcmp(a, "--gate-budget")) {
+            if (!(v = td_value(argc, argv, &i, "tune", &rc))) return rc;
+            if ((rc = td_seconds_option("tune", a, v, 0, 86400, true, &o.gate_budget_s))) return rc;
         } else if (!strcmp(a, "--experts")) {
             if (!(v = td_value(argc, argv, &i, "tune", &rc))) return rc;
             if ((rc = td_int_option("tune", a, v, 1, ST_MAX_EXPERTS, &o.n_expert))) return rc;
@@ -161,8 +182,9 @@ int cmd_tune(int argc, char **argv, const td_global *g)
             if ((rc = td_int_option("tune", a, v, 1, ST_MAX_TOPK, &o.topk))) return rc;
             given_experts = true;
         } else if (!strcmp(a, "--rounds")) {
+            /* fewer than 6 cannot give a 95% interval, more than 64 are not kept */
             if (!(v = td_value(argc, argv, &i, "tune", &rc))) return rc;
-            if ((rc = td_int_option("tune", a, v, 1, ST_MEASURE_MAX_ROUNDS, &o.rounds))) return rc;
+            if ((rc = td_int_option("tune", a, v, 6, ST_MEASURE_MAX_ROUNDS, &o.rounds))) return rc;
         } else if (a[0] == '-' && a[1]) {
             return td_usage_error("tune: unknown option '%s'", a);
         } else if (!o.model_path) {
@@ -184,6 +206,7 @@ int cmd_tune(int argc, char **argv, const td_global *g)
     o.n_shapes = ns;
     o.quiet = g->quiet;
     o.stop = &g_stop;
+    o.device = g->device;
     char *cl = join_args(argc, argv);
     o.command_line = cl;
     st_ctx *ctx = NULL;
@@ -206,6 +229,8 @@ int cmd_tune(int argc, char **argv, const td_global *g)
         cJSON_AddNumberToObject(j, "mismatches", res.mismatches);
         td_json_add_string(j, "table", res.table_written ? res.table_path : "");
         cJSON_AddBoolToObject(j, "engaged", res.engaged);
+        static const char *const gates[] = {"not run", "pass", "fail: bytes differ", "fail: slower", "cannot decide"};
+        cJSON_AddStringToObject(j, "gate", gates[res.gate <= ST_GATE_UNDECIDED ? res.gate : 0]);
         td_json_add_string(j, "report", res.report_path);
         char html[ST_TUNE_PATH_MAX + 8];
         st_report_html_path(res.report_path, html, sizeof html);
@@ -214,12 +239,18 @@ int cmd_tune(int argc, char **argv, const td_global *g)
         if (t) puts(t);
         free(t);
         cJSON_Delete(j);
-    } else if (s == ST_OK || s == ST_ERR_MISMATCH) {
+    } else if (res.shapes > 0 && s != ST_ERR_INTERRUPTED) {
         printf("tuned %d shapes: %d kept a variant, %d kept the default%s\n", res.shapes, res.kept_variants,
-               res.shapes - res.kept_variants, res.noisy ? " (some decisions noisy: see the report)" : "");
+               res.shapes - res.kept_variants,
+               res.noisy ? " (the noise kept the default on some: see the report)" : "");
         char html[ST_TUNE_PATH_MAX + 8];
         st_report_html_path(res.report_path, html, sizeof html);
-        td_print("table:  %s%s", res.table_path, res.engaged ? " (engages here)" : " (DOES NOT ENGAGE)");
+        if (res.table_written)
+            td_print("table:  %s (installed%s; %s)", res.table_path,
+                     res.gate == ST_GATE_PASS ? " after the gate passed" : res.kept_variants ? " without the gate" : "",
+                     res.engaged ? "engages here" : "DOES NOT ENGAGE");
+        else
+            td_print("table:  not installed (%s)", res.table_path);
         td_print("report: %s", res.report_path);
         td_print("        %s", html);
     }
@@ -228,29 +259,35 @@ int cmd_tune(int argc, char **argv, const td_global *g)
         td_eprint("tune: interrupted%s%s; no table was written", sig ? " by " : "", sig ? strsignal(sig) : "");
         return 128 + (sig ? sig : SIGINT);
     }
-    if (s != ST_OK) {
-        const char *why = st_last_error()[0] ? st_last_error() : st_status_str(s);
-        td_eprint("tune: %s", strncmp(why, "tune: ", 6) ? why : why + 6);
-        return 1;
-    }
+    if (s == ST_ERR_UNDECIDED) return td_fail("tune", s, 3);
+    if (s == ST_ERR_REFUSED && res.gate == ST_GATE_FAIL_SLOWER) return td_fail("tune", s, 4);
+    if (s != ST_OK) return td_fail("tune", s, 1);
     return 0;
 }
 
 static const char VERIFY_HELP[] =
-    "usage: tune_decode verify MODEL.gguf|--synthetic SPEC TABLE [--rounds N] [--max-slowdown P%] [--layers N]\n"
-    "                          [--html FILE.html]\n"
+    "usage: tune_decode verify MODEL.gguf|--synthetic SPEC TABLE [--rounds N] [--max-slowdown P%] [--budget S]\n"
+    "                          [--layers N] [--html FILE.html]\n"
     "\n"
     "The end-to-end gate: runs a whole synthetic decode step of the model (every expert layer\n"
     "through expert_grouped with routing from the model's router, every dense matrix, shared\n"
-    "experts included, through iq_mmvq) for n_tokens 1..8, without and with the table,\n"
-    "interleaved in one process; what no kernel runs is skipped with one line each. Passes\n"
-    "only if every output byte is identical and the step is not slower than the limit (2%).\n"
+    "experts included, through iq_mmvq) for n_tokens 1..8, 16, 24, 32, without and with the table,\n"
+    "interleaved in one process; what no kernel runs is skipped with one line each.\n"
+    "PASS only if every output byte is identical and, for every token count, the interval of\n"
+    "the median paired change of the step time (with/without - 1, round by round; + means\n"
+    "slower) lies within the limit (--max-slowdown, default 2%); 95% confidence for the whole\n"
+    "verdict, split over the token counts and the looks at the data. FAIL when the bytes\n"
+    "differ or an interval lies beyond the limit. When an interval reaches both sides, the gate\n"
+    "measures 3x as many rounds again (from --rounds, default 21 and at least the ~12 the\n"
+    "confidence needs, up to 4096 per token count) while the time budget lasts (--budget,\n"
+    "default 60 s for all token counts); then it says 'cannot decide' with the figures and\n"
+    "what would help.\n"
     "--synthetic 'SPEC' (repeatable) builds the model from shapes instead ('expert GU DN N_EMBD\n"
     "N_FF 1' / 'mmvq TYPE ROWS COLS'), repeated --layers times, with --experts N (1.." TD_STR(ST_MAX_EXPERTS) ")\n"
     "and --topk K (1.." TD_STR(ST_MAX_TOPK) ") per expert layer (default 64, 8).\n"
     "--html FILE.html writes the verdict and the step times as a page, and its JSON beside it\n"
     "(FILE.json; tune_decode report FILE.json renders it again).\n"
-    "Exit status: 0 pass, 1 fail or error, 2 usage, 128+N stopped by signal N.\n";
+    "Exit status: 0 pass; 1 fail or error; 2 usage; 3 cannot decide; 128+N stopped by signal N.\n";
 
 int cmd_verify(int argc, char **argv, const td_global *g)
 {
@@ -269,11 +306,14 @@ int cmd_verify(int argc, char **argv, const td_global *g)
         if (!strcmp(a, "--rounds") || !strcmp(a, "--layers") || !strcmp(a, "--experts") || !strcmp(a, "--topk")) {
             if (!(v = td_value(argc, argv, &i, "verify", &rc))) return rc;
             synthetic_only |= strcmp(a, "--rounds") != 0;
-            if (!strcmp(a, "--rounds")) rc = td_int_option("verify", a, v, 3, 255, &o.rounds);
+            if (!strcmp(a, "--rounds")) rc = td_int_option("verify", a, v, 6, 4096, &o.rounds);
             else if (!strcmp(a, "--layers")) rc = td_int_option("verify", a, v, 1, 255, &o.n_layers);
             else if (!strcmp(a, "--experts")) rc = td_int_option("verify", a, v, 1, ST_MAX_EXPERTS, &o.n_expert);
             else rc = td_int_option("verify", a, v, 1, ST_MAX_TOPK, &o.topk);
             if (rc) return rc;
+        } else if (!strcmp(a, "--budget")) {
+            if (!(v = td_value(argc, argv, &i, "verify", &rc))) return rc;
+            if ((rc = td_seconds_option("verify", a, v, 0, 86400, false, &o.budget_s))) return rc;
         } else if (!strcmp(a, "--max-slowdown")) {
             if (!(v = td_value(argc, argv, &i, "verify", &rc))) return rc;
             if ((rc = td_percent_option("verify", a, v, 0, 1000, &o.max_slowdown))) return rc;
@@ -315,11 +355,8 @@ int cmd_verify(int argc, char **argv, const td_global *g)
         td_eprint("verify: interrupted%s%s", sig ? " by " : "", sig ? strsignal(sig) : "");
         return 128 + (sig ? sig : SIGINT);
     }
-    if (s != ST_OK) {
-        td_eprint("verify: %s", st_last_error()[0] ? st_last_error() : st_status_str(s));
-        return 1;
-    }
-    rc = r.passed ? 0 : 1;
+    if (s != ST_OK) return td_fail("verify", s, 1);
+    rc = r.passed ? 0 : r.verdict == ST_GATE_UNDECIDED ? 3 : 1;
     if (g->json || html) {
         cJSON *j = cJSON_CreateObject();
         if (html) {
@@ -334,17 +371,25 @@ int cmd_verify(int argc, char **argv, const td_global *g)
             cJSON_AddNumberToObject(j, "table_launches", r.table_launches);
         }
         cJSON_AddBoolToObject(j, "passed", r.passed);
+        cJSON_AddStringToObject(j, "verdict", r.verdict == ST_GATE_PASS ? "pass" : r.verdict == ST_GATE_UNDECIDED ? "cannot decide" : "fail");
         cJSON_AddBoolToObject(j, "bytes_equal", r.bytes_equal);
         cJSON_AddBoolToObject(j, "not_slower", r.not_slower);
         td_json_add_string(j, "message", r.message);
+        cJSON_AddNumberToObject(j, "confidence", r.confidence);
+        cJSON_AddNumberToObject(j, "seconds", r.seconds);
         cJSON *a = cJSON_AddArrayToObject(j, "steps");
         for (int nt = 0; nt < ST_MAX_TOKENS; nt++) {
+            if (!(r.base_us[nt] > 0)) continue; /* not a step token count */
             cJSON *e = cJSON_CreateObject();
             cJSON_AddNumberToObject(e, "n_tokens", nt + 1);
             cJSON_AddNumberToObject(e, "without_us", r.base_us[nt]);
             cJSON_AddNumberToObject(e, "with_us", r.table_us[nt]);
             cJSON_AddNumberToObject(e, "spread_without", r.base_spread[nt]);
             cJSON_AddNumberToObject(e, "spread_with", r.table_spread[nt]);
+            cJSON_AddNumberToObject(e, "change", r.change[nt]);
+            cJSON_AddNumberToObject(e, "change_lo", r.change_lo[nt]);
+            cJSON_AddNumberToObject(e, "change_hi", r.change_hi[nt]);
+            cJSON_AddNumberToObject(e, "rounds", r.rounds[nt]);
             cJSON_AddItemToArray(a, e);
         }
         if (html && td_write_report(j, html, "verify", g->quiet) != 0) rc = 1;
@@ -360,20 +405,42 @@ int cmd_verify(int argc, char **argv, const td_global *g)
 static const char COVERAGE_HELP[] =
     "usage: tune_decode coverage MODEL.gguf TABLE|DIR\n"
     "\n"
-    "Lists the decode shapes the model needs that the table lacks (shapes the tuner measured\n"
-    "and kept the default for count as covered: they appear as 'tuned-default' comments), and\n"
-    "says whether the table would engage in this process. What the decode step leaves out (an\n"
-    "expert layer or a matrix whose type no kernel runs, a per-head weight) is listed, one\n"
-    "'skipped:' line each, and needs no shape. Exit status 0 when every shape is covered and\n"
-    "the table engages, 1 otherwise, 2 usage.\n";
+    "Lists the decode shapes the model needs that the table lacks, and says whether the table\n"
+    "would engage in this process. What the decode step leaves out (an expert layer or a matrix\n"
+    "whose type no kernel runs, a per-head weight) is listed, one 'skipped:' line each, and\n"
+    "needs no shape. Expert shapes are asked for at the token counts the tuner\n"
+    "tuned (its --ntok-mix, recorded in the table as '# ntok-mix ...'; 1..8 for a table that\n"
+    "records none). Shapes the tuner measured and kept the default for count as covered (its\n"
+    "'# tuned-default ...' comments). A directory is searched as the loader does: the one table\n"
+    "made for this process. Exit status 0 when every shape is covered and the table engages;\n"
+    "1 when shapes are missing or the table would not engage, or (one line, no listing) when\n"
+    "the path does not exist or cannot be read, or a directory holds no table for this process;\n"
+    "2 usage.\n";
 
-static bool tuned_default(const st_table *t, const char *key)
+/* The token counts the table's tuner tuned ("ntok-mix 1 2 4 8"), else 1..8. */
+static int table_mix(const st_table *t, bool *in_mix)
 {
+    for (int i = 0; i < ST_MAX_TOKENS; i++) in_mix[i] = true;
     for (size_t i = 0; i < st_table_comment_count(t); i++) {
         const char *c = st_table_comment_at(t, i);
-        if (!strncmp(c, "tuned-default ", 14) && !strcmp(c + 14, key)) return true;
+        if (strncmp(c, "ntok-mix", 8) != 0 || (c[8] != ' ' && c[8] != '\0')) continue;
+        bool got[ST_MAX_TOKENS] = {false};
+        int n = 0;
+        for (const char *p = c + 8; *p;) {
+            char *end;
+            long v = strtol(p, &end, 10);
+            if (end == p) break;
+            if (v >= 1 && v <= ST_MAX_TOKENS && !got[v - 1]) {
+                got[v - 1] = true;
+                n++;
+            }
+            p = end;
+        }
+        if (n == 0) continue;
+        memcpy(in_mix, got, sizeof got);
+        return n;
     }
-    return false;
+    return ST_MAX_TOKENS;
 }
 
 int cmd_coverage(int argc, char **argv, const td_global *g)
@@ -390,6 +457,11 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
         pos[np++] = argv[i];
     }
     if (np != 2) return td_usage_error("coverage: expected MODEL.gguf TABLE|DIR");
+    struct stat sb;
+    if (stat(pos[1], &sb) != 0) {
+        fprintf(stderr, "coverage: %s: %s\n", pos[1], strerror(errno));
+        return 1;
+    }
     st_model *m = NULL;
     if (st_model_open(pos[0], &m) != ST_OK) {
         td_eprint("coverage: %s: %s", pos[0], st_last_error());
@@ -404,13 +476,32 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
     st_table *t = NULL;
     st_status s = st_table_load_msg(pos[1], st_ctx_identity(ctx), st_ctx_dispatch(ctx), &t, line, sizeof line);
     const bool engages = s == ST_OK;
-    if (!t) {
-        /* show coverage of a table made elsewhere too: parse it without the checks */
-        char *buf = NULL;
-        size_t len = 0;
-        if (st_read_file(pos[1], &buf, &len) == ST_OK) st_table_parse_any(buf, len, pos[1], &t, NULL, 0);
-        free(buf);
+    if (!t && S_ISDIR(sb.st_mode)) {
+        /* no table of the directory is for this process (or several are):
+         * there is nothing to list coverage of */
+        fprintf(stderr, "coverage: %s\n", line);
+        st_ctx_destroy(ctx);
+        st_model_close(m);
+        return 1;
     }
+    if (!t) {
+        /* a file made elsewhere: show its coverage too, parsed without the
+         * identity checks; a file that is no table at all is an error */
+        char *buf = NULL, why[ST_TABLE_MSG_MAX] = "";
+        size_t len = 0;
+        st_status ps = st_read_file(pos[1], &buf, &len);
+        if (ps == ST_OK) ps = st_table_parse_any(buf, len, pos[1], &t, why, sizeof why);
+        else snprintf(why, sizeof why, "%s", line);
+        free(buf);
+        if (ps != ST_OK) {
+            fprintf(stderr, "coverage: %s\n", why);
+            st_ctx_destroy(ctx);
+            st_model_close(m);
+            return 1;
+        }
+    }
+    bool in_mix[ST_MAX_TOKENS];
+    const int n_mix = table_mix(t, in_mix);
     int need = 0, missing = 0;
     cJSON *arr = cJSON_CreateArray();
     const int used = st_model_expert_used(m);
@@ -418,11 +509,12 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
     for (size_t i = 0; i < st_model_expert_shape_count(m); i++) {
         const st_model_expert_shape *es = st_model_expert_shape_at(m, i);
         for (int nt = 1; nt <= ST_MAX_TOKENS; nt++) {
+            if (!in_mix[nt - 1]) continue;
             st_expert_key k = {es->gu_type, es->down_type, es->n_embd, es->n_ff, nt};
             int a, b;
             snprintf(key, sizeof key, "expert %s %s %d %d %d", st_qtype_name(es->gu_type), st_qtype_name(es->down_type),
                      es->n_embd, es->n_ff, nt);
-            const bool have = t && (st_table_lookup_expert(t, &k, &a, &b) || tuned_default(t, key));
+            const bool have = st_table_lookup_expert(t, &k, &a, &b) || st_table_tuned_default_expert(t, &k);
             need++;
             if (!have) {
                 missing++;
@@ -436,7 +528,7 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
         st_mmvq_key k = {ms->type, ms->n_rows, ms->n_cols};
         int rws;
         snprintf(key, sizeof key, "mmvq %s %d %d", st_qtype_name(ms->type), ms->n_rows, ms->n_cols);
-        const bool have = t && (st_table_lookup_mmvq(t, &k, &rws) || tuned_default(t, key));
+        const bool have = st_table_lookup_mmvq(t, &k, &rws) || st_table_tuned_default_mmvq(t, &k);
         need++;
         if (!have) {
             missing++;
@@ -462,6 +554,9 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
         cJSON *j = cJSON_CreateObject();
         cJSON_AddNumberToObject(j, "shapes_needed", need);
         cJSON_AddNumberToObject(j, "shapes_missing", missing);
+        cJSON *mix = cJSON_AddArrayToObject(j, "ntok_mix");
+        for (int i = 0; i < ST_MAX_TOKENS; i++)
+            if (in_mix[i]) cJSON_AddItemToArray(mix, cJSON_CreateNumber(i + 1));
         cJSON_AddItemToObject(j, "missing", arr);
         cJSON_AddItemToObject(j, "skipped", skips);
         skips = NULL;
@@ -473,7 +568,11 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
         cJSON_Delete(j);
     } else {
         cJSON_Delete(arr);
-        printf("coverage: %d of %d shapes the model needs are in the table; %s\n", need - missing, need,
+        char mixs[40] = "";
+        for (int i = 0, at = 0; i < ST_MAX_TOKENS; i++)
+            if (in_mix[i]) at += snprintf(mixs + at, sizeof mixs - (size_t)at, "%s%d", at ? "," : "", i + 1);
+        printf("coverage: %d of %d shapes the model needs are in the table (expert shapes at n_tokens %s%s); %s\n",
+               need - missing, need, mixs, n_mix == ST_MAX_TOKENS ? "" : ", the tuner's mix",
                engages ? "the table engages here" : "the table would NOT engage here");
         td_print("%s", line);
     }

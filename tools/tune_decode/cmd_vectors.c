@@ -25,8 +25,8 @@
 static const char VECTORS_HELP[] =
     "usage: tune_decode [-q] [--json] vectors FILE...\n"
     "\n"
-    "Checks STQV reference-vector files (testdata/vectors/*.stqv). For each file, one line per\n"
-    "check, PASS or FAIL:\n"
+    "Checks STQV reference-vector files (this repository ships some: tests/data/vectors/*.stqv).\n"
+    "For each file, one line per check, PASS or FAIL:\n"
     "  dequantize (W_DEQ)   every row of W_QUANT through st_dequantize_row; all M*K floats must\n"
     "                       have the bits of W_DEQ\n"
     "  q8_1 (X_Q8_1)        every token of X_F32 through st_quantize_q8_1; all bytes must equal\n"

@@ -49,6 +49,10 @@ int td_write_report(const struct cJSON *root, const char *html_path, const char 
  * that stay true when the limit changes. */
 #define TD_STR_(x) #x
 #define TD_STR(x) TD_STR_(x)
+/* Prints the last error as one line "CMD: message" to stderr (without
+ * doubling a prefix the message already has) and returns CODE. S is the
+ * status (its text when no message was recorded). */
+int td_fail(const char *cmd, int s, int code);
 
 /* Prints "tune_decode: " + message to stderr (made terminal-safe) and
  * returns 2 (usage). */
@@ -65,6 +69,9 @@ bool td_parse_int(const char *v, long lo, long hi, long *out);
 int td_int_option(const char *cmd, const char *opt, const char *v, long lo, long hi, int *out);
 /* A finite percentage in LO..HI ("1%", "0.5") as a fraction; 0 or 2. */
 int td_percent_option(const char *cmd, const char *opt, const char *v, double lo, double hi, double *frac);
+/* A finite number of seconds ("20", "1.5s") in LO..HI (LO excluded when
+ * LO_OPEN); 0 or 2. */
+int td_seconds_option(const char *cmd, const char *opt, const char *v, double lo, double hi, bool lo_open, double *out);
 
 /* ---- signals (td_signals.c) ---- */
 /* From begin to end, a signal that would end the process sets *STOP (the

@@ -59,3 +59,17 @@ int td_percent_option(const char *cmd, const char *opt, const char *v, double lo
     *frac = t / 100.0;
     return 0;
 }
+
+int td_seconds_option(const char *cmd, const char *opt, const char *v, double lo, double hi, bool lo_open, double *out)
+{
+    char *end;
+    errno = 0;
+    const double t = strtod(v, &end);
+    const bool ok = end != v && (!*end || !strcmp(end, "s")) && errno == 0 && isfinite(t) && (lo_open ? t > lo : t >= lo) &&
+                    t <= hi;
+    if (!ok)
+        return td_usage_error("%s: %s '%s' is not a number of seconds in %s%g, %g]", cmd, opt, v, lo_open ? "(" : "[", lo,
+                              hi);
+    *out = t;
+    return 0;
+}

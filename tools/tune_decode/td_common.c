@@ -3,6 +3,7 @@
 #include "strata/decode.h"
 
 #include <stdio.h>
+#include <string.h>
 
 int td_open_ctx(const td_global *g, st_ctx **out)
 {
@@ -13,4 +14,17 @@ int td_open_ctx(const td_global *g, st_ctx **out)
         return 1;
     }
     return 0;
+}
+
+int td_fail(const char *cmd, int s_, int code)
+{
+    const st_status s = (st_status)s_;
+    const char *m = st_last_error()[0] ? st_last_error() : st_status_str(s);
+    const size_t n = strlen(cmd);
+    /* library messages may already name the command ("tune: ..."): one prefix */
+    if (!strncmp(m, cmd, n) && m[n] == ':' && m[n + 1] == ' ')
+        td_eprint("%s", m);
+    else
+        td_eprint("%s: %s", cmd, m);
+    return code;
 }

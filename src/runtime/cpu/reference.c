@@ -33,11 +33,14 @@ static void row_dot(st_qtype t, const uint8_t *row, int64_t k, const uint8_t *co
             const int8_t *q = (const int8_t *)(blk + 4);
             int32_t isum = 0;
             for (int j = 0; j < 32; j++) isum += (int32_t)un.w[j] * q[j];
-            float a = st_fma(st_fmul(un.W, da), (float)isum, acc[i][s]);
+            float a = st_canon_unit(un.W, da, isum, acc[i][s]);
             if (un.has_min) {
-                int32_t qsum = 0;
-                for (int j = 0; j < 32; j++) qsum += q[j];
-                a = st_fma(-st_fmul(un.M, da), (float)qsum, a);
+                int32_t q0 = 0, q1 = 0;
+                for (int j = 0; j < 16; j++) {
+                    q0 += q[j];
+                    q1 += q[j + 16];
+                }
+                a = st_canon_unit_min(un.M, da, un.mf[0] * q0 + un.mf[1] * q1, a);
             }
             acc[i][s] = a;
         }

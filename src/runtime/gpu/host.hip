@@ -14,6 +14,7 @@
 
 extern "C" {
 #include "backend.h"
+#include "devinfo.h"
 #include "grids.h"
 #include "internal.h"
 #include "repack.h"
@@ -171,13 +172,10 @@ template <typename F>
 st_rt_error by_type(st_qtype t, F f)
 {
     switch (t) {
-    case ST_Q8_0: return f(std::integral_constant<int, T_Q8_0>());
-    case ST_Q4_K: return f(std::integral_constant<int, T_Q4_K>());
-    case ST_IQ3_XXS: return f(std::integral_constant<int, T_IQ3_XXS>());
-    case ST_IQ4_NL: return f(std::integral_constant<int, T_IQ4_NL>());
-    case ST_IQ3_S: return f(std::integral_constant<int, T_IQ3_S>());
-    case ST_IQ2_S: return f(std::integral_constant<int, T_IQ2_S>());
-    case ST_IQ4_XS: return f(std::integral_constant<int, T_IQ4_XS>());
+#define ST_BY_TYPE_(id, name, ggml, qk, bytes) \
+    case ST_##id: return f(std::integral_constant<int, ST_##id>());
+        ST_QTYPES(ST_BY_TYPE_)
+#undef ST_BY_TYPE_
     default: return ST_RT_INVALID_VALUE;
     }
 }
@@ -248,17 +246,24 @@ st_status gpu_matrix_create(void *b, st_qtype t, int64_t rows, int64_t cols, con
     gpu_backend *g = G(b);
     dev_guard dg(g->device);
     memset(out, 0, sizeof *out);
-    st_repack_plan plan;
-    size_t n = 0;
-    ST_TRY(st_repack_plan_of(t, rows, cols, &plan, &n));
+    const size_t n = st_repack_size(t, rows, cols);
+    if (!n) return st_fail(ST_ERR_INVALID_ARG, "no device layout for %s %lld x %lld", st_qtype_name(t),
+                           (long long)rows, (long long)cols);
     void *dev = nullptr;
     RT_TRY(st_rt_malloc(&dev, n), "allocate weights");
     st_status s = ST_OK;
     st_rt_error e = ST_RT_SUCCESS;
     if (on_device) {
         e = st_rt_memset(dev, 0, n, g->L.stream);
+        st_repack_io io;
+        memset(&io, 0, sizeof io);
+        io.to_packed = 1;
+        size_t off[ST_MAX_PLANES] = {0};
+        const int np = st_repack_planes(t, rows, cols, off);
+        for (int i = 0; i < np; i++) io.plane[i] = (uint8_t *)dev + off[i];
+        const int64_t nblocks = rows * (cols / st_qtype_block_values(t));
         if (e == ST_RT_SUCCESS)
-            e = st_launch_repack(g->L.stream, (int)t, plan, bytes, (size_t)st_qtype_block_bytes(t), rows * plan.nb, dev);
+            e = st_launch_repack(g->L.stream, (int)t, io, bytes, (size_t)st_qtype_block_bytes(t), nblocks, dev);
         if (e == ST_RT_SUCCESS) e = st_rt_stream_sync(g->L.stream);
         if (e != ST_RT_SUCCESS) s = rt_fail(e, "repack weights on the device");
     } else {
@@ -518,6 +523,8 @@ st_status open_device(int device, st_identity *id)
     id->space = STRATA_SELECTION_SPACE;
     snprintf(id->device_name, sizeof id->device_name, "%s", name);
     snprintf(id->driver, sizeof id->driver, "%d", drv);
+    id->compute_units = st_rt_compute_units(device);
+    st_identity_set_model(id);
     return ST_OK;
 }
 
@@ -531,20 +538,26 @@ st_status setup(gpu_backend *g, const st_ctx_params *p, const st_dispatch_config
     }
     RT_TRY(st_rt_event_create(&g->ev[0]), "create events");
     RT_TRY(st_rt_event_create(&g->ev[1]), "create events");
-    const size_t gb = sizeof(uint32_t) * (512 + 256) + sizeof(uint64_t) * 1024;
+    /* the tables of ST_DEVICE_GRIDS back to back, each 16-byte aligned */
+    size_t gb = 0;
+#define ST_GRID_SIZE_(name, type, table) gb = st_align16(gb) + sizeof(table);
+    ST_DEVICE_GRIDS(ST_GRID_SIZE_)
+#undef ST_GRID_SIZE_
     RT_TRY(st_rt_malloc(&g->grids, gb), "allocate grids");
-    uint8_t *host = (uint8_t *)malloc(gb);
-    if (!host) return st_fail(ST_ERR_NOMEM, "grids");
-    memcpy(host, st_iq2s_grid, sizeof(uint64_t) * 1024);
-    memcpy(host + 8192, st_iq3s_grid, sizeof(uint32_t) * 512);
-    memcpy(host + 8192 + 2048, st_iq3xxs_grid, sizeof(uint32_t) * 256);
+    uint8_t *host = (uint8_t *)calloc(1, gb);
+    if (!host) return st_fail(ST_ERR_NOMEM, "GPU lookup tables");
+    size_t off = 0;
+#define ST_GRID_COPY_(name, type, table)                               \
+    off = st_align16(off);                                             \
+    memcpy(host + off, table, sizeof(table));                          \
+    g->L.grids.name = (const type *)((const uint8_t *)g->grids + off); \
+    off += sizeof(table);
+    ST_DEVICE_GRIDS(ST_GRID_COPY_)
+#undef ST_GRID_COPY_
     st_rt_error e = st_rt_memcpy_htod(g->grids, host, gb, g->L.stream);
     if (e == ST_RT_SUCCESS) e = st_rt_stream_sync(g->L.stream);
     free(host);
     RT_TRY(e, "upload grids");
-    g->L.grids.iq2s = (const uint2 *)g->grids;
-    g->L.grids.iq3s = (const uint32_t *)((uint8_t *)g->grids + 8192);
-    g->L.grids.iq3xxs = (const uint32_t *)((uint8_t *)g->grids + 8192 + 2048);
     g->llc = st_rt_l2_bytes(g->device);
     g->wl = plan_workspace(&g->lim, cfg);
     if (p->workspace) {
@@ -579,6 +592,12 @@ extern "C" st_status st_gpu_backend_open(const st_ctx_params *p, const st_ctx_li
 {
     *out = nullptr;
     ST_TRY(open_device(p->device, id));
+    if (!st_arch_built_for(id->arch, ST_GPU_ARCHS)) {
+        /* refused before anything is launched; the auto backend then uses the CPU */
+        char line[512];
+        st_arch_refusal(line, sizeof line, p->device, id->arch, id->device_name, ST_GPU_ARCHS, ST_GPU_BACKEND_NAME);
+        return st_fail(ST_ERR_UNSUPPORTED, "%s", line);
+    }
     dev_guard dg(p->device);
     gpu_backend *g = new (std::nothrow) gpu_backend();
     if (!g) return st_fail(ST_ERR_NOMEM, "GPU context");

@@ -1,4 +1,0 @@
-/* expert_grouped kernels with q8_0 weights (see expert_impl.h). */
-#include "expert_impl.h"
-template st_rt_error st_launch_gate_up<T_Q8_0>(const st_launch &, const st_expert_args &, const st_expert_plan &);
-template st_rt_error st_launch_down<T_Q8_0>(const st_launch &, const st_expert_args &, const st_expert_plan &);

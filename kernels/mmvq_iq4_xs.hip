@@ -1,4 +1,0 @@
-/* iq_mmvq kernels for iq4_xs (see mmvq_impl.h). */
-#include "mmvq_impl.h"
-template st_rt_error st_launch_mmvq<T_IQ4_XS>(const st_launch &, const st_mat_dev &, const st_xplanes &, const uint8_t *,
-                                       int, float *, int, bool, bool);

@@ -1,0 +1,20 @@
+/* Batch invariance on the GPU (tests/common/batch_invariance.h): every token
+ * of calls of 2..ST_MAX_TOKENS tokens gives the bytes of the same token alone,
+ * through the default chain (dp4a up to 8 tokens, the matrix units beyond),
+ * every rows variant, every matrix-instruction variant and every format. */
+#include "batch_invariance.h"
+
+static void a_token_does_not_depend_on_the_other_tokens(void **state)
+{
+    (void)state;
+    int nts[ST_MAX_TOKENS];
+    int n = 0;
+    for (int i = 2; i <= ST_MAX_TOKENS; i++) nts[n++] = i;
+    bi_run(ST_BACKEND_GPU, nts, n);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(a_token_does_not_depend_on_the_other_tokens)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
