@@ -4,6 +4,9 @@
 #ifndef ST_PARITY_UTIL_H
 #define ST_PARITY_UTIL_H
 
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L /* setenv, strdup */
+#endif
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -48,7 +51,16 @@ static st_ctx *__attribute__((unused)) make_ctx_sized(st_backend b, int64_t max_
     p.max_rows = max_rows;
     p.max_cols = 4096;
     st_ctx *c = NULL;
-    CHECK_OK(st_ctx_create_ex(&p, &c));
+    /* every knob path is swept later on this context: STRATA_EXPERT_V2K's
+     * k-split scratch is reserved only when the knob is set at creation
+     * (beyond 64 MiB), so the context is made with it set */
+    const char *v2k = st_knob_env(ST_KNOB_EXPERT_V2K);
+    char *was = getenv(v2k) ? strdup(getenv(v2k)) : NULL;
+    setenv(v2k, "1", 1);
+    const st_status cs = st_ctx_create_ex(&p, &c);
+    if (was) setenv(v2k, was, 1); else unsetenv(v2k);
+    free(was);
+    CHECK_OK(cs);
     st_dispatch_config cfg;
     st_dispatch_config_default(&cfg);
     st_ctx_set_dispatch(c, &cfg); /* tests choose knob paths explicitly */
