@@ -55,7 +55,7 @@ run_one() {
   local tool=$1 test=$2 log="$L/$1.$2.log" extra=()
   case "$tool" in
     racecheck) extra=(--racecheck-report hazard) ;;
-    initcheck) extra=(--track-unused-memory no) ;;
+    initcheck) extra=() ;;
   esac
   (cd "$B/tests" && STRATA_GPU_TEST_SIZE=sanitizer CMOCKA_MESSAGE_OUTPUT=STDOUT \
      timeout "$TIMEOUT" "$CS" --tool "$tool" "${extra[@]}" --print-limit 20 "./$test") > "$log" 2>&1
