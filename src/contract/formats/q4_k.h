@@ -36,7 +36,9 @@ ST_HD void st_k4_scale_min(int j, const uint8_t *s, int *sc, int *m)
     }
 }
 
-/* One block <-> the device layout's planes (host and device repack). */
+/* One block <-> the device layout's planes (host and device repack). The
+ * 32 nibbles of sub-block J of a Q4_K/Q5_K qs array <-> 16 plane bytes
+ * (byte i = value i | value i+16 << 4). */
 ST_HD void st_k4_nibbles_io(const st_repack_io *io, int pl, int64_t unit, uint8_t *qs, int j)
 {
     st_io_nibbles(io, pl, unit, qs + 32 * (j / 2), 4 * (j % 2));
@@ -95,9 +97,6 @@ static void q4_k_planes(int64_t k, st_plane_spec *s)
     s->per_row[2] = 2 * nb;
     s->per_row[3] = 12 * nb;
 }
-
-/* The 32 nibbles of sub-block J of a Q4_K/Q5_K qs array <-> 16 plane bytes
- * (byte i = value i | value i+16 << 4). */
 
 static void q4_k_scales(uint8_t *b, float d)
 {
