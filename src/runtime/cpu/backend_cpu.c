@@ -2,6 +2,7 @@
 /* The CPU backend: the exact reference (reference.c) on the context's own
  * worker pool, with all scratch reserved when the context is made. Memory
  * is ordinary host memory; calls are synchronous. */
+#include "host_mem.h"
 #include "backend.h"
 #include "cpu_pool.h"
 #include "internal.h"
@@ -124,20 +125,11 @@ static st_status cpu_timer_stop(void *b, double *ms)
 
 /* MemAvailable of /proc/meminfo (what can be had without swapping), else
  * the free pages sysconf reports. */
+/* The CPU backend's memory is the host's (host_mem.c). */
 static st_status cpu_mem_info(void *b, size_t *free_bytes, size_t *total_bytes)
 {
-    const long page = sysconf(_SC_PAGESIZE), total = sysconf(_SC_PHYS_PAGES), avail = sysconf(_SC_AVPHYS_PAGES);
-    *total_bytes = page > 0 && total > 0 ? (size_t)page * (size_t)total : 0;
-    *free_bytes = page > 0 && avail > 0 ? (size_t)page * (size_t)avail : 0;
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (f) {
-        char line[128];
-        unsigned long long kb;
-        while (fgets(line, sizeof line, f))
-            if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) *free_bytes = (size_t)kb * 1024;
-        fclose(f);
-    }
-    return ST_OK;
+    (void)b;
+    return st_host_mem_info(free_bytes, total_bytes);
 }
 
 static size_t cpu_llc_bytes(void *b) { return 0; }
