@@ -516,8 +516,12 @@ static void no_signal_leaves_a_candidate_or_temporary_file(void **state)
                 fail_msg("%s at %s: status %d, expected exit %d", strsignal(cases[i].sig), phase_name(cases[i].at), st,
                          128 + cases[i].sig);
         } else if (cases[i].kind == IGNORED) {
-            /* runs to its end: installed, or refused by the gate's timing */
-            assert_true(WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 1));
+            /* runs to its end: installed (0), or nothing installed because
+             * the gate could not decide (3) or measured the table slower (4);
+             * 1 would be an error or different bytes */
+            if (!WIFEXITED(st) || (WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 3 && WEXITSTATUS(st) != 4))
+                fail_msg("%s at %s: status %d, expected exit 0, 3 or 4 (the tune runs to its end)",
+                         strsignal(cases[i].sig), phase_name(cases[i].at), st);
         } else {
             /* ends the process: by the signal, or through the handler that
              * was there before (a sanitizer's reports the fault and exits) */

@@ -568,9 +568,15 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
         cJSON_Delete(j);
     } else {
         cJSON_Delete(arr);
-        char mixs[40] = "";
-        for (int i = 0, at = 0; i < ST_MAX_TOKENS; i++)
-            if (in_mix[i]) at += snprintf(mixs + at, sizeof mixs - (size_t)at, "%s%d", at ? "," : "", i + 1);
+        /* every count up to ST_MAX_TOKENS fits: at most 3 digits and a comma each */
+        char mixs[4 * ST_MAX_TOKENS + 1] = "";
+        size_t at = 0;
+        for (int i = 0; i < ST_MAX_TOKENS && at < sizeof mixs; i++)
+            if (in_mix[i]) {
+                const int w = snprintf(mixs + at, sizeof mixs - at, "%s%d", at ? "," : "", i + 1);
+                if (w < 0) break;
+                at += (size_t)w;
+            }
         printf("coverage: %d of %d shapes the model needs are in the table (expert shapes at n_tokens %s%s); %s\n",
                need - missing, need, mixs, n_mix == ST_MAX_TOKENS ? "" : ", the tuner's mix",
                engages ? "the table engages here" : "the table would NOT engage here");
