@@ -106,7 +106,16 @@ ST_API void st_ctx_destroy(st_ctx *ctx);
  * reroutes need more scratch). */
 ST_API st_status st_ctx_workspace_bytes(const st_ctx_params *p, size_t *bytes);
 
+/* How many devices BACKEND has, into *COUNT: the GPUs the runtime reports
+ * (0 when there are none, or in a build without a GPU backend), 1 for the
+ * CPU backend (the whole host is one device, index 0), and for
+ * ST_BACKEND_AUTO the GPUs when there are any, else 1 (the CPU, as
+ * st_ctx_create then picks). Creates no context. */
+ST_API st_status st_device_count(st_backend backend, int *count);
+
 ST_API st_backend st_ctx_backend(const st_ctx *ctx);
+/* The device index the context was created on (0 on the CPU backend). */
+ST_API int st_ctx_device(const st_ctx *ctx);
 /* The stream the context queues its work on (the engine's, or its own);
  * NULL on the CPU backend. */
 ST_API void *st_ctx_stream(const st_ctx *ctx);

@@ -57,8 +57,13 @@ typedef struct {
     int n_expert;           /* experts for demo / hand-given expert shapes (default 64) */
     int topk;               /* top-k for demo / hand-given expert shapes (default 8) */
     const char *command_line; /* recorded in the report */
-    int device;             /* the device index the context was opened on (recorded in the report) */
+    int device;             /* unused: the report records st_ctx_device of the context (kept for source
+                               compatibility) */
     volatile int *stop;     /* set non-zero (e.g. by SIGINT) to stop cleanly; no table is written */
+    /* -1 (the default): the report is DIR/strata-<model>.autotune.json; N >= 0: it is
+     * DIR/strata-<model>.devN.autotune.json, so the tunes of several devices into one
+     * folder each keep their own report (tune_decode tune --device LIST|all) */
+    int report_device;
 } st_tune_options;
 
 ST_API void st_tune_options_default(st_tune_options *o);

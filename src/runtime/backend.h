@@ -84,6 +84,8 @@ size_t st_cpu_workspace_bytes(const st_ctx_limits *lim, const st_dispatch_config
 size_t st_gpu_workspace_bytes(const st_ctx_limits *lim, const st_dispatch_config *cfg);
 /* The device layout's bytes (0 when the shape has none). */
 size_t st_gpu_layout_bytes(st_qtype t, int64_t rows, int64_t cols);
+/* The GPUs the runtime reports (0 when none, on error, or without a GPU backend). */
+int st_gpu_device_count(void);
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,7 @@
 
 struct st_ctx {
     st_backend backend;
+    int device; /* the index it was created on (0 on the CPU) */
     st_identity id;
     st_dispatch_config cfg;
     st_ctx_limits lim;
@@ -83,6 +84,7 @@ static st_status open_backend(st_ctx *c, const st_ctx_params *p)
         st_status s = st_gpu_backend_open(p, &c->lim, &c->cfg, &c->ops, &c->b, &c->id);
         if (s == ST_OK) {
             c->backend = ST_BACKEND_GPU;
+            c->device = p->device;
             return ST_OK;
         }
         /* the engine's stream or workspace belong to the GPU it asked for */
@@ -152,6 +154,18 @@ void st_ctx_destroy(st_ctx *c)
 }
 
 st_backend st_ctx_backend(const st_ctx *c) { return c->backend; }
+int st_ctx_device(const st_ctx *c) { return c->device; }
+
+st_status st_device_count(st_backend backend, int *count)
+{
+    if (!count) return st_fail(ST_ERR_INVALID_ARG, "st_device_count: NULL output");
+    *count = 0;
+    if (backend != ST_BACKEND_AUTO && backend != ST_BACKEND_CPU && backend != ST_BACKEND_GPU)
+        return st_fail(ST_ERR_INVALID_ARG, "st_device_count: unknown backend %d", (int)backend);
+    const int gpus = backend == ST_BACKEND_CPU ? 0 : st_gpu_device_count();
+    *count = backend == ST_BACKEND_GPU ? gpus : backend == ST_BACKEND_CPU ? 1 : gpus > 0 ? gpus : 1;
+    return ST_OK;
+}
 void *st_ctx_stream(const st_ctx *c) { return c->ops->stream(c->b); }
 const st_identity *st_ctx_identity(const st_ctx *c) { return &c->id; }
 const st_dispatch_config *st_ctx_dispatch(const st_ctx *c) { return &c->cfg; }

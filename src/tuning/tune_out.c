@@ -235,8 +235,8 @@ static st_status use_existing(st_tune_out *o, char *path, bool force)
 
 /* ---- open / close ------------------------------------------------------------ */
 
-st_status st_tune_out_open(st_tune_out *o, const char *dir, const char *name, const st_identity *id, bool force,
-                           size_t probe_bytes)
+st_status st_tune_out_open(st_tune_out *o, const char *dir, const char *name, int report_device,
+                           const st_identity *id, bool force, size_t probe_bytes)
 {
     memset(o, 0, sizeof *o);
     o->lock_fd = -1;
@@ -256,7 +256,9 @@ st_status st_tune_out_open(st_tune_out *o, const char *dir, const char *name, co
     o->dir = fmt("%.*s", (int)dl, dir);
     if (o->dir) {
         fresh = fmt("%s/strata-%s-%s%s-%s.table", o->dir, name, arch, model, rt);
-        o->report_path = fmt("%s/strata-%s.autotune.json", o->dir, name);
+        char dev[24] = "";
+        if (report_device >= 0) snprintf(dev, sizeof dev, ".dev%d", report_device);
+        o->report_path = fmt("%s/strata-%s%s.autotune.json", o->dir, name, dev);
         o->lock_path = fmt("%s/" LOCK_NAME, o->dir);
     }
     if (!o->dir || !fresh || !o->report_path || !o->lock_path) s = st_fail(ST_ERR_NOMEM, "tune: out of memory");

@@ -49,13 +49,14 @@ typedef struct {
 void st_tune_file_name(const char *model, char *out, size_t n);
 
 /* Prepares DIR for a tune of NAME (st_tune_file_name) by this identity:
- * see above. PROBE_BYTES: what the outputs are expected to take. FORCE:
+ * see above. REPORT_DEVICE >= 0 puts ".devN" in the report's name
+ * (st_tune_options.report_device). PROBE_BYTES: what the outputs are expected to take. FORCE:
  * a table for another identity at the new name is replaced (else
  * refused), and this identity's table that does not parse is replaced
  * instead of merged. On failure everything is released and nothing is
  * left in DIR (a folder it made stays). */
-st_status st_tune_out_open(st_tune_out *out, const char *dir, const char *name, const st_identity *id, bool force,
-                           size_t probe_bytes);
+st_status st_tune_out_open(st_tune_out *out, const char *dir, const char *name, int report_device,
+                           const st_identity *id, bool force, size_t probe_bytes);
 
 /* Adds to T (this run's table) the rows of the existing table for shapes
  * that R[0..N) did not tune, and its comments except the ones this run

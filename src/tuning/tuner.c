@@ -30,6 +30,7 @@ void st_tune_options_default(st_tune_options *o)
     o->do_expert = o->do_mmvq = true;
     o->n_expert = 64;
     o->topk = 8;
+    o->report_device = -1;
 }
 
 typedef struct {
@@ -642,7 +643,8 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
     st_tune_out out;
     memset(&out, 0, sizeof out);
     out.lock_fd = out.lock_slot = -1;
-    if (st == ST_OK) st = st_tune_out_open(&out, o->out_dir ? o->out_dir : ".", name, id, o->force, output_bytes(n));
+    if (st == ST_OK)
+        st = st_tune_out_open(&out, o->out_dir ? o->out_dir : ".", name, o->report_device, id, o->force, output_bytes(n));
     if (st == ST_OK) {
         snprintf(res->table_path, sizeof res->table_path, "%s", out.table_path);
         snprintf(res->report_path, sizeof res->report_path, "%s", out.report_path);
@@ -655,8 +657,10 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
     memset(&prov, 0, sizeof prov);
     if (st == ST_OK) st = st_tune_provenance(ctx, o, name, out.report_path, &prov);
     if (st == ST_OK && !o->quiet) {
-        st_log("tune: %d shapes on %s (%s%s%s), threshold %.1f%%%s", n, id->device_name, id->arch, id->model[0] ? ", " : "",
-               id->model, 100 * o->threshold, o->quick ? ", quick" : "");
+        char devno[32] = "";
+        if (st_ctx_backend(ctx) == ST_BACKEND_GPU) snprintf(devno, sizeof devno, "device %d, ", st_ctx_device(ctx));
+        st_log("tune: %d shapes on %s%s (%s%s%s), threshold %.1f%%%s", n, devno, id->device_name, id->arch,
+               id->model[0] ? ", " : "", id->model, 100 * o->threshold, o->quick ? ", quick" : "");
         if (x.llc)
             st_log("tune: last-level cache %.0f MB (%s): every matrix rotates over at least %.0f MB", x.llc / 1048576.0,
                    x.llc_source, 4 * x.llc / 1048576.0);

@@ -174,7 +174,7 @@ char *st_tune_report_text(const st_ctx *ctx, const st_tune_options *opt, const s
     add_str(idj, "device", id->device_name);
     add_str(idj, "device_model", id->model);
     cJSON_AddNumberToObject(idj, "compute_units", id->compute_units);
-    cJSON_AddNumberToObject(idj, "device_index", st_ctx_backend(ctx) == ST_BACKEND_GPU ? opt->device : -1);
+    cJSON_AddNumberToObject(idj, "device_index", st_ctx_backend(ctx) == ST_BACKEND_GPU ? st_ctx_device(ctx) : -1);
     add_str(idj, "driver", id->driver);
     cJSON *op = cJSON_AddObjectToObject(root, "options");
     cJSON_AddNumberToObject(op, "threshold_pct", 100 * opt->threshold);

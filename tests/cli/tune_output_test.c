@@ -334,7 +334,7 @@ static void install_rolls_back_the_table_when_the_report_fails(void **state)
         if (pid == 0) {
             const st_identity id = cpu_identity();
             st_tune_out out;
-            if (st_tune_out_open(&out, dir, "x", &id, false, 4096) != ST_OK) _exit(10);
+            if (st_tune_out_open(&out, dir, "x", -1, &id, false, 4096) != ST_OK) _exit(10);
             if (how == 0) {
                 fsize_limit((void *)(uintptr_t)2048);
             } else if (mkdir(out.report_path, 0755) != 0) {

@@ -64,7 +64,19 @@ static const char TUNE_HELP[] =
     "  --no-verify          skip the end-to-end gate (not recommended)\n"
     "  --force              overwrite a table made for another identity, or this identity's\n"
     "                       table in DIR when it does not parse\n"
-    "  (global: --backend auto|cpu|gpu, --device N, -q, --json)\n"
+    "  (global: --backend auto|cpu|gpu, --device N|LIST|all, -q, --json)\n"
+    "\n"
+    "Several devices (--device 0,1 or --device all): every device is tuned into DIR, one after\n"
+    "the other (never two at once, so no run times the host while another loads it); every\n"
+    "line carries its device ([device 1]) and each device writes its own report\n"
+    "(strata-<model>.devN.autotune.json). Devices of one model share one table: the first\n"
+    "makes it, the others measure every shape again and, by the re-tune rule above, change a\n"
+    "choice only when another candidate is faster than the table's beyond the threshold with\n"
+    "its whole interval; each pass gates what it installs on its own device. They agree when,\n"
+    "after the last change, every other device had a pass that changed nothing; after two\n"
+    "passes per device without that they disagree (exit 5: the table holds the last pass's\n"
+    "choices, gated on its device only; tune such devices into separate folders). Devices of\n"
+    "different models get tables of their own (the name carries the model).\n"
     "\n"
     "Output folder: checked before the sweep (a folder, writable, room for the outputs) and\n"
     "locked while the tune runs (DIR/.strata-tune.lock): a second tune of the same folder is\n"
@@ -75,7 +87,9 @@ static const char TUNE_HELP[] =
     "Exit status: 0 the table is installed (or every shape kept the default); 1 error, or a\n"
     "candidate or the gate found different bytes (reported as a bug); 2 usage; 3 the gate could\n"
     "not decide (nothing installed); 4 the gate measured the table slower (nothing installed);\n"
-    "128+N stopped by signal N (130: Ctrl-C; nothing written).\n";
+    "5 (--device LIST|all) devices of one model disagree beyond the noise; with several devices\n"
+    "the highest status of them; 128+N stopped by signal N (130: Ctrl-C; nothing written by the\n"
+    "run it stopped).\n";
 
 static volatile int g_stop;
 
@@ -209,6 +223,11 @@ int cmd_tune(int argc, char **argv, const td_global *g)
     o.device = g->device;
     char *cl = join_args(argc, argv);
     o.command_line = cl;
+    if (td_many_devices(g)) {
+        const int rc_all = td_tune_devices(&o, g);
+        free(cl);
+        return rc_all;
+    }
     st_ctx *ctx = NULL;
     if (td_open_ctx(g, &ctx) != 0) {
         free(cl);
@@ -287,7 +306,9 @@ static const char VERIFY_HELP[] =
     "and --topk K (1.." TD_STR(ST_MAX_TOPK) ") per expert layer (default 64, 8).\n"
     "--html FILE.html writes the verdict and the step times as a page, and its JSON beside it\n"
     "(FILE.json; tune_decode report FILE.json renders it again).\n"
-    "Exit status: 0 pass; 1 fail or error; 2 usage; 3 cannot decide; 128+N stopped by signal N.\n";
+    "Exit status: 0 pass; 1 fail or error; 2 usage; 3 cannot decide; 128+N stopped by signal N.\n"
+    "--device LIST|all (global): the gate on each device in turn, after a line naming it; the\n"
+    "exit status is the highest (no --json then).\n";
 
 int cmd_verify(int argc, char **argv, const td_global *g)
 {
@@ -415,7 +436,7 @@ static const char COVERAGE_HELP[] =
     "made for this process. Exit status 0 when every shape is covered and the table engages;\n"
     "1 when shapes are missing or the table would not engage, or (one line, no listing) when\n"
     "the path does not exist or cannot be read, or a directory holds no table for this process;\n"
-    "2 usage.\n";
+    "2 usage. --device LIST|all (global): on each device in turn, the highest status (no --json).\n";
 
 /* The token counts the table's tuner tuned ("ntok-mix 1 2 4 8"), else 1..8. */
 static int table_mix(const st_table *t, bool *in_mix)

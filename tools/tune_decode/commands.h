@@ -4,6 +4,7 @@
 #define TUNE_DECODE_COMMANDS_H
 
 #include "strata/identity.h"
+#include "strata/tuner.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -14,12 +15,32 @@
 #define TD_PRINTF(a, b)
 #endif
 
+#define TD_MAX_DEVICES 64
+
 typedef struct {
     bool quiet;
     bool json;
     int backend; /* st_backend: --backend auto|cpu|gpu */
-    int device;  /* --device N */
+    int device;  /* --device N (the first of a list) */
+    /* --device LIST|all: tune, verify and coverage run on each (n_devices
+     * > 1, or device_all); other commands take one device */
+    int devices[TD_MAX_DEVICES];
+    int n_devices;
+    bool device_all;
 } td_global;
+
+/* The devices --device names (all: every device of the backend; a list on
+ * the CPU backend is refused: it is one device, 0), with the backend they
+ * are opened on in *BACKEND (auto resolved: the GPU when there is one).
+ * Returns the count, or -1 after one line on stderr. */
+int td_device_list(const td_global *g, int *out, int *backend);
+/* Whether the command runs once per device (--device LIST|all). */
+static inline bool td_many_devices(const td_global *g) { return g->device_all || g->n_devices > 1; }
+/* tune --device LIST|all (cmd_tune_devices.c): O as cmd_tune parsed it. */
+int td_tune_devices(st_tune_options *o, const td_global *g);
+/* The library's lines during one device's part of a run start with PREFIX
+ * ("[device 1] "); NULL: none. */
+void td_log_prefix(const char *prefix);
 
 struct st_ctx;
 /* Opens the decode context the global options ask for. On failure prints

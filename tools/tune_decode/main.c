@@ -2,6 +2,7 @@
  * A thin front end: argument parsing here, the work in libstrata_tune. */
 #include "commands.h"
 #include "provenance.h"
+#include "tune_devices.h"
 #include "strata/decode.h"
 #include "strata/identity.h"
 
@@ -38,7 +39,8 @@ static const char USAGE[] =
     "  -q, --quiet           no progress output\n"
     "  --json                machine-readable output where the command has it\n"
     "  --backend B           auto (default: the GPU when present, else CPU), cpu or gpu\n"
-    "  --device N            which GPU (default 0)\n"
+    "  --device N            which GPU (default 0); tune, verify and coverage also take a list\n"
+    "                        (--device 0,1) or all: each device in turn, its index on every line\n"
     "  -h, --help            this text (also: tune_decode COMMAND --help)\n"
     "  --version             print the version\n"
     "\n"
@@ -69,9 +71,49 @@ static const td_command COMMANDS[] = {
     {"report", cmd_report},
 };
 
+static bool is_help_arg(int argc, char **argv)
+{
+    for (int i = 2; i < argc; i++)
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return true;
+    return false;
+}
+
+/* verify / coverage --device LIST|all: the command on each device in turn,
+ * a header line before each; the exit status is the highest of them. */
+static int per_device(const td_command *c, int argc, char **argv, const td_global *g)
+{
+    if (g->json)
+        return td_usage_error("%s --json prints one document for one device: run it once per --device N", c->name);
+    int devs[TD_MAX_DEVICES], backend = 0;
+    const int n = td_device_list(g, devs, &backend);
+    if (n < 0) return 1;
+    int worst = 0;
+    for (int i = 0; i < n; i++) {
+        td_global one = *g;
+        one.device = devs[i];
+        one.devices[0] = devs[i];
+        one.n_devices = 1;
+        one.device_all = false;
+        one.backend = backend;
+        char prefix[32];
+        snprintf(prefix, sizeof prefix, "[device %d] ", devs[i]);
+        printf("%s== %s on device %d (%d of %d)\n", i ? "\n" : "", c->name, devs[i], i + 1, n);
+        fflush(stdout);
+        td_log_prefix(prefix);
+        const int rc = c->fn(argc - 1, argv + 1, &one);
+        td_log_prefix(NULL);
+        fflush(stdout);
+        if (rc >= 128) return rc; /* stopped by a signal: the other devices are not run */
+        if (rc > worst) worst = rc;
+    }
+    return worst;
+}
+
 int main(int argc, char **argv)
 {
-    td_global g = {false, false, ST_BACKEND_AUTO, 0};
+    td_global g;
+    memset(&g, 0, sizeof g);
+    g.backend = ST_BACKEND_AUTO;
     /* the library's lines carry names from files: show them escaped */
     st_set_log(td_log_sink, NULL);
     /* Global flags may appear anywhere; remove them so commands see only
@@ -87,9 +129,10 @@ int main(int argc, char **argv)
             if (argv[i + 1][0] == '-' && argv[i + 1][1]) return td_usage_error("%s needs a value, found the option '%s'", argv[i], argv[i + 1]);
             const char *v = argv[++i];
             if (!strcmp(argv[i - 1], "--device")) {
-                long d;
-                if (!td_parse_int(v, 0, 1024, &d)) return td_usage_error("--device: '%s' is not a device number", v);
-                g.device = (int)d;
+                char why[96];
+                g.n_devices = st_devices_parse(v, g.devices, TD_MAX_DEVICES, &g.device_all, why, sizeof why);
+                if (g.n_devices < 0) return td_usage_error("--device '%s': %s", v, why);
+                g.device = g.n_devices > 0 ? g.devices[0] : 0;
             } else if (!strcmp(v, "auto"))
                 g.backend = ST_BACKEND_AUTO;
             else if (!strcmp(v, "cpu"))
@@ -117,7 +160,14 @@ int main(int argc, char **argv)
         return 0;
     }
     for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
-        if (!strcmp(argv[1], COMMANDS[i].name)) return COMMANDS[i].fn(argc - 1, argv + 1, &g);
+        if (!strcmp(argv[1], COMMANDS[i].name)) {
+            const bool each = !strcmp(argv[1], "verify") || !strcmp(argv[1], "coverage");
+            if (td_many_devices(&g) && strcmp(argv[1], "tune") && !each)
+                return td_usage_error("%s takes one device: --device N (a list or all is for tune, verify and coverage)",
+                                      argv[1]);
+            if (td_many_devices(&g) && each && !is_help_arg(argc, argv)) return per_device(&COMMANDS[i], argc, argv, &g);
+            return COMMANDS[i].fn(argc - 1, argv + 1, &g);
+        }
     if (argv[1][0] == '-') return td_usage_error("unknown option '%s'", argv[1]);
     return td_usage_error("unknown command '%s'", argv[1]);
 }

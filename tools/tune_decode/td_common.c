@@ -28,3 +28,41 @@ int td_fail(const char *cmd, int s_, int code)
         td_eprint("%s: %s", cmd, m);
     return code;
 }
+
+int td_device_list(const td_global *g, int *out, int *backend)
+{
+    *backend = g->backend;
+    if (g->backend == ST_BACKEND_AUTO) {
+        int gpus = 0;
+        if (st_device_count(ST_BACKEND_GPU, &gpus) != ST_OK) gpus = 0;
+        *backend = gpus > 0 ? ST_BACKEND_GPU : ST_BACKEND_CPU;
+    }
+    int count = 0;
+    if (st_device_count((st_backend)*backend, &count) != ST_OK) {
+        td_eprint("tune_decode: --device: %s", st_last_error());
+        return -1;
+    }
+    const char *what = *backend == ST_BACKEND_GPU ? "GPU" : "CPU";
+    if (count == 0) {
+        td_eprint("tune_decode: --device %s: this machine has no %s device (%s backend)", g->device_all ? "all" : "list",
+                  what, st_gpu_backend_name());
+        return -1;
+    }
+    if (g->device_all) {
+        const int n = count < TD_MAX_DEVICES ? count : TD_MAX_DEVICES;
+        for (int i = 0; i < n; i++) out[i] = i;
+        return n;
+    }
+    for (int i = 0; i < g->n_devices; i++) {
+        if (g->devices[i] >= count) {
+            if (*backend == ST_BACKEND_CPU)
+                td_eprint("tune_decode: --device %d: the CPU backend is one device, 0", g->devices[i]);
+            else
+                td_eprint("tune_decode: --device %d: this machine has %d GPU%s (0..%d)", g->devices[i], count,
+                          count == 1 ? "" : "s", count - 1);
+            return -1;
+        }
+        out[i] = g->devices[i];
+    }
+    return g->n_devices;
+}

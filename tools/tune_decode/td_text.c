@@ -49,10 +49,14 @@ void td_eprint(const char *fmt, ...)
     fflush(stderr);
 }
 
+static char g_prefix[64];
+
+void td_log_prefix(const char *prefix) { snprintf(g_prefix, sizeof g_prefix, "%s", prefix ? prefix : ""); }
+
 void td_log_sink(void *user, const char *line)
 {
     (void)user;
-    td_eprint("%s", line);
+    td_eprint("%s%s", g_prefix, line);
 }
 
 cJSON *td_json_string(const char *s)

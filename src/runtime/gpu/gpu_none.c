@@ -13,3 +13,5 @@ st_status st_gpu_backend_open(const st_ctx_params *p, const st_ctx_limits *lim, 
 size_t st_gpu_workspace_bytes(const st_ctx_limits *lim, const st_dispatch_config *cfg) { return 0; }
 
 size_t st_gpu_layout_bytes(st_qtype t, int64_t rows, int64_t cols) { return 0; }
+
+int st_gpu_device_count(void) { return 0; }

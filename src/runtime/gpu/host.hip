@@ -587,6 +587,16 @@ extern "C" size_t st_gpu_workspace_bytes(const st_ctx_limits *lim, const st_disp
 
 extern "C" size_t st_gpu_layout_bytes(st_qtype t, int64_t rows, int64_t cols) { return st_repack_size(t, rows, cols); }
 
+extern "C" int st_gpu_device_count(void)
+{
+    int n = 0;
+    if (st_rt_get_device_count(&n) != ST_RT_SUCCESS) {
+        (void)st_rt_get_last_error(); /* "no device" is an answer here, not a sticky error */
+        return 0;
+    }
+    return n;
+}
+
 extern "C" st_status st_gpu_backend_open(const st_ctx_params *p, const st_ctx_limits *lim, const st_dispatch_config *cfg,
                                          const st_backend_ops **ops, void **out, st_identity *id)
 {

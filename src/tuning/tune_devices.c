@@ -1,0 +1,84 @@
+/* Several devices into one folder: the pass plan, the groups, the list
+ * (tune_devices.h). */
+#include "tune_devices.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void st_devices_plan_init(st_devices_plan *p, int n)
+{
+    memset(p, 0, sizeof *p);
+    p->n = n > 0 ? n : 1;
+    p->next = 0;
+}
+
+int st_devices_plan_step(st_devices_plan *p, int changed)
+{
+    if (p->next < 0) return -1;
+    p->passes++;
+    if (p->passes > 1 && changed > 0) {
+        p->quiet = 0;
+        p->changes += changed;
+    } else if (p->passes > 1) {
+        p->quiet++;
+    }
+    if (p->quiet >= p->n - 1) {
+        p->agreed = true;
+        p->next = -1;
+    } else if (p->passes >= 2 * p->n) {
+        p->agreed = false;
+        p->next = -1;
+    } else {
+        p->next = p->passes % p->n;
+    }
+    return p->next;
+}
+
+int st_devices_group(const st_identity *ids, int n, int *group)
+{
+    int groups = 0;
+    for (int i = 0; i < n; i++) {
+        group[i] = -1;
+        for (int j = 0; j < i && group[i] < 0; j++)
+            if (st_identity_same_device(&ids[i], &ids[j])) group[i] = group[j];
+        if (group[i] < 0) group[i] = groups++;
+    }
+    return groups;
+}
+
+int st_devices_parse(const char *v, int *out, int max, bool *all, char *msg, size_t msglen)
+{
+    *all = false;
+    if (!strcmp(v, "all")) {
+        *all = true;
+        return 0;
+    }
+    int n = 0;
+    const char *p = v;
+    for (;;) {
+        const char *end = strchr(p, ',');
+        const size_t len = end ? (size_t)(end - p) : strlen(p);
+        int x = 0;
+        bool ok = len > 0 && len <= 4;
+        for (size_t k = 0; ok && k < len; k++) {
+            ok = p[k] >= '0' && p[k] <= '9';
+            x = 10 * x + (p[k] - '0');
+        }
+        if (!ok || x > 1023) {
+            snprintf(msg, msglen, "'%.*s' is not a device number (0..1023)", (int)(len > 32 ? 32 : len), p);
+            return -1;
+        }
+        for (int k = 0; k < n; k++)
+            if (out[k] == x) {
+                snprintf(msg, msglen, "device %d is named twice", x);
+                return -1;
+            }
+        if (n >= max) {
+            snprintf(msg, msglen, "more than %d devices", max);
+            return -1;
+        }
+        out[n++] = x;
+        if (!end) return n;
+        p = end + 1;
+    }
+}

@@ -1,0 +1,61 @@
+/* Several devices tuned into one folder (tune_decode tune --device LIST|all;
+ * internal to the tuning layer and its front end).
+ *
+ * Devices whose identities are equal (st_identity_same_device: one table
+ * serves them all) form a group; groups of different device models get
+ * tables of their own (the file name carries the model) and are tuned one
+ * after the other, so no two tunes time the host at once. Inside a group the
+ * devices take turns tuning the same shapes into the same folder. The first
+ * pass makes the group's table (or merges into the one there). Each later
+ * pass measures every shape again on its own device and, by the tuner's
+ * re-tune rule, changes a choice only when another candidate is faster than
+ * the table's beyond the threshold with the whole interval of its paired
+ * change: disagreement within the noise changes nothing. Every pass gates
+ * the table it installs on its own device and writes its own report
+ * (strata-<model>.devN.autotune.json).
+ *
+ * The devices agree when, after the last pass that changed a choice, every
+ * other device of the group has had a pass that changed nothing: the table
+ * then holds one set of choices, gated on every device of the group. After
+ * two passes per device without that, they disagree beyond the noise: the
+ * table holds the last pass's choices, gated on that pass's device only. */
+#ifndef ST_TUNE_DEVICES_H
+#define ST_TUNE_DEVICES_H
+
+#include "strata/identity.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The most devices one --device value names. */
+#define ST_DEVICES_MAX 64
+
+typedef struct {
+    int n;       /* devices in the group */
+    int passes;  /* passes done */
+    int quiet;   /* passes since the last one that changed a choice */
+    int changes; /* choices changed by the passes after the first */
+    int next;    /* the device (index in the group) of the next pass, -1 when done */
+    bool agreed; /* set when done: every device confirmed the table's choices */
+} st_devices_plan;
+
+/* A plan for N >= 1 devices: the first pass is device 0's. */
+void st_devices_plan_init(st_devices_plan *p, int n);
+
+/* Records the pass just done, which changed CHANGED choices of the table it
+ * found (-1 or 0: none; the first pass's changes are against an earlier
+ * campaign, not another device, and do not count), and returns the device
+ * of the next pass (index in the group), or -1 when the plan is done
+ * (p->agreed says how it ended). */
+int st_devices_plan_step(st_devices_plan *p, int changed);
+
+/* GROUP[i] = the group of IDS[i], numbered in first-seen order (devices
+ * with equal identities share one); returns the number of groups. */
+int st_devices_group(const st_identity *ids, int n, int *group);
+
+/* A --device value: "N", a list "N,M,..." of distinct indices 0..1023, or
+ * "all" (*ALL set, nothing in OUT). Returns the count in OUT (at most MAX),
+ * or -1 with the reason in MSG. */
+int st_devices_parse(const char *v, int *out, int max, bool *all, char *msg, size_t msglen);
+
+#endif

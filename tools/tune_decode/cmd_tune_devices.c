@@ -1,0 +1,231 @@
+/* tune_decode tune --device LIST|all: every named device tuned into one
+ * folder, one table per device model (the rule: src/tuning/tune_devices.h). */
+#include "commands.h"
+#include "strata/decode.h"
+#include "strata/identity.h"
+#include "strata/tuner.h"
+#include "tune_devices.h"
+#include "report_html.h"
+
+#include <cjson/cJSON.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int device;     /* device index */
+    st_status status;
+    st_tune_result res;
+    char message[512];
+} td_pass;
+
+typedef struct {
+    int members[TD_MAX_DEVICES]; /* indices into the device list */
+    int n;
+    st_devices_plan plan;
+    td_pass *pass;
+    int n_pass;
+    int rc; /* the exit status of the group (0, 1, 3, 4, 5, 128+N) */
+} td_group;
+
+/* The exit status of one pass, as tune's (cmd_tune). */
+static int pass_rc(const td_pass *p)
+{
+    if (p->status == ST_OK) return 0;
+    if (p->status == ST_ERR_INTERRUPTED) {
+        const int sig = td_signals_caught();
+        return 128 + (sig ? sig : SIGINT);
+    }
+    if (p->status == ST_ERR_UNDECIDED) return 3;
+    if (p->status == ST_ERR_REFUSED && p->res.gate == ST_GATE_FAIL_SLOWER) return 4;
+    return 1;
+}
+
+static const char *gate_name(st_gate_verdict v)
+{
+    static const char *const gates[] = {"not run", "pass", "fail: bytes differ", "fail: slower", "cannot decide"};
+    return gates[v <= ST_GATE_UNDECIDED ? v : 0];
+}
+
+static void list_devices(const td_group *gr, const int *devs, char *buf, size_t n)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < gr->n && at < n; k++) {
+        const int w = snprintf(buf + at, n - at, "%s%d", k ? "," : "", devs[gr->members[k]]);
+        if (w < 0) break;
+        at += (size_t)w;
+    }
+}
+
+/* One group: passes by the plan until it is done or a pass fails. */
+static void run_group(td_group *gr, st_ctx **ctx, const int *devs, st_tune_options *o)
+{
+    st_devices_plan_init(&gr->plan, gr->n);
+    for (int k = gr->plan.next; k >= 0 && gr->n_pass < 2 * gr->n;) {
+        const int d = devs[gr->members[k]];
+        td_pass *p = &gr->pass[gr->n_pass++];
+        memset(p, 0, sizeof *p);
+        p->device = d;
+        char prefix[32];
+        snprintf(prefix, sizeof prefix, "[device %d] ", d);
+        if (!o->quiet)
+            td_eprint("[device %d] tune: pass %d of at most %d for %s (%d device%s of this model)", d, gr->n_pass,
+                      2 * gr->n, st_ctx_identity(ctx[gr->members[k]])->model, gr->n, gr->n == 1 ? "" : "s");
+        o->report_device = d;
+        td_log_prefix(prefix);
+        p->status = st_tune_run(ctx[gr->members[k]], o, &p->res);
+        td_log_prefix(NULL);
+        if (p->status != ST_OK) snprintf(p->message, sizeof p->message, "%s", st_last_error());
+        gr->rc = pass_rc(p);
+        if (gr->rc != 0) return;
+        k = st_devices_plan_step(&gr->plan, p->res.changed_vs_previous);
+    }
+    if (!gr->plan.agreed) gr->rc = 5;
+}
+
+static void print_group(const td_group *gr, const int *devs, st_ctx **ctx)
+{
+    char list[TD_MAX_DEVICES * 6];
+    list_devices(gr, devs, list, sizeof list);
+    const st_identity *id = st_ctx_identity(ctx[gr->members[0]]);
+    for (int i = 0; i < gr->n_pass; i++) {
+        const td_pass *p = &gr->pass[i];
+        char changed[96];
+        if (p->res.changed_vs_previous < 0)
+            snprintf(changed, sizeof changed, "made the table");
+        else
+            snprintf(changed, sizeof changed, "changed %d of the %s choices", p->res.changed_vs_previous,
+                     i == 0 ? "folder's earlier table's" : "table's");
+        printf("device %d: pass %d: %d shapes, %d kept a variant, %s; gate %s%s\n", p->device, i + 1, p->res.shapes,
+               p->res.kept_variants, changed, gate_name(p->res.gate), p->status == ST_OK ? "" : " (stopped here)");
+        td_print("device %d: report %s", p->device, p->res.report_path);
+    }
+    const td_pass *last = gr->n_pass ? &gr->pass[gr->n_pass - 1] : NULL;
+    const char *model = id->model[0] ? id->model : id->device_name;
+    if (!last) return;
+    if (gr->rc == 0 && gr->n == 1)
+        td_print("device %s (%s): its table %s", list, model, last->res.table_path);
+    else if (gr->rc == 0)
+        td_print("devices %s (%s): agree within the noise: one table, every device's last pass installed it with "
+                 "these choices: %s",
+                 list, model, last->res.table_path);
+    else if (gr->rc == 5)
+        td_print("devices %s (%s): DISAGREE beyond the noise: after %d passes a device still changed a choice (%d "
+                 "changes in all); the table holds device %d's choices, gated on device %d only: %s. One table cannot "
+                 "tell these devices apart: tune them into separate folders (--device N --out DIR)",
+                 list, model, gr->n_pass, gr->plan.changes, last->device, last->device, last->res.table_path);
+    else
+        td_print("devices %s (%s): stopped at device %d's pass %d (exit %d)", list, model, last->device, gr->n_pass,
+                 gr->rc);
+}
+
+static cJSON *group_json(const td_group *gr, const int *devs, st_ctx **ctx)
+{
+    cJSON *j = cJSON_CreateObject();
+    const st_identity *id = st_ctx_identity(ctx[gr->members[0]]);
+    td_json_add_string(j, "device_model", id->model[0] ? id->model : id->device_name);
+    td_json_add_string(j, "device", id->device_name);
+    cJSON *dl = cJSON_AddArrayToObject(j, "devices");
+    for (int k = 0; k < gr->n; k++) cJSON_AddItemToArray(dl, cJSON_CreateNumber(devs[gr->members[k]]));
+    cJSON_AddStringToObject(j, "outcome", gr->rc == 0 ? (gr->n == 1 ? "one device" : "agree")
+                                          : gr->rc == 5 ? "disagree" : "stopped");
+    cJSON_AddNumberToObject(j, "exit", gr->rc);
+    cJSON_AddNumberToObject(j, "changes", gr->plan.changes);
+    td_json_add_string(j, "table", gr->n_pass ? gr->pass[gr->n_pass - 1].res.table_path : "");
+    cJSON *pl = cJSON_AddArrayToObject(j, "passes");
+    for (int i = 0; i < gr->n_pass; i++) {
+        const td_pass *p = &gr->pass[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "device", p->device);
+        cJSON_AddStringToObject(o, "status", st_status_name(p->status));
+        td_json_add_string(o, "message", p->message);
+        cJSON_AddNumberToObject(o, "shapes", p->res.shapes);
+        cJSON_AddNumberToObject(o, "kept_variants", p->res.kept_variants);
+        cJSON_AddNumberToObject(o, "changed_vs_previous", p->res.changed_vs_previous);
+        cJSON_AddStringToObject(o, "gate", gate_name(p->res.gate));
+        cJSON_AddBoolToObject(o, "engaged", p->res.engaged);
+        td_json_add_string(o, "report", p->res.report_path);
+        char html[ST_TUNE_PATH_MAX + 8];
+        st_report_html_path(p->res.report_path, html, sizeof html);
+        td_json_add_string(o, "report_html", html);
+        cJSON_AddItemToArray(pl, o);
+    }
+    return j;
+}
+
+int td_tune_devices(st_tune_options *o, const td_global *g)
+{
+    int devs[TD_MAX_DEVICES], backend = 0;
+    const int n = td_device_list(g, devs, &backend);
+    if (n < 0) return 1;
+    st_ctx *ctx[TD_MAX_DEVICES] = {0};
+    st_identity ids[TD_MAX_DEVICES];
+    int group[TD_MAX_DEVICES];
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        st_status s = st_ctx_create((st_backend)backend, devs[i], &ctx[i]);
+        if (s != ST_OK) {
+            td_eprint("tune_decode: cannot open device %d: %s", devs[i], st_last_error()[0] ? st_last_error() : st_status_str(s));
+            rc = 1;
+        } else {
+            ids[i] = *st_ctx_identity(ctx[i]);
+        }
+    }
+    const int ng = rc == 0 ? st_devices_group(ids, n, group) : 0;
+    td_group *gr = ng ? calloc((size_t)ng, sizeof *gr) : NULL;
+    if (rc == 0 && !gr) {
+        td_eprint("tune_decode: out of memory");
+        rc = 1;
+    }
+    for (int k = 0; k < ng && rc == 0; k++) {
+        for (int i = 0; i < n; i++)
+            if (group[i] == k) gr[k].members[gr[k].n++] = i;
+        gr[k].pass = calloc((size_t)(2 * gr[k].n), sizeof *gr[k].pass);
+        if (!gr[k].pass) {
+            td_eprint("tune_decode: out of memory");
+            rc = 1;
+        }
+    }
+    if (rc == 0 && !g->quiet) {
+        td_eprint("tune: %d device%s, %d model%s (one table each; devices of one model take turns and must agree):",
+                  n, n == 1 ? "" : "s", ng, ng == 1 ? "" : "s");
+        for (int i = 0; i < n; i++)
+            td_eprint("tune:   device %d: %s (%s%s%s)", devs[i], ids[i].device_name, ids[i].arch, ids[i].model[0] ? ", " : "",
+                      ids[i].model);
+    }
+    if (rc == 0) {
+        td_signals_begin(o->stop);
+        for (int k = 0; k < ng; k++) {
+            run_group(&gr[k], ctx, devs, o);
+            if (gr[k].rc >= 128) break; /* stopped: no other device is started */
+        }
+        td_signals_end();
+        cJSON *all = g->json ? cJSON_CreateArray() : NULL;
+        for (int k = 0; k < ng; k++) {
+            if (!gr[k].n_pass) continue;
+            if (all) cJSON_AddItemToArray(all, group_json(&gr[k], devs, ctx));
+            else print_group(&gr[k], devs, ctx);
+            if (gr[k].rc > rc) rc = gr[k].rc;
+        }
+        if (all) {
+            cJSON *j = cJSON_CreateObject();
+            cJSON_AddNumberToObject(j, "exit", rc);
+            cJSON_AddItemToObject(j, "groups", all);
+            char *t = cJSON_Print(j);
+            if (t) puts(t);
+            free(t);
+            cJSON_Delete(j);
+        }
+        for (int k = 0; k < ng; k++) {
+            const td_pass *last = gr[k].n_pass ? &gr[k].pass[gr[k].n_pass - 1] : NULL;
+            if (last && last->status != ST_OK && !g->json) td_eprint("tune: device %d: %s", last->device, last->message);
+        }
+        if (rc >= 128) td_eprint("tune: interrupted; the pass that was running wrote nothing");
+    }
+    for (int k = 0; k < ng && gr; k++) free(gr[k].pass);
+    free(gr);
+    for (int i = 0; i < n; i++) st_ctx_destroy(ctx[i]);
+    return rc;
+}
