@@ -4,12 +4,14 @@
 # build and run the example engine against the installed package (its own
 # stream, a captured and replayed decode step), then `tune_decode bench`
 # and the peer harness (.device/peer/run-peer.sh, ggml's CUDA kernels)
-# side by side, and the comparison table (tools/peer-compare.py). STEPS
-# picks parts: "tests example bench peer" (default all). Logs under $OUT.
+# side by side, and the comparison table (tools/peer-compare.py); "devices":
+# `tune --device all` on the tiny GGUF and the demo set (every GPU of the
+# machine into one folder: the several-GPU run of docs/USER_GUIDE.md). STEPS
+# picks parts: "tests example bench peer devices" (default all). Logs under $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/device-logs}
-STEPS=${STEPS:-tests example bench peer}
+STEPS=${STEPS:-tests example bench peer devices}
 mkdir -p "$OUT"
 export OUT
 B=${BUILD_DIR:-$PWD/build/device}
@@ -36,6 +38,14 @@ if has peer; then
   t1=$(date +%s)
   bash .device/peer/run-peer.sh > "$OUT/peer.txt" 2>&1
   echo "== peer: rc=$? $(( $(date +%s) - t1 )) s"
+fi
+if has devices; then
+  t1=$(date +%s)
+  rm -rf "$OUT/devices"
+  "$B/tools/tune_decode" --device all tune tests/data/gguf/tiny-moe.gguf --quick --out "$OUT/devices" > "$OUT/devices-tiny.txt" 2>&1
+  echo "== tune --device all, tiny GGUF: rc=$?"; grep -E "^device|^devices" "$OUT/devices-tiny.txt"
+  "$B/tools/tune_decode" --device all tune --quick --out "$OUT/devices" > "$OUT/devices-demo.txt" 2>&1
+  echo "== tune --device all, demo set: rc=$? $(( $(date +%s) - t1 )) s"; grep -E "^device|^devices" "$OUT/devices-demo.txt"
 fi
 if [ -f "$OUT/bench.txt" ] && [ -f "$OUT/peer.txt" ]; then
   python3 tools/peer-compare.py "$OUT/bench.txt" "$OUT/peer.txt" | tee "$OUT/compare.txt"
