@@ -131,20 +131,34 @@ __global__ void __launch_bounds__(32 * W) st_mmvq_mma_kernel(st_mat_dev m, st_xp
 #pragma unroll
     for (int i = 0; i < M::NA; i++) ones[i] = 0x01010101u;
 
-    /* a round: the warp's SPW units of 32, their A operands all loaded
-     * first (independent loads in flight), then their products */
+    /* a round: the warp's SPW units of 32, in groups of G whose A operands
+     * are all loaded first (independent loads in flight), then their
+     * products. Each stream j has its own accumulator and still takes its
+     * units in increasing order, so G changes no bit. G = SPW, except on
+     * gfx11 with 4 streams per warp: there a lane decodes whole row-units,
+     * and four of them at once spilled (q2_K, iq2_xs), so two at a time, and
+     * one at a time for formats with a min term per 16 values (q2_K still
+     * spilled 16 bytes at 2 tiles with two). */
+#if ST_HIP
+    constexpr int G = SPW <= 2 ? SPW : D::min_halves ? 1 : 2;
+#else
+    constexpr int G = SPW;
+#endif
     for (int u0 = 0; u0 < m.nu; u0 += 32) {
-        uint32_t a[SPW][M::NA];
-        st_mma_rowf cf[SPW][M::NC];
 #pragma unroll
-        for (int j = 0; j < SPW; j++) {
-            const int u = u0 + warp + W * j; /* of stream warp + W j */
-            st_mma_load_a<TYPE>(m, row0, u < m.nu ? u : m.nu - 1, lane, g, a[j], cf[j]);
+    for (int j0 = 0; j0 < SPW; j0 += G) {
+        uint32_t a[G][M::NA];
+        st_mma_rowf cf[G][M::NC];
+#pragma unroll
+        for (int jj = 0; jj < G; jj++) {
+            const int u = u0 + warp + W * (j0 + jj); /* of stream warp + W j */
+            st_mma_load_a<TYPE>(m, row0, u < m.nu ? u : m.nu - 1, lane, g, a[jj], cf[jj]);
         }
 #pragma unroll
-        for (int j = 0; j < SPW; j++) {
+        for (int jj = 0; jj < G; jj++) {
+            const int j = j0 + jj;
             const int u = u0 + warp + W * j;
-            if (u >= m.nu) break; /* uniform across the warp */
+            if (u >= m.nu) break; /* uniform across the warp (and every later group's u is larger) */
 #pragma unroll
             for (int tl = 0; tl < TILES; tl++) {
                 if (tl * M::TOK >= nt) break; /* uniform across the warp */
@@ -153,9 +167,9 @@ __global__ void __launch_bounds__(32 * W) st_mmvq_mma_kernel(st_mat_dev m, st_xp
                 st_mma_load_b(x, u, bt < nt ? bt : nt - 1, lane, b);
                 int c0[M::NC], c1[M::NC], q0[M::NC], q1[M::NC];
                 if (D::halves)
-                    M::mma16x2(c0, c1, a[j], b);
+                    M::mma16x2(c0, c1, a[jj], b);
                 else
-                    M::mma32(c0, a[j], b);
+                    M::mma32(c0, a[jj], b);
                 if (D::min) {
                     if (D::min_halves)
                         M::mma16x2(q0, q1, ones, b);
@@ -166,7 +180,7 @@ __global__ void __launch_bounds__(32 * W) st_mmvq_mma_kernel(st_mat_dev m, st_xp
                 for (int i = 0; i < M::NC; i++) {
                     const int tok = tl * M::TOK + M::c_tok(lane, i);
                     const float da = x.d[(int64_t)(tok < nt ? tok : nt - 1) * x.nu + u];
-                    const st_mma_rowf &f = cf[j][i];
+                    const st_mma_rowf &f = cf[jj][i];
                     const int isum = D::halves ? f.f0 * c0[i] + f.f1 * c1[i] : c0[i];
                     float v = st_canon_unit(f.W, da, isum, acc[tl][i][j]);
                     if (D::min) v = st_canon_unit_min(f.M, da, D::min_halves ? f.g0 * q0[i] + f.g1 * q1[i] : q0[i], v);
@@ -174,6 +188,7 @@ __global__ void __launch_bounds__(32 * W) st_mmvq_mma_kernel(st_mat_dev m, st_xp
                 }
             }
         }
+    }
     }
     /* the butterfly: in-thread levels 16 .. W, then W/2 .. 1 over warps */
 #pragma unroll

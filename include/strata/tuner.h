@@ -60,10 +60,11 @@ typedef struct {
     int device;             /* unused: the report records st_ctx_device of the context (kept for source
                                compatibility) */
     volatile int *stop;     /* set non-zero (e.g. by SIGINT) to stop cleanly; no table is written */
-    /* -1 (the default): the report is DIR/strata-<model>.autotune.json; N >= 0: it is
-     * DIR/strata-<model>.devN.autotune.json, so the tunes of several devices into one
-     * folder each keep their own report (tune_decode tune --device LIST|all) */
-    int report_device;
+    /* false (the default): the report is DIR/strata-<model>.autotune.json; true: it is
+     * DIR/strata-<model>.devN.autotune.json with N = st_ctx_device of the context, so
+     * the tunes of several devices into one folder each keep their own report
+     * (tune_decode tune --device LIST|all) */
+    bool report_per_device;
 } st_tune_options;
 
 ST_API void st_tune_options_default(st_tune_options *o);

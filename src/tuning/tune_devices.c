@@ -34,6 +34,13 @@ int st_devices_plan_step(st_devices_plan *p, int changed)
     return p->next;
 }
 
+static int exit_rank(int s)
+{
+    return s >= 128 ? 6 : s == 1 ? 5 : s == 2 ? 4 : s == 4 ? 3 : s == 5 ? 2 : s == 3 ? 1 : s == 0 ? 0 : 5;
+}
+
+int st_devices_worse_exit(int a, int b) { return exit_rank(b) > exit_rank(a) ? b : a; }
+
 int st_devices_group(const st_identity *ids, int n, int *group)
 {
     int groups = 0;

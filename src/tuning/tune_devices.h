@@ -53,6 +53,13 @@ int st_devices_plan_step(st_devices_plan *p, int changed);
  * with equal identities share one); returns the number of groups. */
 int st_devices_group(const st_identity *ids, int n, int *group);
 
+/* The worse of two exit statuses of tune_decode (tune, verify, coverage)
+ * run on several devices, so that the one a user must act on is never
+ * hidden: a signal (128+N) first, then an error, a failed gate or different
+ * bytes (1), usage (2), the table measured slower (4), devices that
+ * disagree (5), cannot decide (3), 0. */
+int st_devices_worse_exit(int a, int b);
+
 /* A --device value: "N", a list "N,M,..." of distinct indices 0..1023, or
  * "all" (*ALL set, nothing in OUT). Returns the count in OUT (at most MAX),
  * or -1 with the reason in MSG. */

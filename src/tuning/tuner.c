@@ -30,7 +30,6 @@ void st_tune_options_default(st_tune_options *o)
     o->do_expert = o->do_mmvq = true;
     o->n_expert = 64;
     o->topk = 8;
-    o->report_device = -1;
 }
 
 typedef struct {
@@ -644,7 +643,7 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
     memset(&out, 0, sizeof out);
     out.lock_fd = out.lock_slot = -1;
     if (st == ST_OK)
-        st = st_tune_out_open(&out, o->out_dir ? o->out_dir : ".", name, o->report_device, id, o->force, output_bytes(n));
+        st = st_tune_out_open(&out, o->out_dir ? o->out_dir : ".", name, o->report_per_device ? st_ctx_device(ctx) : -1, id, o->force, output_bytes(n));
     if (st == ST_OK) {
         snprintf(res->table_path, sizeof res->table_path, "%s", out.table_path);
         snprintf(res->report_path, sizeof res->report_path, "%s", out.report_path);

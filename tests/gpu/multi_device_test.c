@@ -36,6 +36,8 @@ typedef struct {
     st_ctx *ctx;
     st_vmodel *vm;
     float *out[N_NTS];
+    st_status status; /* of the steps a thread ran (no assertion off the test's thread) */
+    char error[256];
 } dev_run;
 
 static void open_run(dev_run *r, int device, const st_verify_options *o)
@@ -59,7 +61,12 @@ static void step(dev_run *r, int i)
 static void *thread_main(void *arg)
 {
     dev_run *r = arg;
-    for (int i = 0; i < N_NTS; i++) step(r, i);
+    r->status = ST_OK;
+    for (int i = 0; i < N_NTS && r->status == ST_OK; i++) {
+        r->status = st_vmodel_step(r->ctx, r->vm, NTS[i]);
+        if (r->status == ST_OK) r->status = st_vmodel_outputs(r->ctx, r->vm, NTS[i], r->out[i]);
+        if (r->status != ST_OK) snprintf(r->error, sizeof r->error, "n_tokens %d: %s", NTS[i], st_last_error());
+    }
     return NULL;
 }
 
@@ -98,7 +105,10 @@ static void two_devices_one_folder_same_bytes(void **state)
     open_run(&d[0], 0, &o);
     open_run(&d[1], 1, &o);
 
-    /* one tables folder: a table per distinct device identity */
+    /* one tables folder: a table per distinct device identity, each with a
+     * row naming a variant for the step's dense shape (so the step runs a
+     * variant on both devices; by the exactness contract its bytes are the
+     * default's, on any device: the CPU reference's) */
     char dir[] = "/tmp/strata-multi-device.XXXXXX";
     assert_non_null(mkdtemp(dir));
     char paths[2][128];
@@ -108,6 +118,8 @@ static void two_devices_one_folder_same_bytes(void **state)
         if (k == 1 && st_identity_same_device(id, st_ctx_identity(d[0].ctx))) continue;
         st_table *t = NULL;
         CHECK_OK(st_table_create(id, &t));
+        const st_mmvq_key mk = {ST_IQ3_S, 4096, 2560};
+        CHECK_OK(st_table_add_mmvq(t, &mk, 8));
         snprintf(paths[n_tables], sizeof paths[0], "%s/device%d.table", dir, k);
         CHECK_OK(st_table_write_atomic(t, paths[n_tables]));
         st_table_destroy(t);
@@ -133,6 +145,8 @@ static void two_devices_one_folder_same_bytes(void **state)
     pthread_t t[2];
     for (int k = 0; k < 2; k++) assert_int_equal(pthread_create(&t[k], NULL, thread_main, &d[k]), 0);
     for (int k = 0; k < 2; k++) assert_int_equal(pthread_join(t[k], NULL), 0);
+    for (int k = 0; k < 2; k++)
+        if (d[k].status != ST_OK) fail_msg("device %d's thread: %s", k, d[k].error);
     bad = diff(&d[0], &alone) + diff(&d[1], &alone);
     printf("  two threads: %zu differing floats\n", bad);
     assert_int_equal(bad, 0);

@@ -202,7 +202,9 @@ static void tune_all_devices_on_the_cpu(void **state)
     for (const char *l = err; *l;) {
         const char *e = strchr(l, '\n');
         const size_t len = e ? (size_t)(e - l) : strlen(l);
-        if (len && strncmp(l, "[device 0] ", 11) && strncmp(l, "tune: ", 6))
+        /* the run's own opening lines name every device themselves */
+        if (len && strncmp(l, "[device 0] ", 11) && strncmp(l, "tune: 1 device, 1 model", 23) &&
+            strncmp(l, "tune:   device 0: ", 18))
             fail_msg("a line without its device: %.*s", (int)len, l);
         l = e ? e + 1 : l + len;
     }
@@ -246,6 +248,53 @@ static void tune_all_devices_on_the_cpu(void **state)
     free(err);
 }
 
+static void a_refused_pass_names_no_file_it_did_not_write(void **state)
+{
+    (void)state;
+    const char *dir = make_dir();
+    char *out = NULL, *err = NULL;
+    /* a dispatch knob: the tuner refuses before it measures */
+    assert_int_equal(setenv("STRATA_NO_SUB16_GU", "1", 1), 0);
+    char *argv[] = {"tune_decode", "--backend", "cpu", "--device", "all", "tune", MODEL, "--quick", "--out",
+                    (char *)dir, NULL};
+    int rc = run_cli(argv, &out, &err);
+    if (rc != 1 || !strstr(out, "device 0: pass 1: 0 shapes, 0 kept a variant, refused: nothing installed") ||
+        strstr(out, "report ") || !strstr(out, "stopped at device 0's pass 1 (exit 1): STRATA_NO_SUB16_GU is set") ||
+        !strstr(err, "tune: device 0: STRATA_NO_SUB16_GU is set") || strstr(err, "tune: tune:"))
+        fail_msg("a refused pass: exit %d\n%s\n%s", rc, out, err);
+    free(out);
+    free(err);
+    char *argv2[] = {"tune_decode", "--backend", "cpu", "--device", "all", "--json", "tune", MODEL, "--quick",
+                     "--out", (char *)dir, NULL};
+    rc = run_cli(argv2, &out, &err);
+    assert_int_equal(unsetenv("STRATA_NO_SUB16_GU"), 0);
+    cJSON *j = cJSON_Parse(out);
+    if (rc != 1 || !j) fail_msg("a refused pass, --json: exit %d\n%s\n%s", rc, out, err);
+    const cJSON *g = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "groups"), 0);
+    const cJSON *p = cJSON_GetArrayItem(cJSON_GetObjectItem(g, "passes"), 0);
+    assert_non_null(p);
+    assert_string_equal(cJSON_GetObjectItem(g, "outcome")->valuestring, "stopped");
+    assert_string_equal(cJSON_GetObjectItem(g, "table")->valuestring, "");
+    assert_string_equal(cJSON_GetObjectItem(p, "report")->valuestring, "");
+    assert_string_equal(cJSON_GetObjectItem(p, "report_html")->valuestring, "");
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(p, "table_written")));
+    assert_int_equal(cJSON_GetObjectItem(j, "exit")->valueint, 1);
+    cJSON_Delete(j);
+    free(out);
+    free(err);
+}
+
+static void statuses_of_several_devices_keep_the_one_to_act_on(void **state)
+{
+    (void)state;
+    assert_int_equal(st_devices_worse_exit(3, 1), 1);  /* a failure is not hidden by "cannot decide" */
+    assert_int_equal(st_devices_worse_exit(1, 5), 1);  /* nor by a disagreement */
+    assert_int_equal(st_devices_worse_exit(5, 4), 4);
+    assert_int_equal(st_devices_worse_exit(0, 3), 3);
+    assert_int_equal(st_devices_worse_exit(1, 130), 130);
+    assert_int_equal(st_devices_worse_exit(0, 0), 0);
+}
+
 static void a_list_the_machine_lacks_is_refused_before_anything_is_written(void **state)
 {
     (void)state;
@@ -274,6 +323,12 @@ static void a_list_the_machine_lacks_is_refused_before_anything_is_written(void 
         fail_msg("bench --device all: exit %d\n%s\n%s", rc, out, err);
     free(out);
     free(err);
+    char *argv5[] = {"tune_decode", "--device", "all", "verify", MODEL, (char *)dir, "--html", "/tmp/x.html", NULL};
+    rc = run_cli(argv5, &out, &err);
+    if (rc != 2 || !strstr(err, "verify --html writes one page for one device"))
+        fail_msg("verify --html --device all: exit %d\n%s\n%s", rc, out, err);
+    free(out);
+    free(err);
     char *argv4[] = {"tune_decode", "--device", "all", "--json", "verify", MODEL, (char *)dir, NULL};
     rc = run_cli(argv4, &out, &err);
     if (rc != 2 || !strstr(err, "verify --json prints one document for one device"))
@@ -293,6 +348,8 @@ int main(void)
         cmocka_unit_test(device_lists_parse_or_say_why),
         cmocka_unit_test(device_count_answers_per_backend),
         cmocka_unit_test(tune_all_devices_on_the_cpu),
+        cmocka_unit_test(a_refused_pass_names_no_file_it_did_not_write),
+        cmocka_unit_test(statuses_of_several_devices_keep_the_one_to_act_on),
         cmocka_unit_test(a_list_the_machine_lacks_is_refused_before_anything_is_written),
     };
     (void)spit; /* test_cli.h's writer: not needed here */

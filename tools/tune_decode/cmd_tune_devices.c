@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,8 +18,17 @@ typedef struct {
     int device;     /* device index */
     st_status status;
     st_tune_result res;
-    char message[512];
+    bool report;    /* its report is there (a refused run reports too; a stopped one does not) */
+    char message[512]; /* why it stopped, without the library's "tune: " */
 } td_pass;
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return path[0] && stat(path, &st) == 0;
+}
+
+static const char *model_of(const st_identity *id) { return id->model[0] ? id->model : id->device_name; }
 
 typedef struct {
     int members[TD_MAX_DEVICES]; /* indices into the device list */
@@ -72,12 +82,17 @@ static void run_group(td_group *gr, st_ctx **ctx, const int *devs, st_tune_optio
         snprintf(prefix, sizeof prefix, "[device %d] ", d);
         if (!o->quiet)
             td_eprint("[device %d] tune: pass %d of at most %d for %s (%d device%s of this model)", d, gr->n_pass,
-                      2 * gr->n, st_ctx_identity(ctx[gr->members[k]])->model, gr->n, gr->n == 1 ? "" : "s");
-        o->report_device = d;
+                      2 * gr->n, model_of(st_ctx_identity(ctx[gr->members[k]])), gr->n, gr->n == 1 ? "" : "s");
+        o->report_per_device = true;
         td_log_prefix(prefix);
         p->status = st_tune_run(ctx[gr->members[k]], o, &p->res);
         td_log_prefix(NULL);
-        if (p->status != ST_OK) snprintf(p->message, sizeof p->message, "%s", st_last_error());
+        if (p->status != ST_OK) {
+            const char *m = st_last_error()[0] ? st_last_error() : st_status_str(p->status);
+            if (!strncmp(m, "tune: ", 6)) m += 6;
+            snprintf(p->message, sizeof p->message, "%s", m);
+        }
+        p->report = exists(p->res.report_path);
         gr->rc = pass_rc(p);
         if (gr->rc != 0) return;
         k = st_devices_plan_step(&gr->plan, p->res.changed_vs_previous);
@@ -92,18 +107,21 @@ static void print_group(const td_group *gr, const int *devs, st_ctx **ctx)
     const st_identity *id = st_ctx_identity(ctx[gr->members[0]]);
     for (int i = 0; i < gr->n_pass; i++) {
         const td_pass *p = &gr->pass[i];
-        char changed[96];
-        if (p->res.changed_vs_previous < 0)
-            snprintf(changed, sizeof changed, "made the table");
+        char what[128];
+        if (p->status != ST_OK)
+            snprintf(what, sizeof what, "%s: nothing installed", p->status == ST_ERR_INTERRUPTED ? "stopped" : "refused");
+        else if (p->res.changed_vs_previous < 0)
+            snprintf(what, sizeof what, "made the table");
         else
-            snprintf(changed, sizeof changed, "changed %d of the %s choices", p->res.changed_vs_previous,
+            snprintf(what, sizeof what, "changed %d of the %s choices", p->res.changed_vs_previous,
                      i == 0 ? "folder's earlier table's" : "table's");
-        printf("device %d: pass %d: %d shapes, %d kept a variant, %s; gate %s%s\n", p->device, i + 1, p->res.shapes,
-               p->res.kept_variants, changed, gate_name(p->res.gate), p->status == ST_OK ? "" : " (stopped here)");
-        td_print("device %d: report %s", p->device, p->res.report_path);
+        printf("device %d: pass %d: %d shapes, %d kept a variant, %s; gate %s\n", p->device, i + 1, p->res.shapes,
+               p->res.kept_variants, what, gate_name(p->res.gate));
+        if (p->report) td_print("device %d: report %s", p->device, p->res.report_path);
     }
     const td_pass *last = gr->n_pass ? &gr->pass[gr->n_pass - 1] : NULL;
-    const char *model = id->model[0] ? id->model : id->device_name;
+    const char *model = model_of(id);
+    const char *dv = gr->n == 1 ? "device" : "devices";
     if (!last) return;
     if (gr->rc == 0 && gr->n == 1)
         td_print("device %s (%s): its table %s", list, model, last->res.table_path);
@@ -117,15 +135,16 @@ static void print_group(const td_group *gr, const int *devs, st_ctx **ctx)
                  "tell these devices apart: tune them into separate folders (--device N --out DIR)",
                  list, model, gr->n_pass, gr->plan.changes, last->device, last->device, last->res.table_path);
     else
-        td_print("devices %s (%s): stopped at device %d's pass %d (exit %d)", list, model, last->device, gr->n_pass,
-                 gr->rc);
+        td_print("%s %s (%s): stopped at device %d's pass %d (exit %d): %s%s", dv, list, model, last->device,
+                 gr->n_pass, gr->rc, last->message,
+                 exists(last->res.table_path) ? "; the folder's table is as the passes before left it" : "");
 }
 
 static cJSON *group_json(const td_group *gr, const int *devs, st_ctx **ctx)
 {
     cJSON *j = cJSON_CreateObject();
     const st_identity *id = st_ctx_identity(ctx[gr->members[0]]);
-    td_json_add_string(j, "device_model", id->model[0] ? id->model : id->device_name);
+    td_json_add_string(j, "device_model", model_of(id));
     td_json_add_string(j, "device", id->device_name);
     cJSON *dl = cJSON_AddArrayToObject(j, "devices");
     for (int k = 0; k < gr->n; k++) cJSON_AddItemToArray(dl, cJSON_CreateNumber(devs[gr->members[k]]));
@@ -133,7 +152,8 @@ static cJSON *group_json(const td_group *gr, const int *devs, st_ctx **ctx)
                                           : gr->rc == 5 ? "disagree" : "stopped");
     cJSON_AddNumberToObject(j, "exit", gr->rc);
     cJSON_AddNumberToObject(j, "changes", gr->plan.changes);
-    td_json_add_string(j, "table", gr->n_pass ? gr->pass[gr->n_pass - 1].res.table_path : "");
+    const char *table = gr->n_pass ? gr->pass[gr->n_pass - 1].res.table_path : "";
+    td_json_add_string(j, "table", exists(table) ? table : "");
     cJSON *pl = cJSON_AddArrayToObject(j, "passes");
     for (int i = 0; i < gr->n_pass; i++) {
         const td_pass *p = &gr->pass[i];
@@ -146,9 +166,10 @@ static cJSON *group_json(const td_group *gr, const int *devs, st_ctx **ctx)
         cJSON_AddNumberToObject(o, "changed_vs_previous", p->res.changed_vs_previous);
         cJSON_AddStringToObject(o, "gate", gate_name(p->res.gate));
         cJSON_AddBoolToObject(o, "engaged", p->res.engaged);
-        td_json_add_string(o, "report", p->res.report_path);
-        char html[ST_TUNE_PATH_MAX + 8];
-        st_report_html_path(p->res.report_path, html, sizeof html);
+        cJSON_AddBoolToObject(o, "table_written", p->res.table_written);
+        td_json_add_string(o, "report", p->report ? p->res.report_path : "");
+        char html[ST_TUNE_PATH_MAX + 8] = "";
+        if (p->report) st_report_html_path(p->res.report_path, html, sizeof html);
         td_json_add_string(o, "report_html", html);
         cJSON_AddItemToArray(pl, o);
     }
@@ -207,7 +228,7 @@ int td_tune_devices(st_tune_options *o, const td_global *g)
             if (!gr[k].n_pass) continue;
             if (all) cJSON_AddItemToArray(all, group_json(&gr[k], devs, ctx));
             else print_group(&gr[k], devs, ctx);
-            if (gr[k].rc > rc) rc = gr[k].rc;
+            rc = st_devices_worse_exit(rc, gr[k].rc);
         }
         if (all) {
             cJSON *j = cJSON_CreateObject();

@@ -79,11 +79,15 @@ static bool is_help_arg(int argc, char **argv)
 }
 
 /* verify / coverage --device LIST|all: the command on each device in turn,
- * a header line before each; the exit status is the highest of them. */
+ * a header line before each; the exit status is the worst of them
+ * (st_devices_worse_exit). */
 static int per_device(const td_command *c, int argc, char **argv, const td_global *g)
 {
     if (g->json)
         return td_usage_error("%s --json prints one document for one device: run it once per --device N", c->name);
+    for (int i = 2; i < argc; i++)
+        if (!strcmp(argv[i], "--html"))
+            return td_usage_error("%s --html writes one page for one device: run it once per --device N", c->name);
     int devs[TD_MAX_DEVICES], backend = 0;
     const int n = td_device_list(g, devs, &backend);
     if (n < 0) return 1;
@@ -103,8 +107,8 @@ static int per_device(const td_command *c, int argc, char **argv, const td_globa
         const int rc = c->fn(argc - 1, argv + 1, &one);
         td_log_prefix(NULL);
         fflush(stdout);
-        if (rc >= 128) return rc; /* stopped by a signal: the other devices are not run */
-        if (rc > worst) worst = rc;
+        if (rc >= 128 || rc == 2) return rc; /* stopped by a signal, or a usage error: not run again */
+        worst = st_devices_worse_exit(worst, rc);
     }
     return worst;
 }
@@ -162,7 +166,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
         if (!strcmp(argv[1], COMMANDS[i].name)) {
             const bool each = !strcmp(argv[1], "verify") || !strcmp(argv[1], "coverage");
-            if (td_many_devices(&g) && strcmp(argv[1], "tune") && !each)
+            if (td_many_devices(&g) && strcmp(argv[1], "tune") && !each && !is_help_arg(argc, argv))
                 return td_usage_error("%s takes one device: --device N (a list or all is for tune, verify and coverage)",
                                       argv[1]);
             if (td_many_devices(&g) && each && !is_help_arg(argc, argv)) return per_device(&COMMANDS[i], argc, argv, &g);

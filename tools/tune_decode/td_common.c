@@ -50,6 +50,9 @@ int td_device_list(const td_global *g, int *out, int *backend)
     }
     if (g->device_all) {
         const int n = count < TD_MAX_DEVICES ? count : TD_MAX_DEVICES;
+        if (n < count)
+            td_eprint("tune_decode: --device all: %d %s devices; the first %d are used (name others with a list)",
+                      count, what, n);
         for (int i = 0; i < n; i++) out[i] = i;
         return n;
     }
