@@ -248,16 +248,12 @@ int cmd_tune(int argc, char **argv, const td_global *g)
         cJSON_AddNumberToObject(j, "mismatches", res.mismatches);
         td_json_add_string(j, "table", res.table_written ? res.table_path : "");
         cJSON_AddBoolToObject(j, "engaged", res.engaged);
-        static const char *const gates[] = {"not run", "pass", "fail: bytes differ", "fail: slower", "cannot decide"};
-        cJSON_AddStringToObject(j, "gate", gates[res.gate <= ST_GATE_UNDECIDED ? res.gate : 0]);
+        cJSON_AddStringToObject(j, "gate", td_gate_name(res.gate));
         td_json_add_string(j, "report", res.report_path);
         char html[ST_TUNE_PATH_MAX + 8];
         st_report_html_path(res.report_path, html, sizeof html);
         td_json_add_string(j, "report_html", html);
-        char *t = cJSON_Print(j);
-        if (t) puts(t);
-        free(t);
-        cJSON_Delete(j);
+        td_json_put(j);
     } else if (res.shapes > 0 && s != ST_ERR_INTERRUPTED) {
         printf("tuned %d shapes: %d kept a variant, %d kept the default%s\n", res.shapes, res.kept_variants,
                res.shapes - res.kept_variants,
@@ -583,10 +579,7 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
         skips = NULL;
         cJSON_AddBoolToObject(j, "engages", engages);
         td_json_add_string(j, "load_line", line);
-        char *txt = cJSON_Print(j);
-        if (txt) puts(txt);
-        free(txt);
-        cJSON_Delete(j);
+        td_json_put(j);
     } else {
         cJSON_Delete(arr);
         /* every count up to ST_MAX_TOKENS fits: at most 3 digits and a comma each */

@@ -52,12 +52,6 @@ static int pass_rc(const td_pass *p)
     return 1;
 }
 
-static const char *gate_name(st_gate_verdict v)
-{
-    static const char *const gates[] = {"not run", "pass", "fail: bytes differ", "fail: slower", "cannot decide"};
-    return gates[v <= ST_GATE_UNDECIDED ? v : 0];
-}
-
 static void list_devices(const td_group *gr, const int *devs, char *buf, size_t n)
 {
     size_t at = 0;
@@ -116,7 +110,7 @@ static void print_group(const td_group *gr, const int *devs, st_ctx **ctx)
             snprintf(what, sizeof what, "changed %d of the %s choices", p->res.changed_vs_previous,
                      i == 0 ? "folder's earlier table's" : "table's");
         printf("device %d: pass %d: %d shapes, %d kept a variant, %s; gate %s\n", p->device, i + 1, p->res.shapes,
-               p->res.kept_variants, what, gate_name(p->res.gate));
+               p->res.kept_variants, what, td_gate_name(p->res.gate));
         if (p->report) td_print("device %d: report %s", p->device, p->res.report_path);
     }
     const td_pass *last = gr->n_pass ? &gr->pass[gr->n_pass - 1] : NULL;
@@ -164,7 +158,7 @@ static cJSON *group_json(const td_group *gr, const int *devs, st_ctx **ctx)
         cJSON_AddNumberToObject(o, "shapes", p->res.shapes);
         cJSON_AddNumberToObject(o, "kept_variants", p->res.kept_variants);
         cJSON_AddNumberToObject(o, "changed_vs_previous", p->res.changed_vs_previous);
-        cJSON_AddStringToObject(o, "gate", gate_name(p->res.gate));
+        cJSON_AddStringToObject(o, "gate", td_gate_name(p->res.gate));
         cJSON_AddBoolToObject(o, "engaged", p->res.engaged);
         cJSON_AddBoolToObject(o, "table_written", p->res.table_written);
         td_json_add_string(o, "report", p->report ? p->res.report_path : "");
@@ -234,10 +228,7 @@ int td_tune_devices(st_tune_options *o, const td_global *g)
             cJSON *j = cJSON_CreateObject();
             cJSON_AddNumberToObject(j, "exit", rc);
             cJSON_AddItemToObject(j, "groups", all);
-            char *t = cJSON_Print(j);
-            if (t) puts(t);
-            free(t);
-            cJSON_Delete(j);
+            td_json_put(j);
         }
         for (int k = 0; k < ng; k++) {
             const td_pass *last = gr[k].n_pass ? &gr[k].pass[gr[k].n_pass - 1] : NULL;

@@ -116,5 +116,10 @@ struct cJSON;
  * same added to OBJ as NAME. */
 struct cJSON *td_json_string(const char *s);
 struct cJSON *td_json_add_string(struct cJSON *obj, const char *name, const char *s);
+/* Prints J to stdout and deletes it (nothing is printed when it cannot be
+ * rendered: out of memory). */
+void td_json_put(struct cJSON *j);
+/* The gate's verdict in the words of tune's --json ("pass", "cannot decide"). */
+const char *td_gate_name(int verdict);
 
 #endif

@@ -1,6 +1,7 @@
 /* Helpers shared by the tune_decode commands. */
 #include "commands.h"
 #include "strata/decode.h"
+#include "strata/verify.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -27,6 +28,12 @@ int td_fail(const char *cmd, int s_, int code)
     else
         td_eprint("%s: %s", cmd, m);
     return code;
+}
+
+const char *td_gate_name(int v)
+{
+    static const char *const gates[] = {"not run", "pass", "fail: bytes differ", "fail: slower", "cannot decide"};
+    return gates[v >= 0 && v <= ST_GATE_UNDECIDED ? v : 0];
 }
 
 int td_device_list(const td_global *g, int *out, int *backend)

@@ -59,6 +59,14 @@ void td_log_sink(void *user, const char *line)
     td_eprint("%s%s", g_prefix, line);
 }
 
+void td_json_put(cJSON *j)
+{
+    char *t = j ? cJSON_Print(j) : NULL;
+    if (t) puts(t);
+    free(t);
+    cJSON_Delete(j);
+}
+
 cJSON *td_json_string(const char *s)
 {
     char *v = st_text_utf8_dup(s ? s : "");
