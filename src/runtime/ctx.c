@@ -335,6 +335,7 @@ static double now_ms(void)
 }
 
 void st_ctx_test_slow_variants(st_ctx *c, double extra) { c->test_slow = extra > 0 ? extra : 0; }
+void st_ctx_test_set_device(st_ctx *c, int device) { c->device = device; }
 
 /* The test hook's spin after a CPU variant launch that began at T0. */
 static st_status test_slow_end(const st_ctx *c, double t0, st_status s)

@@ -18,6 +18,10 @@ size_t st_ctx_llc_bytes(st_ctx *c);
 /* Test hook: the context then reports BYTES of last-level cache (0: the
  * real figure again). */
 void st_ctx_test_set_llc(st_ctx *c, size_t bytes);
+/* Test hook: the device index st_ctx_device reports (what the context runs
+ * on is unchanged), so the several-devices run can be tested with CPU
+ * contexts that stand for devices 0 and 1. */
+void st_ctx_test_set_device(st_ctx *c, int device);
 /* The rows variant (pair) whose launch equals the default chain's for the
  * shape under the context's dispatch, or 0 (0/0) when none does. */
 void st_ctx_default_expert_equiv(st_ctx *c, const st_experts *ex, int *gu, int *dn);

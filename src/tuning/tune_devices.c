@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void st_devices_plan_init(st_devices_plan *p, int n)
 {
@@ -88,4 +89,30 @@ int st_devices_parse(const char *v, int *out, int max, bool *all, char *msg, siz
         if (!end) return n;
         p = end + 1;
     }
+}
+
+int st_devices_run(st_ctx *const *ctx, int n, st_tune_options *o, st_devices_plan *plan, st_devices_pass *pass,
+                   void (*hook)(void *user, int member, int pass_no, bool before), void *user)
+{
+    st_devices_plan_init(plan, n);
+    int done = 0;
+    for (int k = plan->next; k >= 0 && done < 2 * n;) {
+        st_devices_pass *p = &pass[done++];
+        memset(p, 0, sizeof *p);
+        p->device = st_ctx_device(ctx[k]);
+        o->report_per_device = true;
+        if (hook) hook(user, k, done, true);
+        p->status = st_tune_run(ctx[k], o, &p->res);
+        if (p->status != ST_OK) {
+            const char *m = st_last_error()[0] ? st_last_error() : st_status_str(p->status);
+            if (!strncmp(m, "tune: ", 6)) m += 6;
+            snprintf(p->message, sizeof p->message, "%s", m);
+        }
+        struct stat st;
+        p->report = p->res.report_path[0] && stat(p->res.report_path, &st) == 0;
+        if (hook) hook(user, k, done, false);
+        if (p->status != ST_OK) break;
+        k = st_devices_plan_step(plan, p->res.changed_vs_previous);
+    }
+    return done;
 }

@@ -22,7 +22,9 @@
 #ifndef ST_TUNE_DEVICES_H
 #define ST_TUNE_DEVICES_H
 
+#include "strata/decode.h"
 #include "strata/identity.h"
+#include "strata/tuner.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -48,6 +50,23 @@ void st_devices_plan_init(st_devices_plan *p, int n);
  * of the next pass (index in the group), or -1 when the plan is done
  * (p->agreed says how it ended). */
 int st_devices_plan_step(st_devices_plan *p, int changed);
+
+/* One pass of a group: a tune of one device into the group's folder. */
+typedef struct {
+    int device;        /* st_ctx_device of its context */
+    st_status status;  /* st_tune_run's */
+    st_tune_result res;
+    bool report;       /* its report is there (a refused run reports too; a stopped one does not) */
+    char message[512]; /* why it did not end ST_OK, without the library's "tune: " */
+} st_devices_pass;
+
+/* Runs the plan over the N contexts CTX of one group (equal identities):
+ * st_tune_run on each in turn with O (report_per_device set), until the
+ * plan is done or a pass does not end ST_OK. PASS has room for 2 N passes;
+ * returns how many ran. HOOK (may be NULL) is called before (BEFORE true)
+ * and after each pass with the index in CTX and the pass number from 1. */
+int st_devices_run(st_ctx *const *ctx, int n, st_tune_options *o, st_devices_plan *plan, st_devices_pass *pass,
+                   void (*hook)(void *user, int member, int pass_no, bool before), void *user);
 
 /* GROUP[i] = the group of IDS[i], numbered in first-seen order (devices
  * with equal identities share one); returns the number of groups. */

@@ -16,6 +16,7 @@
 
 #include "strata/decode.h"
 #include "strata/identity.h"
+#include "ctx_internal.h"
 #include "tune_devices.h"
 
 #include <cjson/cJSON.h>
@@ -186,6 +187,72 @@ static void device_count_answers_per_backend(void **state)
     st_ctx_destroy(c);
 }
 
+static int g_hook_calls;
+
+static void count_hook(void *user, int member, int pass_no, bool before)
+{
+    (void)user;
+    (void)member;
+    (void)pass_no;
+    (void)before;
+    g_hook_calls++;
+}
+
+/* Two CPU contexts standing for devices 0 and 1 (st_ctx_test_set_device):
+ * one identity, so one table; at a 50% threshold neither keeps a variant,
+ * so the second pass changes nothing and they agree after two passes, each
+ * with its report. A stop flag already set ends the group at its first
+ * pass, with nothing written. */
+static void two_devices_of_one_model_agree_into_one_table(void **state)
+{
+    (void)state;
+    const char *dir = make_dir();
+    st_ctx *ctx[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(st_ctx_create(ST_BACKEND_CPU, 0, &ctx[k]), ST_OK);
+        st_ctx_test_set_device(ctx[k], k);
+    }
+    st_tune_options o;
+    st_tune_options_default(&o);
+    o.model_path = MODEL;
+    o.out_dir = dir;
+    o.quick = true;
+    o.quiet = true;
+    o.threshold = 0.5;
+    o.ntok_mix[0] = 1;
+    o.ntok_mix[1] = 2;
+    o.n_ntok_mix = 2;
+    st_devices_plan plan;
+    st_devices_pass pass[4];
+    g_hook_calls = 0;
+    const int n = st_devices_run(ctx, 2, &o, &plan, pass, count_hook, NULL);
+    if (n != 2 || pass[0].status != ST_OK || pass[1].status != ST_OK)
+        fail_msg("passes %d: %s / %s", n, pass[0].message, n > 1 ? pass[1].message : "-");
+    assert_true(plan.agreed);
+    assert_int_equal(g_hook_calls, 4);
+    assert_int_equal(pass[0].device, 0);
+    assert_int_equal(pass[1].device, 1);
+    assert_int_equal(pass[0].res.changed_vs_previous, -1); /* it made the table */
+    assert_int_equal(pass[1].res.changed_vs_previous, 0);  /* merged into it, nothing changed */
+    assert_string_equal(pass[0].res.table_path, pass[1].res.table_path);
+    assert_true(pass[0].report && pass[1].report);
+    assert_non_null(strstr(pass[0].res.report_path, ".dev0.autotune.json"));
+    assert_non_null(strstr(pass[1].res.report_path, ".dev1.autotune.json"));
+    assert_true(file_exists(pass[0].res.report_path));
+    assert_true(file_exists(pass[1].res.report_path));
+
+    volatile int stop = 1;
+    o.stop = &stop;
+    const char *dir2 = make_dir();
+    o.out_dir = dir2;
+    const int n2 = st_devices_run(ctx, 2, &o, &plan, pass, NULL, NULL);
+    assert_int_equal(n2, 1);
+    assert_int_equal(pass[0].status, ST_ERR_INTERRUPTED);
+    assert_false(pass[0].report);
+    assert_false(file_exists(pass[0].res.table_path));
+    for (int k = 0; k < 2; k++) st_ctx_destroy(ctx[k]);
+}
+
 static void tune_all_devices_on_the_cpu(void **state)
 {
     (void)state;
@@ -347,6 +414,7 @@ int main(void)
         cmocka_unit_test(devices_of_one_model_share_a_group),
         cmocka_unit_test(device_lists_parse_or_say_why),
         cmocka_unit_test(device_count_answers_per_backend),
+        cmocka_unit_test(two_devices_of_one_model_agree_into_one_table),
         cmocka_unit_test(tune_all_devices_on_the_cpu),
         cmocka_unit_test(a_refused_pass_names_no_file_it_did_not_write),
         cmocka_unit_test(statuses_of_several_devices_keep_the_one_to_act_on),

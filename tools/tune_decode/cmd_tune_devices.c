@@ -14,13 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    int device;     /* device index */
-    st_status status;
-    st_tune_result res;
-    bool report;    /* its report is there (a refused run reports too; a stopped one does not) */
-    char message[512]; /* why it stopped, without the library's "tune: " */
-} td_pass;
+typedef st_devices_pass td_pass;
 
 static bool exists(const char *path)
 {
@@ -63,35 +57,39 @@ static void list_devices(const td_group *gr, const int *devs, char *buf, size_t 
     }
 }
 
-/* One group: passes by the plan until it is done or a pass fails. */
-static void run_group(td_group *gr, st_ctx **ctx, const int *devs, st_tune_options *o)
+typedef struct {
+    st_ctx **ctx;
+    const td_group *gr;
+    bool quiet;
+} td_hook;
+
+/* Before a pass: its opening line, and the device on every library line. */
+static void on_pass(void *user, int member, int pass_no, bool before)
 {
-    st_devices_plan_init(&gr->plan, gr->n);
-    for (int k = gr->plan.next; k >= 0 && gr->n_pass < 2 * gr->n;) {
-        const int d = devs[gr->members[k]];
-        td_pass *p = &gr->pass[gr->n_pass++];
-        memset(p, 0, sizeof *p);
-        p->device = d;
-        char prefix[32];
-        snprintf(prefix, sizeof prefix, "[device %d] ", d);
-        if (!o->quiet)
-            td_eprint("[device %d] tune: pass %d of at most %d for %s (%d device%s of this model)", d, gr->n_pass,
-                      2 * gr->n, model_of(st_ctx_identity(ctx[gr->members[k]])), gr->n, gr->n == 1 ? "" : "s");
-        o->report_per_device = true;
-        td_log_prefix(prefix);
-        p->status = st_tune_run(ctx[gr->members[k]], o, &p->res);
+    const td_hook *h = user;
+    if (!before) {
         td_log_prefix(NULL);
-        if (p->status != ST_OK) {
-            const char *m = st_last_error()[0] ? st_last_error() : st_status_str(p->status);
-            if (!strncmp(m, "tune: ", 6)) m += 6;
-            snprintf(p->message, sizeof p->message, "%s", m);
-        }
-        p->report = exists(p->res.report_path);
-        gr->rc = pass_rc(p);
-        if (gr->rc != 0) return;
-        k = st_devices_plan_step(&gr->plan, p->res.changed_vs_previous);
+        return;
     }
-    if (!gr->plan.agreed) gr->rc = 5;
+    st_ctx *c = h->ctx[h->gr->members[member]];
+    const int d = st_ctx_device(c);
+    if (!h->quiet)
+        td_eprint("[device %d] tune: pass %d of at most %d for %s (%d device%s of this model)", d, pass_no,
+                  2 * h->gr->n, model_of(st_ctx_identity(c)), h->gr->n, h->gr->n == 1 ? "" : "s");
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "[device %d] ", d);
+    td_log_prefix(prefix);
+}
+
+/* One group: passes by the plan until it is done or a pass fails. */
+static void run_group(td_group *gr, st_ctx **ctx, st_tune_options *o)
+{
+    st_ctx *mine[TD_MAX_DEVICES];
+    for (int k = 0; k < gr->n; k++) mine[k] = ctx[gr->members[k]];
+    td_hook h = {ctx, gr, o->quiet};
+    gr->n_pass = st_devices_run(mine, gr->n, o, &gr->plan, gr->pass, on_pass, &h);
+    const td_pass *last = gr->n_pass ? &gr->pass[gr->n_pass - 1] : NULL;
+    gr->rc = last && last->status != ST_OK ? pass_rc(last) : gr->plan.agreed ? 0 : 5;
 }
 
 static void print_group(const td_group *gr, const int *devs, st_ctx **ctx)
@@ -213,7 +211,7 @@ int td_tune_devices(st_tune_options *o, const td_global *g)
     if (rc == 0) {
         td_signals_begin(o->stop);
         for (int k = 0; k < ng; k++) {
-            run_group(&gr[k], ctx, devs, o);
+            run_group(&gr[k], ctx, o);
             if (gr[k].rc >= 128) break; /* stopped: no other device is started */
         }
         td_signals_end();
