@@ -29,6 +29,7 @@ struct st_ctx {
     void *log_user;
     st_ctx_stats stats;
     double test_slow; /* st_ctx_test_slow_variants */
+    double test_slow_default; /* st_ctx_test_slow_default */
     size_t test_llc;  /* st_ctx_test_set_llc */
 };
 
@@ -335,12 +336,14 @@ static double now_ms(void)
 }
 
 void st_ctx_test_slow_variants(st_ctx *c, double extra) { c->test_slow = extra > 0 ? extra : 0; }
+void st_ctx_test_slow_default(st_ctx *c, double extra) { c->test_slow_default = extra > 0 ? extra : 0; }
 void st_ctx_test_set_device(st_ctx *c, int device) { c->device = device; }
 
-/* The test hook's spin after a CPU variant launch that began at T0. */
-static st_status test_slow_end(const st_ctx *c, double t0, st_status s)
+/* The test hooks' spin after a CPU launch that began at T0: EXTRA times
+ * what it took. */
+static st_status test_slow_end(double extra, double t0, st_status s)
 {
-    const double until = now_ms() + c->test_slow * (now_ms() - t0);
+    const double until = now_ms() + extra * (now_ms() - t0);
     while (now_ms() < until) {
     }
     return s;
@@ -358,9 +361,10 @@ st_status st_iq_mmvq_variant(st_ctx *c, const st_matrix *w, const float *x, int 
         c->stats.variant_launches++;
     else
         c->stats.default_launches++;
-    if (rows && c->test_slow > 0 && c->backend == ST_BACKEND_CPU) {
+    const double slow = rows ? c->test_slow : c->test_slow_default;
+    if (slow > 0 && c->backend == ST_BACKEND_CPU) {
         const double t0 = now_ms(); /* before the call: argument order is unspecified */
-        return test_slow_end(c, t0, c->ops->mmvq(c->b, &w->m, x, nt, y, rows, &c->cfg));
+        return test_slow_end(slow, t0, c->ops->mmvq(c->b, &w->m, x, nt, y, rows, &c->cfg));
     }
     return c->ops->mmvq(c->b, &w->m, x, nt, y, rows, &c->cfg);
 }
@@ -422,9 +426,10 @@ st_status st_expert_grouped_variant(st_ctx *c, const st_experts *ex, const float
         c->stats.variant_launches++;
     const int n_embd = (int)ex->gate->m.cols, n_ff = (int)(ex->gate->m.rows / ex->n_expert);
     st_bexperts be = {&ex->gate->m, &ex->up->m, &ex->down->m, ex->n_expert, n_embd, n_ff};
-    if (!dflt && c->test_slow > 0 && c->backend == ST_BACKEND_CPU) {
+    const double slow = dflt ? c->test_slow_default : c->test_slow;
+    if (slow > 0 && c->backend == ST_BACKEND_CPU) {
         const double t0 = now_ms();
-        return test_slow_end(c, t0, c->ops->expert_grouped(c->b, &be, x, ids, wts, nt, topk, out, gu_rows, down_rows,
+        return test_slow_end(slow, t0, c->ops->expert_grouped(c->b, &be, x, ids, wts, nt, topk, out, gu_rows, down_rows,
                                                            &c->cfg));
     }
     return c->ops->expert_grouped(c->b, &be, x, ids, wts, nt, topk, out, gu_rows, down_rows, &c->cfg);

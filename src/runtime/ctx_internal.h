@@ -42,6 +42,9 @@ const void *st_matrix_data(const st_matrix *m);
  * test can make a table that is really slower by a known factor (the gate
  * measures it like any other). 0 (the default) turns it off. */
 void st_ctx_test_slow_variants(st_ctx *c, double extra);
+/* Test hook: the same for the default chain's calls (a table's variants
+ * then measure faster). */
+void st_ctx_test_slow_default(st_ctx *c, double extra);
 
 /* Replaces the engaged table with T (may be NULL) without any log line and
  * returns the previous one (the caller owns it). */

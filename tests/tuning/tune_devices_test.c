@@ -253,6 +253,53 @@ static void two_devices_of_one_model_agree_into_one_table(void **state)
     for (int k = 0; k < 2; k++) st_ctx_destroy(ctx[k]);
 }
 
+/* Two CPU contexts that measure the opposite: on "device 0" the default
+ * chain takes 5x its time (st_ctx_test_slow_default), so the variants win;
+ * on "device 1" the variants do (st_ctx_test_slow_variants), so the default
+ * wins. Each pass then changes the other's choices beyond the threshold:
+ * after two passes each they disagree. */
+static void devices_that_measure_the_opposite_disagree(void **state)
+{
+    (void)state;
+    const char *dir = make_dir();
+    st_ctx *ctx[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(st_ctx_create(ST_BACKEND_CPU, 0, &ctx[k]), ST_OK);
+        st_ctx_test_set_device(ctx[k], k);
+    }
+    st_ctx_test_slow_default(ctx[0], 4.0);
+    st_ctx_test_slow_variants(ctx[1], 4.0);
+    st_tune_options o;
+    st_tune_options_default(&o);
+    o.model_path = MODEL;
+    o.out_dir = dir;
+    o.quick = true;
+    o.quiet = true;
+    o.no_verify = true; /* the plan is what is tested; the gate has its own tests */
+    o.do_mmvq = false;  /* the expert shapes: every one has variants */
+    /* four shapes, 5x apart: a pass needs one change, on a loaded machine too */
+    for (int i = 0; i < 4; i++) o.ntok_mix[i] = i + 1;
+    o.n_ntok_mix = 4;
+    st_devices_plan plan;
+    st_devices_pass pass[4];
+    const int n = st_devices_run(ctx, 2, &o, &plan, pass, NULL, NULL);
+    for (int i = 0; i < n; i++)
+        print_message("pass %d (device %d): %s, %d kept a variant, changed %d\n", i + 1, pass[i].device,
+                      st_status_name(pass[i].status), pass[i].res.kept_variants, pass[i].res.changed_vs_previous);
+    if (n != 4) fail_msg("%d passes, expected 4 (last: %s)", n, n ? pass[n - 1].message : "-");
+    assert_false(plan.agreed);
+    assert_true(pass[0].res.kept_variants > 0);
+    for (int i = 1; i < 4; i++) {
+        assert_int_equal(pass[i].status, ST_OK);
+        assert_int_equal(pass[i].device, i % 2);
+        assert_true(pass[i].res.changed_vs_previous > 0);
+    }
+    assert_true(pass[1].res.kept_variants < pass[0].res.kept_variants); /* device 1 put the default back */
+    assert_int_equal(plan.changes, pass[1].res.changed_vs_previous + pass[2].res.changed_vs_previous +
+                                       pass[3].res.changed_vs_previous);
+    for (int k = 0; k < 2; k++) st_ctx_destroy(ctx[k]);
+}
+
 static void tune_all_devices_on_the_cpu(void **state)
 {
     (void)state;
@@ -415,6 +462,7 @@ int main(void)
         cmocka_unit_test(device_lists_parse_or_say_why),
         cmocka_unit_test(device_count_answers_per_backend),
         cmocka_unit_test(two_devices_of_one_model_agree_into_one_table),
+        cmocka_unit_test(devices_that_measure_the_opposite_disagree),
         cmocka_unit_test(tune_all_devices_on_the_cpu),
         cmocka_unit_test(a_refused_pass_names_no_file_it_did_not_write),
         cmocka_unit_test(statuses_of_several_devices_keep_the_one_to_act_on),
