@@ -87,9 +87,9 @@ static const char TUNE_HELP[] =
     "Exit status: 0 the table is installed (or every shape kept the default); 1 error, or a\n"
     "candidate or the gate found different bytes (reported as a bug); 2 usage; 3 the gate could\n"
     "not decide (nothing installed); 4 the gate measured the table slower (nothing installed);\n"
-    "5 (--device LIST|all) devices of one model disagree beyond the noise; with several devices\n"
-    "the highest status of them; 128+N stopped by signal N (130: Ctrl-C; nothing written by the\n"
-    "run it stopped).\n";
+    "5 (--device LIST|all) devices of one model disagree beyond the noise; with several device\n"
+    "models the worst of theirs (in this order: a signal, 1, 2, 4, 5, 3, 0); 128+N stopped by\n"
+    "signal N (130: Ctrl-C; nothing written by the run it stopped).\n";
 
 static volatile int g_stop;
 
@@ -304,7 +304,8 @@ static const char VERIFY_HELP[] =
     "(FILE.json; tune_decode report FILE.json renders it again).\n"
     "Exit status: 0 pass; 1 fail or error; 2 usage; 3 cannot decide; 128+N stopped by signal N.\n"
     "--device LIST|all (global): the gate on each device in turn, after a line naming it; the\n"
-    "exit status is the highest (no --json then).\n";
+    "exit status is the worst (a signal, 1, 2, 3, 0: a failure is not hidden by 'cannot\n"
+    "decide'; no --json or --html then).\n";
 
 int cmd_verify(int argc, char **argv, const td_global *g)
 {
@@ -432,7 +433,7 @@ static const char COVERAGE_HELP[] =
     "made for this process. Exit status 0 when every shape is covered and the table engages;\n"
     "1 when shapes are missing or the table would not engage, or (one line, no listing) when\n"
     "the path does not exist or cannot be read, or a directory holds no table for this process;\n"
-    "2 usage. --device LIST|all (global): on each device in turn, the highest status (no --json).\n";
+    "2 usage. --device LIST|all (global): on each device in turn, the worst status (no --json).\n";
 
 /* The token counts the table's tuner tuned ("ntok-mix 1 2 4 8"), else 1..8. */
 static int table_mix(const st_table *t, bool *in_mix)
