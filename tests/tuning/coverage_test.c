@@ -25,44 +25,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "test_cli.h" /* the CLI run with its output */
+
 #define MODEL STRATA_TEST_DATA "/gguf/tiny-moe.gguf"
-#define CLI STRATA_BIN_DIR "/tools/tune_decode"
 
 static char g_dir[64];
 
-static int run_cli(char *const argv[], char **out)
-{
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        close(fds[0]);
-        dup2(fds[1], 1);
-        dup2(fds[1], 2);
-        close(fds[1]);
-        execv(CLI, argv);
-        _exit(127);
-    }
-    close(fds[1]);
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    assert_non_null(buf);
-    for (;;) {
-        ssize_t r = read(fds[0], buf + n, cap - n - 1);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        n += (size_t)r;
-        if (n + 1 >= cap) break;
-    }
-    buf[n] = '\0';
-    close(fds[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0) assert_int_equal(errno, EINTR);
-    *out = buf;
-    return status;
-}
 
 static int lines(const char *s)
 {
@@ -108,8 +76,8 @@ static void coverage_asks_for_the_tuners_token_mix(void **state)
     (void)state;
     char *out = NULL;
     char *argv[] = {"tune_decode", "--backend", "cpu", "coverage", MODEL, g_dir, NULL};
-    int status = run_cli(argv, &out);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail_msg("coverage: status %d\n%s", status, out);
+    int status = run_cli(argv, &out, NULL);
+    if (status != 0) fail_msg("coverage: exit %d\n%s", status, out);
     assert_null(strstr(out, "missing:"));
     assert_non_null(strstr(out, "expert shapes at n_tokens 1,2,4,8, the tuner's mix"));
     free(out);
@@ -121,8 +89,8 @@ static void coverage_of_a_missing_path_is_one_line(void **state)
     char *out = NULL, missing[128];
     snprintf(missing, sizeof missing, "%s/no-such-table", g_dir);
     char *argv[] = {"tune_decode", "--backend", "cpu", "coverage", MODEL, missing, NULL};
-    int status = run_cli(argv, &out);
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    int status = run_cli(argv, &out, NULL);
+    assert_int_equal(status, 1);
     assert_int_equal(lines(out), 1);
     assert_non_null(strstr(out, "coverage: "));
     assert_non_null(strstr(out, "No such file or directory"));
@@ -143,8 +111,8 @@ static void coverage_of_an_unmatched_directory_is_one_line(void **state)
     assert_int_equal(fclose(f), 0);
     char *out = NULL;
     char *argv[] = {"tune_decode", "--backend", "cpu", "coverage", MODEL, other, NULL};
-    int status = run_cli(argv, &out);
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    int status = run_cli(argv, &out, NULL);
+    assert_int_equal(status, 1);
     assert_int_equal(lines(out), 1);
     assert_non_null(strstr(out, "no table matches this process"));
     assert_null(strstr(out, "missing:"));

@@ -1,4 +1,4 @@
-/* Helpers of the report and tables-folder tests: temporary folders removed
+/* Helpers of the tuning-layer tests that write folders and run the CLI: temporary folders removed
  * at the end, whole files, and running tune_decode with its output
  * captured. Static functions: each test executable has its own copy. */
 #ifndef ST_TEST_CLI_H
@@ -16,19 +16,22 @@
 
 #define CLI STRATA_BIN_DIR "/tools/tune_decode"
 
+/* each test uses some of these */
+#define ST_TEST_HELPER static __attribute__((unused))
+
 static char g_dirs[32][64];
 static int g_ndirs;
 
-static const char *make_dir(void)
+ST_TEST_HELPER const char *make_dir(void)
 {
     assert_true(g_ndirs < 32);
     char *d = g_dirs[g_ndirs++];
-    snprintf(d, 64, "/tmp/strata-report-test.XXXXXX");
+    snprintf(d, 64, "/tmp/strata-tuning-test.XXXXXX");
     assert_non_null(mkdtemp(d));
     return d;
 }
 
-static void remove_dir(const char *dir)
+ST_TEST_HELPER void remove_dir(const char *dir)
 {
     DIR *d = opendir(dir);
     if (!d) return;
@@ -43,7 +46,7 @@ static void remove_dir(const char *dir)
     rmdir(dir);
 }
 
-static int teardown_dirs(void **state)
+ST_TEST_HELPER int teardown_dirs(void **state)
 {
     (void)state;
     for (int i = 0; i < g_ndirs; i++) remove_dir(g_dirs[i]);
@@ -51,7 +54,7 @@ static int teardown_dirs(void **state)
     return 0;
 }
 
-static char *path_in(const char *dir, const char *name)
+ST_TEST_HELPER char *path_in(const char *dir, const char *name)
 {
     static char buf[8][1200];
     static int k;
@@ -60,14 +63,14 @@ static char *path_in(const char *dir, const char *name)
     return p;
 }
 
-static bool file_exists(const char *p)
+ST_TEST_HELPER bool file_exists(const char *p)
 {
     struct stat st;
     return stat(p, &st) == 0;
 }
 
 /* The whole file (NUL-terminated); fails the test when it cannot be read. */
-static char *slurp(const char *path, size_t *len)
+ST_TEST_HELPER char *slurp(const char *path, size_t *len)
 {
     char *buf = NULL;
     size_t n = 0;
@@ -76,7 +79,7 @@ static char *slurp(const char *path, size_t *len)
     return buf;
 }
 
-static void spit(const char *path, const char *text)
+ST_TEST_HELPER void spit(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
     assert_non_null(f);
@@ -87,7 +90,7 @@ static void spit(const char *path, const char *text)
 /* Runs the CLI with ARGV (NULL-terminated, argv[0] included); stdout into
  * *OUT, stderr into *ERR (may be NULL: then into *OUT too). Returns the
  * exit status (or 128 + signal). */
-static int run_cli(char *const argv[], char **out, char **err)
+ST_TEST_HELPER int run_cli(char *const argv[], char **out, char **err)
 {
     int fo[2], fe[2];
     assert_int_equal(pipe(fo), 0);

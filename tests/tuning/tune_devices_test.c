@@ -468,7 +468,6 @@ int main(void)
         cmocka_unit_test(statuses_of_several_devices_keep_the_one_to_act_on),
         cmocka_unit_test(a_list_the_machine_lacks_is_refused_before_anything_is_written),
     };
-    (void)spit; /* test_cli.h's writer: not needed here */
     const int rc = cmocka_run_group_tests(tests, NULL, teardown_dirs);
     return rc;
 }

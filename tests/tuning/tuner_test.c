@@ -33,8 +33,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "test_cli.h" /* temporary folders, whole files, the CLI run with its output */
+
 #define MODEL STRATA_TEST_DATA "/gguf/tiny-moe.gguf"
-#define CLI STRATA_BIN_DIR "/tools/tune_decode"
 
 /* The compiled-in variants, expanded from the one list (variants.h). */
 #define COUNT_ONE_(...) +1
@@ -53,42 +54,6 @@ static const int EXPERT_ROWS[][2] = {STRATA_EXPERT_ROWS_VARIANTS(EXPERT_ROWS_)};
 #undef EXPERT_ROWS_
 
 /* ---- helpers -------------------------------------------------------------- */
-
-/* Temporary directories made by the tests, removed by the group teardown. */
-static char g_dirs[32][64];
-static int g_ndirs;
-
-static const char *make_dir(void)
-{
-    assert_true(g_ndirs < 32);
-    char *d = g_dirs[g_ndirs++];
-    snprintf(d, 64, "/tmp/strata-tuner-test.XXXXXX");
-    assert_non_null(mkdtemp(d));
-    return d;
-}
-
-static void remove_dir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    char p[1200];
-    while ((e = readdir(d)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
-static int teardown_dirs(void **state)
-{
-    (void)state;
-    for (int i = 0; i < g_ndirs; i++) remove_dir(g_dirs[i]);
-    g_ndirs = 0;
-    return 0;
-}
 
 typedef struct {
     int n;
@@ -114,23 +79,6 @@ static const char *base_name(const char *p)
 {
     const char *s = strrchr(p, '/');
     return s ? s + 1 : p;
-}
-
-static bool file_exists(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0;
-}
-
-/* The whole file (NUL-terminated); fails the test when it cannot be read. */
-static char *slurp(const char *path, size_t *len)
-{
-    char *buf = NULL;
-    size_t n = 0;
-    st_status s = st_read_file(path, &buf, &n);
-    if (s != ST_OK) fail_msg("cannot read %s: %s", path, st_last_error());
-    if (len) *len = n;
-    return buf;
 }
 
 static bool same_bytes(const char *a, size_t na, const char *b, size_t nb)
@@ -190,45 +138,6 @@ static int model_shapes(int n_expert_ntok)
     return n;
 }
 
-/* Runs CLI with ARGV (NULL-terminated, argv[0] included), stdout and stderr
- * into *OUT (malloc'd, NUL-terminated). Returns the wait status. */
-static int run_cli(char *const argv[], char **out)
-{
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        close(fds[0]);
-        dup2(fds[1], 1);
-        dup2(fds[1], 2);
-        close(fds[1]);
-        execv(CLI, argv);
-        _exit(127);
-    }
-    close(fds[1]);
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    assert_non_null(buf);
-    for (;;) {
-        if (cap - n < 1024) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-            assert_non_null(buf);
-        }
-        ssize_t r = read(fds[0], buf + n, cap - n - 1);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        n += (size_t)r;
-    }
-    buf[n] = '\0';
-    close(fds[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0) assert_int_equal(errno, EINTR);
-    *out = buf;
-    return status;
-}
 
 /* Whether the table at PATH is complete and valid: the structural parse
  * accepts it and the guarded loader engages it for the CPU identity. */
@@ -459,8 +368,8 @@ static void coverage_reports_every_model_shape_covered(void **state)
 
     char *out = NULL;
     char *argv[] = {"tune_decode", "--backend", "cpu", "coverage", MODEL, (char *)dir, NULL};
-    int status = run_cli(argv, &out);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail_msg("coverage of the tuned dir: status %d\n%s", status, out);
+    int status = run_cli(argv, &out, NULL);
+    if (status != 0) fail_msg("coverage of the tuned dir: exit %d\n%s", status, out);
     if (!strstr(out, "the table engages here") || strstr(out, "missing:"))
         fail_msg("coverage of the tuned dir: not every shape covered\n%s", out);
     free(out);
@@ -474,9 +383,9 @@ static void coverage_reports_every_model_shape_covered(void **state)
     assert_int_equal(st_table_write_atomic(t, path), ST_OK);
     st_table_destroy(t);
     char *argv2[] = {"tune_decode", "--backend", "cpu", "coverage", MODEL, (char *)empty_dir, NULL};
-    status = run_cli(argv2, &out);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 1 || !strstr(out, "missing:"))
-        fail_msg("coverage of an empty table: status %d, expected exit 1 and the missing shapes\n%s", status, out);
+    status = run_cli(argv2, &out, NULL);
+    if (status != 1 || !strstr(out, "missing:"))
+        fail_msg("coverage of an empty table: exit %d, expected exit 1 and the missing shapes\n%s", status, out);
     free(out);
     st_ctx_destroy(ctx);
 }
