@@ -43,6 +43,8 @@ ST_DEV void st_xvecs(const int8_t *qs, const float *d, int nu, int nt, bool bloc
     }
 }
 
+#include "mmvq_split.h" /* needs st_xvecs */
+
 /* RW rows per lane group: with several tokens, two rows share each
  * activation load (used when there are enough rows to keep the grid wide).
  * With 1-2 tokens (pipelined weight loads) the NVIDIA build caps registers
@@ -92,6 +94,7 @@ static st_rt_error st_mmvq_nt(const st_launch &L, const st_mat_dev &m, const st_
         st_mmvq_legacy_kernel<TYPE, NT><<<(unsigned)m.rows, 32, 0, L.stream>>>(m, xblocks, nt, y, L.grids);
         return st_rt_get_last_error();
     }
+    if (rows > STRATA_MMVQ_SPLIT_BASE) return st_mmvq_split_nt<TYPE, NT>(L, m, x, nt, y, rows - STRATA_MMVQ_SPLIT_BASE, stage);
     if (rows == 0) {
         const int t = st_lanes_for_units(m.nu, 8);
         const bool rw2 = st_mmvq_rows_per_group(NT, m.rows) == 2;

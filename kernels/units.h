@@ -106,10 +106,10 @@ struct st_unit_plain {
 #include "st_format_homes.h"
 #undef ST_UNIT_GET
 
-/* One unit's contribution to one stream: the contract's float operations
- * (st_canon.h) around an exact integer dot. */
+/* The exact integer parts of one unit against one activation block: ISUM
+ * (with the format's half factors) and, for a min term, QM. */
 template <int TYPE>
-ST_DEV float st_unit_fma(const st_dunit &un, const int4 &a, const int4 &b, float da, float acc)
+ST_DEV void st_unit_isums(const st_dunit &un, const int4 &a, const int4 &b, int &isum, int &qm)
 {
     int s0 = st_dot4_i8((int)un.w[0], a.x, 0);
     s0 = st_dot4_i8((int)un.w[1], a.y, s0);
@@ -120,8 +120,8 @@ ST_DEV float st_unit_fma(const st_dunit &un, const int4 &a, const int4 &b, float
     s1 = st_dot4_i8((int)un.w[6], b.z, s1);
     s1 = st_dot4_i8((int)un.w[7], b.w, s1);
     using D = st_unit_dec<TYPE>;
-    const int isum = D::halves ? un.f0 * s0 + un.f1 * s1 : s0 + s1;
-    float v = st_canon_unit(un.W, da, isum, acc);
+    isum = D::halves ? un.f0 * s0 + un.f1 * s1 : s0 + s1;
+    qm = 0;
     if (D::min && D::min_halves) {
         int q0 = st_dot4_i8(0x01010101, a.x, 0);
         q0 = st_dot4_i8(0x01010101, a.y, q0);
@@ -131,7 +131,7 @@ ST_DEV float st_unit_fma(const st_dunit &un, const int4 &a, const int4 &b, float
         q1 = st_dot4_i8(0x01010101, b.y, q1);
         q1 = st_dot4_i8(0x01010101, b.z, q1);
         q1 = st_dot4_i8(0x01010101, b.w, q1);
-        v = st_canon_unit_min(un.M, da, un.g0 * q0 + un.g1 * q1, v);
+        qm = un.g0 * q0 + un.g1 * q1;
     } else if (D::min) {
         int q = st_dot4_i8(0x01010101, a.x, 0);
         q = st_dot4_i8(0x01010101, a.y, q);
@@ -141,8 +141,19 @@ ST_DEV float st_unit_fma(const st_dunit &un, const int4 &a, const int4 &b, float
         q = st_dot4_i8(0x01010101, b.y, q);
         q = st_dot4_i8(0x01010101, b.z, q);
         q = st_dot4_i8(0x01010101, b.w, q);
-        v = st_canon_unit_min(un.M, da, q, v);
+        qm = q;
     }
+}
+
+/* One unit's contribution to one stream: the contract's float operations
+ * (st_canon.h) around an exact integer dot. */
+template <int TYPE>
+ST_DEV float st_unit_fma(const st_dunit &un, const int4 &a, const int4 &b, float da, float acc)
+{
+    int isum, qm;
+    st_unit_isums<TYPE>(un, a, b, isum, qm);
+    float v = st_canon_unit(un.W, da, isum, acc);
+    if (st_unit_dec<TYPE>::min) v = st_canon_unit_min(un.M, da, qm, v);
     return v;
 }
 

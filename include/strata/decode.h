@@ -175,9 +175,12 @@ ST_API int64_t st_matrix_cols(const st_matrix *m);
  * [nt][rows] f32, both backend memory. Uses the engaged table's variant for
  * (type, rows, cols) on a hit, else the default chain. */
 ST_API st_status st_iq_mmvq(st_ctx *ctx, const st_matrix *w, const float *x, int nt, float *y);
-/* Forces a launch: ROWS = 0 is the default chain (never the table), else the
- * plain one-warp-per-row variant with ROWS rows per block (must be in
- * STRATA_MMVQ_ROWS_VARIANTS). For the tuner and the parity tests. */
+/* Forces a launch: ROWS = 0 is the default chain (never the table), R the
+ * plain one-warp-per-row variant with R rows per block (R in
+ * STRATA_MMVQ_ROWS_VARIANTS), -W the matrix-instruction variant on W warps
+ * (STRATA_MMVQ_MMA_VARIANTS), STRATA_MMVQ_SPLIT_BASE + W the split variant
+ * with W warps on one row (STRATA_MMVQ_SPLIT_VARIANTS); anything else is
+ * refused. For the tuner and the parity tests. */
 ST_API st_status st_iq_mmvq_variant(st_ctx *ctx, const st_matrix *w, const float *x, int nt, float *y,
                                     int rows);
 

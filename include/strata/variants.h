@@ -24,8 +24,11 @@
  * expert kernels' shared expert lists and pair arrays are sized by them, so
  * a table measured the kernels with the smaller arrays; 5 = n_tokens up to
  * 32 (the default iq_mmvq takes the matrix units beyond 8 tokens) and the
- * matrix-instruction variants STRATA_MMVQ_MMA_VARIANTS ("mmaW"). */
-#define STRATA_SELECTION_SPACE 5
+ * matrix-instruction variants STRATA_MMVQ_MMA_VARIANTS ("mmaW"); 6 = the
+ * split variants STRATA_MMVQ_SPLIT_VARIANTS ("splitW", several warps on one
+ * row) and a default iq_mmvq that takes them for long rows (a table of
+ * space 5 compared its variants with another default). */
+#define STRATA_SELECTION_SPACE 6
 
 /* Exactness contract (docs/DESIGN.md section 2). A row's K values are split into
  * units of ST_CANON_UNIT values (one q8_1 activation block). Unit u belongs
@@ -47,6 +50,16 @@
  * argument names one as -W (st_iq_mmvq_variant); a table row as "mmaW".
  * X(W). */
 #define STRATA_MMVQ_MMA_VARIANTS(X) X(8) X(16) X(32)
+
+/* iq_mmvq split variants: W warps on one row (a block per row). Lane s of
+ * warp k % W decodes unit 32 k + s (the k-th unit of stream s) and forms
+ * its exact integer dot and factor for every token; after a barrier one
+ * thread per (stream, token) adds them in increasing k with the contract's
+ * fma (kernels/mmvq_split.h). A rows argument names one as
+ * STRATA_MMVQ_SPLIT_BASE + W (st_iq_mmvq_variant); a table row as "splitW".
+ * X(W). */
+#define STRATA_MMVQ_SPLIT_BASE 100
+#define STRATA_MMVQ_SPLIT_VARIANTS(X) X(2) X(4) X(8)
 
 /* expert_grouped table variants: plain one-warp-per-row gate-up kernel with
  * GU rows per block, and down kernel with DN rows per block. X(GU, DN). */

@@ -176,6 +176,18 @@ ST_HD float st_canon_unit_min(float M, float da, int qm, float acc)
     return st_fma(-st_fmul(M, da), (float)qm, acc);
 }
 
+/* The same two operations taken apart, for kernels that form a unit's
+ * factors in one thread and add them to the stream in another (the split
+ * iq_mmvq, kernels/mmvq_split.h): st_canon_unit(W, da, isum, acc) ==
+ * st_canon_add(st_canon_factor(W, da), (float)isum, acc), and
+ * st_canon_unit_min(M, da, qm, acc) ==
+ * st_canon_add(-st_canon_factor(M, da), (float)qm, acc), bit for bit (the
+ * same IEEE operations on the same values; the int -> float conversion is
+ * exact rounding to nearest wherever it runs). */
+ST_HD float st_canon_factor(float W, float da) { return st_fmul(W, da); }
+
+ST_HD float st_canon_add(float p, float fi, float acc) { return st_fma(p, fi, acc); }
+
 /* The fixed butterfly over the 32 stream partials: pairs i, i^16 first, down
  * to i, i^1. V is overwritten; returns the row's value. */
 ST_HD float st_canon_combine32(float *v)

@@ -41,6 +41,9 @@ bool st_mmvq_rows_valid(int r)
 #define ST_MMA_CASE_(w) case -(w):
         STRATA_MMVQ_MMA_VARIANTS(ST_MMA_CASE_)
 #undef ST_MMA_CASE_
+#define ST_SPLIT_CASE_(w) case STRATA_MMVQ_SPLIT_BASE + (w):
+        STRATA_MMVQ_SPLIT_VARIANTS(ST_SPLIT_CASE_)
+#undef ST_SPLIT_CASE_
         return true;
     default:
         return false;
@@ -74,6 +77,20 @@ const char *st_mmvq_rows_list(char *buf, size_t n)
 #define ST_MMA_TEXT_(w) list_append(buf, n, &at, at ? " mma%d" : "mma%d", (w), 0);
     STRATA_MMVQ_MMA_VARIANTS(ST_MMA_TEXT_)
 #undef ST_MMA_TEXT_
+#define ST_SPLIT_TEXT_(w) list_append(buf, n, &at, at ? " split%d" : "split%d", (w), 0);
+    STRATA_MMVQ_SPLIT_VARIANTS(ST_SPLIT_TEXT_)
+#undef ST_SPLIT_TEXT_
+    return buf;
+}
+
+const char *st_mmvq_variant_name(int rows, char *buf, size_t n)
+{
+    if (rows < 0)
+        snprintf(buf, n, "mma%d", -rows);
+    else if (rows > STRATA_MMVQ_SPLIT_BASE)
+        snprintf(buf, n, "split%d", rows - STRATA_MMVQ_SPLIT_BASE);
+    else
+        snprintf(buf, n, "%d", rows);
     return buf;
 }
 
@@ -509,9 +526,10 @@ st_status st_table_format(const st_table *t, char **text, size_t *len)
     }
     for (size_t i = 0; i < t->n_rows; i++) {
         const st_table_row *r = &t->rows[i];
+        char vn[24];
         if (r->kind == ST_ROW_MMVQ)
-            sb_printf(&b, r->rows < 0 ? "mmvq %s %d %d mma%d\n" : "mmvq %s %d %d %d\n", st_qtype_name(r->mmvq.type),
-                      r->mmvq.n_rows, r->mmvq.n_cols, r->rows < 0 ? -r->rows : r->rows);
+            sb_printf(&b, "mmvq %s %d %d %s\n", st_qtype_name(r->mmvq.type), r->mmvq.n_rows, r->mmvq.n_cols,
+                      st_mmvq_variant_name(r->rows, vn, sizeof vn));
         else
             sb_printf(&b, "expert %s %s %d %d %d %d %d\n", st_qtype_name(r->expert.gu_type),
                       st_qtype_name(r->expert.down_type), r->expert.n_embd, r->expert.n_ff,

@@ -52,6 +52,9 @@ const char *st_table_comment_at(const st_table *t, size_t i);
 const char *st_mmvq_rows_list(char *buf, size_t n);
 const char *st_expert_rows_list(char *buf, size_t n);
 
+/* How a table row names mmvq variant ROWS: "R" (rows), "mmaW", "splitW". */
+const char *st_mmvq_variant_name(int rows, char *buf, size_t n);
+
 /* Space-separated names of the types of ST_QTYPES, for the unknown-type
  * message ("q8_0 q4_K iq3_xxs ..."). */
 const char *st_table_type_names(void);

@@ -381,8 +381,14 @@ static st_status parse_mmvq(pctx *c, const line_t *ln, st_table_row *r)
         tok w = {rt.s + 3, rt.n - 3};
         ST_TRY(field_rows(c, line, "rows", w, &r->rows));
         r->rows = r->rows > 0 ? -r->rows : 0;
+    } else if (rt.n > 5 && !memcmp(rt.s, "split", 5)) {
+        /* a split variant, "splitW": rows STRATA_MMVQ_SPLIT_BASE + W */
+        tok w = {rt.s + 5, rt.n - 5};
+        ST_TRY(field_rows(c, line, "rows", w, &r->rows));
+        r->rows = r->rows > 0 && r->rows < STRATA_MMVQ_SPLIT_BASE ? STRATA_MMVQ_SPLIT_BASE + r->rows : 0;
     } else {
         ST_TRY(field_rows(c, line, "rows", rt, &r->rows));
+        if (r->rows > STRATA_MMVQ_SPLIT_BASE) r->rows = 0; /* a split variant is named "splitW", never by number */
     }
     ST_TRY(check_block(c, line, "n_cols", r->mmvq.n_cols, r->mmvq.type));
     if (!st_mmvq_rows_valid(r->rows))

@@ -74,6 +74,12 @@ static void candidates(const st_tune_shape *s, st_tune_shape_result *res)
     snprintf(c[n++].name, sizeof c[0].name, "mma%d", W);
         STRATA_MMVQ_MMA_VARIANTS(ST_ADD_MMA)
 #undef ST_ADD_MMA
+#define ST_ADD_SPLIT(W)                                         \
+    memset(&c[n], 0, sizeof c[n]);                              \
+    c[n].rows = STRATA_MMVQ_SPLIT_BASE + (W);                   \
+    snprintf(c[n++].name, sizeof c[0].name, "split%d", W);
+        STRATA_MMVQ_SPLIT_VARIANTS(ST_ADD_SPLIT)
+#undef ST_ADD_SPLIT
     } else {
 #define ST_ADD_EXPERT(GU, DN)                                   \
     memset(&c[n], 0, sizeof c[n]);                              \

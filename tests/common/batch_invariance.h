@@ -80,6 +80,9 @@ static void bi_mmvq_sweep(st_backend b, const int *nts, int n_nts)
 #define BI_MMA_(W) paths[np++] = -(W);
     STRATA_MMVQ_MMA_VARIANTS(BI_MMA_)
 #undef BI_MMA_
+#define BI_SPLIT_(W) paths[np++] = STRATA_MMVQ_SPLIT_BASE + (W);
+    STRATA_MMVQ_SPLIT_VARIANTS(BI_SPLIT_)
+#undef BI_SPLIT_
     const st_qtype types[] = {
 #define BI_T_(id, name, ggml, qk, bytes) ST_##id,
         ST_QTYPES(BI_T_)

@@ -157,6 +157,9 @@ static void __attribute__((unused)) sweep(st_ctx *cpu, st_ctx *gpu, st_qtype t, 
 #define ADD_MMA(W) paths[np++] = (path){"mma" #W, -(W), 0, 0, -1};
     STRATA_MMVQ_MMA_VARIANTS(ADD_MMA)
 #undef ADD_MMA
+#define ADD_SPLIT(W) paths[np++] = (path){"split" #W, STRATA_MMVQ_SPLIT_BASE + (W), 0, 0, -1};
+    STRATA_MMVQ_SPLIT_VARIANTS(ADD_SPLIT)
+#undef ADD_SPLIT
     paths[np++] = (path){"STRATA_OLD_IQ_MMVQ", 0, 0, 0, ST_KNOB_OLD_IQ_MMVQ};
     paths[np++] = (path){"STRATA_IQ_STAGE_GRID_MMVQ=1", 0, 0, 0, ST_KNOB_IQ_STAGE_GRID_MMVQ};
     for (int k = 0; k < n_nt; k++) {

@@ -15,6 +15,9 @@ static void rows_list(char *buf, size_t n)
 #define T_MMA_(w) at += (size_t)snprintf(buf + at, n - at, " mma%d", (w));
     STRATA_MMVQ_MMA_VARIANTS(T_MMA_)
 #undef T_MMA_
+#define T_SPLIT_(w) at += (size_t)snprintf(buf + at, n - at, " split%d", (w));
+    STRATA_MMVQ_SPLIT_VARIANTS(T_SPLIT_)
+#undef T_SPLIT_
 }
 
 static void pairs_list(char *buf, size_t n)
@@ -76,44 +79,85 @@ static bool in_mma(int w)
     return false;
 }
 
-/* "mmaW" names a matrix-instruction variant (rows -W): exactly the compiled-in
- * W engage, and the table writes them back the same way. */
-static void table_accepts_exactly_the_compiled_in_mma_variants(void **state)
+static bool in_split(int w)
 {
-    (void)state;
+#define T_INS_(x) if (w == (x)) return true;
+    STRATA_MMVQ_SPLIT_VARIANTS(T_INS_)
+#undef T_INS_
+    return false;
+}
+
+/* A named variant family, "<PREFIX>W" for W = 0..64 (rows ROWS_OF(W)):
+ * exactly the compiled-in W engage, and the table writes them back the same
+ * way; the rest are refused with the list. Returns how many engaged. */
+static int check_named_variants(const char *prefix, bool (*in)(int), int (*rows_of)(int))
+{
     char list[256], body[128];
     rows_list(list, sizeof list);
     int accepted = 0;
     for (int w = 0; w <= 64; w++) {
-        snprintf(body, sizeof body, "mmvq iq3_s 2560 2560 mma%d\n", w);
+        snprintf(body, sizeof body, "mmvq iq3_s 2560 2560 %s%d\n", prefix, w);
         const char *text = tbl(body);
-        assert_int_equal(st_mmvq_rows_valid(-w), in_mma(w));
-        if (in_mma(w)) {
+        assert_int_equal(st_mmvq_rows_valid(rows_of(w)), in(w));
+        if (in(w)) {
             st_table *t = NULL;
             char msg[ST_TABLE_MSG_MAX];
             assert_int_equal(parse_cfg(text, strlen(text), NULL, &t, msg), ST_OK);
             st_mmvq_key k = {ST_IQ3_S, 2560, 2560};
             int rows = 0;
             assert_true(st_table_lookup_mmvq(t, &k, &rows));
-            assert_int_equal(rows, -w);
+            assert_int_equal(rows, rows_of(w));
             char *out = NULL;
             size_t len = 0;
             assert_int_equal(st_table_format(t, &out, &len), ST_OK);
             char want[64];
-            snprintf(want, sizeof want, "mmvq iq3_s 2560 2560 mma%d\n", w);
+            snprintf(want, sizeof want, "mmvq iq3_s 2560 2560 %s%d\n", prefix, w);
             assert_non_null(strstr(out, want));
             free(out);
             st_table_destroy(t);
             accepted++;
         } else {
-            expect_refusal(text, ST_ERR_PARSE, "line 2: rows mma%d is not a compiled-in variant (%s)", w, list);
+            expect_refusal(text, ST_ERR_PARSE, "line 2: rows %s%d is not a compiled-in variant (%s)", prefix, w,
+                           list);
         }
     }
+    return accepted;
+}
+
+static int mma_rows(int w) { return -w; }
+static int split_rows(int w) { return STRATA_MMVQ_SPLIT_BASE + w; }
+
+/* "mmaW" names a matrix-instruction variant (rows -W). */
+static void table_accepts_exactly_the_compiled_in_mma_variants(void **state)
+{
+    (void)state;
     int n = 0;
 #define T_COUNTM_(w) n++;
     STRATA_MMVQ_MMA_VARIANTS(T_COUNTM_)
 #undef T_COUNTM_
-    assert_int_equal(accepted, n);
+    assert_int_equal(check_named_variants("mma", in_mma, mma_rows), n);
+}
+
+/* "splitW" names a split variant (rows STRATA_MMVQ_SPLIT_BASE + W); the
+ * number itself is not a name for it. */
+static void table_accepts_exactly_the_compiled_in_split_variants(void **state)
+{
+    (void)state;
+    int n = 0;
+#define T_COUNTS_(w) n++;
+    STRATA_MMVQ_SPLIT_VARIANTS(T_COUNTS_)
+#undef T_COUNTS_
+    assert_int_equal(check_named_variants("split", in_split, split_rows), n);
+    char list[256], body[128];
+    rows_list(list, sizeof list);
+#define T_NUM_(w)                                                                                        \
+    snprintf(body, sizeof body, "mmvq iq3_s 2560 2560 %d\n", STRATA_MMVQ_SPLIT_BASE + (w));              \
+    expect_refusal(tbl(body), ST_ERR_PARSE, "line 2: rows %d is not a compiled-in variant (%s)",         \
+                   STRATA_MMVQ_SPLIT_BASE + (w), list);
+    STRATA_MMVQ_SPLIT_VARIANTS(T_NUM_)
+#undef T_NUM_
+    expect_refusal(tbl("mmvq iq3_s 2560 2560 split104\n"), ST_ERR_PARSE,
+                   "line 2: rows split104 is not a compiled-in variant (%s)", list);
 }
 
 static void table_accepts_exactly_the_compiled_in_expert_pairs(void **state)
@@ -149,10 +193,10 @@ static void table_refuses_rows_not_compiled_in_with_documented_wording(void **st
     char list[256], plist[256];
     rows_list(list, sizeof list);
     pairs_list(plist, sizeof plist);
-    assert_string_equal(list, "1 2 4 8 16 mma8 mma16 mma32");
+    assert_string_equal(list, "1 2 4 8 16 mma8 mma16 mma32 split2 split4 split8");
     assert_string_equal(plist, "1/1 2/2 4/2 4/4 8/4 8/8");
     const char *text = tbl("# a\n#b\n\nmmvq q8_0 32 32 1\nmmvq q8_0 64 32 2\nmmvq q8_0 96 32 3\n");
-    expect_refusal(text, ST_ERR_PARSE, "line 7: rows 3 is not a compiled-in variant (1 2 4 8 16 mma8 mma16 mma32)");
+    expect_refusal(text, ST_ERR_PARSE, "line 7: rows 3 is not a compiled-in variant (1 2 4 8 16 mma8 mma16 mma32 split2 split4 split8)");
     text = tbl("# a\n#b\n\nmmvq q8_0 32 32 1\nmmvq q8_0 64 32 2\nexpert q8_0 q8_0 32 32 1 3 5\n");
     expect_refusal(text, ST_ERR_PARSE,
                    "line 7: rows 3/5 is not a compiled-in variant (1/1 2/2 4/2 4/4 8/4 8/8)");
@@ -374,7 +418,7 @@ static void table_parse_any_skips_identity_and_knob_checks(void **state)
     } bad[] = {
         {"a b c d e\n", "decode tuning: o.table: line 1: header must have 4 tokens (<arch> <runtime> <compiler> <space>), found 5"},
         {"a b c x\n", "decode tuning: o.table: line 1: space token 'x' is not a number"},
-        {"a b c 1\nmmvq iq3_s 2560 2560 3\n", "decode tuning: o.table: line 2: rows 3 is not a compiled-in variant (1 2 4 8 16 mma8 mma16 mma32)"},
+        {"a b c 1\nmmvq iq3_s 2560 2560 3\n", "decode tuning: o.table: line 2: rows 3 is not a compiled-in variant (1 2 4 8 16 mma8 mma16 mma32 split2 split4 split8)"},
         {"a b c\n", "decode tuning: o.table: made before the kernel selection space was tracked - the kernels have changed since"},
         {"#\n", "decode tuning: o.table: empty file (no header line)"},
     };
@@ -539,6 +583,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(table_accepts_exactly_the_compiled_in_mmvq_rows),
         cmocka_unit_test(table_accepts_exactly_the_compiled_in_mma_variants),
+        cmocka_unit_test(table_accepts_exactly_the_compiled_in_split_variants),
         cmocka_unit_test(table_accepts_exactly_the_compiled_in_expert_pairs),
         cmocka_unit_test(table_refuses_rows_not_compiled_in_with_documented_wording),
         cmocka_unit_test(table_refuses_rows_with_wrong_token_count),

@@ -20,8 +20,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#define TD_BENCH_MAX_VARIANTS 8
+
 static const char BENCH_HELP[] =
-    "usage: tune_decode bench [--shape 'SPEC']... [--variant R|G/D] [--model M.gguf] [--layers N]\n"
+    "usage: tune_decode bench [--shape 'SPEC']... [--variant V]... [--model M.gguf] [--layers N]\n"
     "                         [--quick] [--no-suite] [--html FILE.html]\n"
     "\n"
     "Measures, in one process: the read bandwidth (a streaming-read kernel over 1 GiB), the\n"
@@ -43,6 +45,8 @@ static const char BENCH_HELP[] =
     "is left out). --no-suite runs only --shape (an mmvq --shape at n_tokens 1 2 4 8, an expert\n"
     "one at its N_TOKENS).\n"
     "SPEC: 'mmvq TYPE ROWS COLS' or 'expert GU DN N_EMBD N_FF N_TOKENS'.\n"
+    "--variant V (up to 8, with --shape): also time variant V of the --shape rows in the same\n"
+    "round-robin: R, mmaW or splitW for mmvq shapes, G/D for expert shapes (tune_decode variants).\n"
     "--html FILE.html: the figures as a page (one chart per shape), and their JSON beside it\n"
     "(FILE.json, the --json document; tune_decode report FILE.json renders it again).\n";
 
@@ -54,7 +58,8 @@ typedef struct {
     int n_expert, topk, nt;
     float *x, *y, *wts, *sink;
     int32_t *ids;
-    int variant[2];
+    int variant[TD_BENCH_MAX_VARIANTS][2];
+    int nv;
 } bench_run;
 
 static st_status bench_launch(void *user, int c, long iter)
@@ -69,8 +74,8 @@ static st_status bench_launch(void *user, int c, long iter)
         }
         return s;
     }
-    if (c == 3) return st_ctx_probe_loads(b->ctx, b->m[k], b->sink);
-    const int rows = c == 2 ? b->variant[0] : 0, dn = c == 2 ? b->variant[1] : 0;
+    if (c == 2 + b->nv) return st_ctx_probe_loads(b->ctx, b->m[k], b->sink);
+    const int rows = c >= 2 ? b->variant[c - 2][0] : 0, dn = c >= 2 ? b->variant[c - 2][1] : 0;
     if (!b->expert) return st_iq_mmvq_variant(b->ctx, b->m[k], b->x, b->nt, b->y, rows);
     st_experts ex = {b->m[3 * k], b->m[3 * k + 1], b->m[3 * k + 2], b->n_expert};
     return st_expert_grouped_variant(b->ctx, &ex, b->x, b->ids, b->wts, b->nt, b->topk, b->y, rows, dn);
@@ -175,7 +180,8 @@ static st_status bench_fit(st_ctx *c, const st_tune_shape *s)
     return st_mem_fit(c, what, w, w > SIZE_MAX / 2 ? SIZE_MAX : 2 * w + st_tune_shape_io_bytes(s));
 }
 
-static st_status bench_shape(st_ctx *c, bench_env *e, const st_tune_shape *s, const int *nts, int nn, const int *variant)
+static st_status bench_shape(st_ctx *c, bench_env *e, const st_tune_shape *s, const int *nts, int nn,
+                             const int (*variant)[2], int nv)
 {
     bench_run b;
     memset(&b, 0, sizeof b);
@@ -183,7 +189,8 @@ static st_status bench_shape(st_ctx *c, bench_env *e, const st_tune_shape *s, co
     b.expert = s->kind == ST_SHAPE_EXPERT;
     b.n_expert = s->n_expert;
     b.topk = s->topk;
-    if (variant) memcpy(b.variant, variant, sizeof b.variant);
+    b.nv = nv;
+    if (nv) memcpy(b.variant, variant, sizeof b.variant[0] * (size_t)nv);
     st_rng r;
     st_rng_seed(&r, 99);
     const int64_t r0 = b.expert ? (int64_t)s->n_expert * s->n_ff : s->rows, c0 = b.expert ? s->n_embd : s->cols;
@@ -256,11 +263,11 @@ static st_status bench_shape(st_ctx *c, bench_env *e, const st_tune_shape *s, co
     double nt1 = 0;
     for (int i = 0; i < nn && st == ST_OK; i++) {
         b.nt = nts[i];
-        st_timing t[4];
-        /* candidates: 0 same-size read, 1 default, 2 variant, 3 loads-only ablation */
+        st_timing t[3 + TD_BENCH_MAX_VARIANTS];
+        /* candidates: 0 same-size read, 1 default, 2.. the variants, then
+         * the loads-only ablation */
         const bool ablate = !b.expert && st_ctx_backend(c) == ST_BACKEND_GPU; /* every format has one */
-        if (ablate && !variant) b.variant[0] = b.variant[1] = 0;
-        st_measure_spec spec = {ablate ? 4 : variant ? 3 : 2, e->quick ? 5 : 15, 0, 2, bench_launch, &b, NULL, NULL};
+        st_measure_spec spec = {2 + nv + (ablate ? 1 : 0), e->quick ? 5 : 15, 0, 2, bench_launch, &b, NULL, NULL};
         st = st_measure(c, &spec, t);
         if (st != ST_OK) break;
         double bytes = (double)one;
@@ -275,12 +282,15 @@ static st_status bench_shape(st_ctx *c, bench_env *e, const st_tune_shape *s, co
         }
         if (b.nt == 1) nt1 = t[1].median_us;
         emit(e, b.expert ? "expert" : "mmvq", name, b.nt, "default", &t[1], bytes, b.expert ? NULL : &t[0], b.nt == 1 ? 0 : nt1);
-        if (ablate) emit(e, "mmvq", name, b.nt, "loads-only", &t[3], bytes, &t[0], 0);
-        if (variant) {
+        if (ablate) emit(e, "mmvq", name, b.nt, "loads-only", &t[2 + nv], bytes, &t[0], 0);
+        for (int v = 0; v < nv; v++) {
             char vn[16];
-            if (b.expert) snprintf(vn, sizeof vn, "rows %d/%d", variant[0], variant[1]);
-            else snprintf(vn, sizeof vn, "rows %d", variant[0]);
-            emit(e, b.expert ? "expert" : "mmvq", name, b.nt, vn, &t[2], bytes, b.expert ? NULL : &t[0], 0);
+            const int *va = variant[v];
+            if (b.expert) snprintf(vn, sizeof vn, "rows %d/%d", va[0], va[1]);
+            else if (va[0] < 0) snprintf(vn, sizeof vn, "mma%d", -va[0]);
+            else if (va[0] > STRATA_MMVQ_SPLIT_BASE) snprintf(vn, sizeof vn, "split%d", va[0] - STRATA_MMVQ_SPLIT_BASE);
+            else snprintf(vn, sizeof vn, "rows %d", va[0]);
+            emit(e, b.expert ? "expert" : "mmvq", name, b.nt, vn, &t[2 + v], bytes, b.expert ? NULL : &t[0], 0);
         }
     }
     for (int k = 0; b.m && k < b.copies * 3; k++) st_matrix_destroy(b.m[k]);
@@ -363,7 +373,15 @@ static st_status bench_model(st_ctx *c, bench_env *e, const st_verify_options *v
     return s;
 }
 
-/* "R" (an mmvq rows variant) or "G/D" (an expert pair), nothing else. */
+/* Whether --shape SPEC names an expert shape (its first word). */
+static int parsed_kind_expert(const char *spec)
+{
+    while (*spec == ' ' || *spec == '\t') spec++;
+    return !strncmp(spec, "expert", 6);
+}
+
+/* "R", "mmaW" or "splitW" (an mmvq variant) or "G/D" (an expert pair),
+ * nothing else. */
 static bool parse_variant(const char *v, int *out)
 {
     const char *slash = strchr(v, '/');
@@ -371,7 +389,11 @@ static bool parse_variant(const char *v, int *out)
     char first[16];
     if (!slash) {
         out[1] = 0;
-        return td_parse_int(v, 1, 1 << 16, &a) && st_mmvq_rows_valid((int)(out[0] = (int)a));
+        if (!strncmp(v, "mma", 3))
+            return td_parse_int(v + 3, 1, 64, &a) && st_mmvq_rows_valid(out[0] = -(int)a);
+        if (!strncmp(v, "split", 5))
+            return td_parse_int(v + 5, 1, 64, &a) && st_mmvq_rows_valid(out[0] = STRATA_MMVQ_SPLIT_BASE + (int)a);
+        return td_parse_int(v, 1, 64, &a) && st_mmvq_rows_valid((int)(out[0] = (int)a));
     }
     const size_t n = (size_t)(slash - v);
     if (n == 0 || n >= sizeof first) return false;
@@ -386,8 +408,8 @@ static bool parse_variant(const char *v, int *out)
 int cmd_bench(int argc, char **argv, const td_global *g)
 {
     const char *specs[32], *model = NULL, *html = NULL;
-    int ns = 0, layers = 48, variant[2] = {0, 0};
-    bool have_variant = false, suite = true, quick = false, layers_given = false;
+    int ns = 0, layers = 48, variant[TD_BENCH_MAX_VARIANTS][2], nv = 0;
+    bool suite = true, quick = false, layers_given = false;
     int rc = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
@@ -414,14 +436,21 @@ int cmd_bench(int argc, char **argv, const td_global *g)
             layers_given = true;
         } else if (!strcmp(a, "--variant")) {
             if (!(v = td_value(argc, argv, &i, "bench", &rc))) return rc;
-            if (!parse_variant(v, variant))
+            if (nv >= TD_BENCH_MAX_VARIANTS) return td_usage_error("bench: at most %d --variant", TD_BENCH_MAX_VARIANTS);
+            if (!parse_variant(v, variant[nv]))
                 return td_usage_error("bench: --variant '%s' is not a compiled-in variant (tune_decode variants)", v);
-            have_variant = true;
+            nv++;
         } else {
             return td_usage_error("bench: unknown %s '%s'", a[0] == '-' ? "option" : "argument", a);
         }
     }
-    if (have_variant && !ns)
+    for (int v = 0; v < nv; v++)
+        for (int i = 0; i < ns; i++)
+            if ((parsed_kind_expert(specs[i]) != 0) != (variant[v][1] != 0))
+                return td_usage_error("bench: --variant: '%s' is %s shape, the variants of it are %s", specs[i],
+                                      parsed_kind_expert(specs[i]) ? "an expert" : "an mmvq",
+                                      parsed_kind_expert(specs[i]) ? "G/D pairs" : "R, mmaW or splitW");
+    if (nv && !ns)
         return td_usage_error("bench: --variant applies to the --shape rows (the suite runs the default chain)");
     if (layers_given && (ns || !suite))
         return td_usage_error("bench: --layers sets the suite's synthetic model (not run with --shape or --no-suite)");
@@ -463,8 +492,8 @@ int cmd_bench(int argc, char **argv, const td_global *g)
     for (int i = 0; i < ns && s == ST_OK; i++) {
         const st_tune_shape *sh = &parsed[i];
         const int one[] = {sh->n_tokens};
-        s = sh->kind == ST_SHAPE_MMVQ ? bench_shape(c, &e, sh, nt4, 4, have_variant ? variant : NULL)
-                                       : bench_shape(c, &e, sh, one, 1, have_variant ? variant : NULL);
+        s = sh->kind == ST_SHAPE_MMVQ ? bench_shape(c, &e, sh, nt4, 4, variant, nv)
+                                       : bench_shape(c, &e, sh, one, 1, variant, nv);
     }
     if (suite) {
         /* by ggml name: a type this build lacks is left out */
@@ -478,14 +507,14 @@ int cmd_bench(int argc, char **argv, const td_global *g)
             const st_qtype t = st_qtype_from_name(mm[i].t);
             if (t == ST_QTYPE_NONE) continue;
             st_tune_shape m = {ST_SHAPE_MMVQ, t, ST_QTYPE_NONE, mm[i].rows, mm[i].cols, 0, 0, 0, 0, 0, {0}, ""};
-            s = bench_shape(c, &e, &m, nt4, 4, NULL);
+            s = bench_shape(c, &e, &m, nt4, 4, NULL, 0);
         }
         static const char *const gus[] = {"iq3_s", "iq3_xxs", "iq2_s", "iq4_xs", "iq4_nl", "q8_0", "q4_K", "iq2_xxs"};
         for (size_t i = 0; i < sizeof gus / sizeof gus[0] && s == ST_OK; i++) {
             const st_qtype gu = st_qtype_from_name(gus[i]);
             if (gu == ST_QTYPE_NONE) continue;
             st_tune_shape x = {ST_SHAPE_EXPERT, gu, ST_IQ4_NL, 0, 0, 2560, 640, 1, 64, 8, {0}, ""};
-            s = bench_shape(c, &e, &x, nt8, i == 0 ? 8 : 2, NULL);
+            s = bench_shape(c, &e, &x, nt8, i == 0 ? 8 : 2, NULL, 0);
         }
     }
     /* a model named with --model must be there; the suite's own small

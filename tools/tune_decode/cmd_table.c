@@ -302,6 +302,10 @@ int cmd_variants(int argc, char **argv, const td_global *g)
 #define TD_MMA_JSON_(w) cJSON_AddItemToArray(mma, cJSON_CreateNumber(w));
         STRATA_MMVQ_MMA_VARIANTS(TD_MMA_JSON_)
 #undef TD_MMA_JSON_
+        cJSON *spl = cJSON_AddArrayToObject(o, "mmvq_split_warps");
+#define TD_SPLIT_JSON_(w) cJSON_AddItemToArray(spl, cJSON_CreateNumber(w));
+        STRATA_MMVQ_SPLIT_VARIANTS(TD_SPLIT_JSON_)
+#undef TD_SPLIT_JSON_
         cJSON *ex = cJSON_AddArrayToObject(o, "expert_rows");
 #define TD_PAIR_JSON_(gu, dn)                                 \
     {                                                         \
