@@ -27,7 +27,37 @@ ST_DEV void st_quantize_warp_block(float v, int &q, uint16_t &d16, uint16_t &s16
 struct st_launch {
     st_rt_stream stream;
     st_grids grids;
+    bool dependent; /* the device takes programmatic dependent launches */
 };
+
+/* Launches KERNEL as a programmatic dependent of the kernel before it in
+ * L's stream where WANT and the device allows it (L.dependent), else as
+ * usual. The
+ * kernel must call st_grid_dep_wait before it reads anything that kernel
+ * writes: until then it may only read what no kernel of the stream writes
+ * (weights, lookup tables). */
+template <typename... P, typename... A>
+static inline st_rt_error st_launch_dependent(const st_launch &L, bool want, void (*kernel)(P...), unsigned grid,
+                                              unsigned block, A... args)
+{
+#if ST_CUDA
+    if (L.dependent && want) {
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3(grid);
+        cfg.blockDim = dim3(block);
+        cfg.dynamicSmemBytes = 0;
+        cfg.stream = L.stream;
+        cudaLaunchAttribute at[1];
+        at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        at[0].val.programmaticStreamSerializationAllowed = 1;
+        cfg.attrs = at;
+        cfg.numAttrs = 1;
+        return cudaLaunchKernelEx(&cfg, kernel, static_cast<P>(args)...);
+    }
+#endif
+    kernel<<<grid, block, 0, L.stream>>>(static_cast<P>(args)...);
+    return st_rt_get_last_error();
+}
 
 /* Activations of NT vectors in the planar q8_1 layout. */
 struct st_xplanes {

@@ -6,6 +6,9 @@ template <bool BLOCKS>
 __global__ void __launch_bounds__(256) st_quantize_kernel(const float *__restrict__ x, int64_t k, int n,
                                                           st_xplanes xp, uint8_t *__restrict__ blocks)
 {
+    /* the iq_mmvq default kernel after it may launch now (it waits for
+     * this grid's end before it reads the activations) */
+    st_grid_dep_release();
     const int lane = threadIdx.x & 31;
     const int64_t nbk = k / 32;
     const int64_t gw = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;

@@ -124,6 +124,22 @@ static inline st_rt_error st_rt_device_info(int device, char *arch, size_t na, c
     return e;
 }
 
+/* Whether kernels on DEVICE may be launched as programmatic dependents of
+ * the kernel before them in the stream (NVIDIA sm_90 and later: the
+ * dependent is launched while its predecessor runs and waits for it with
+ * st_grid_dep_wait). Never on HIP. */
+static inline bool st_rt_dependent_launch(int device)
+{
+#if ST_HIP
+    (void)device;
+    return false;
+#else
+    int v = 0;
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) v = 0;
+    return v >= 9;
+#endif
+}
+
 /* Compute units (AMD) or streaming multiprocessors (NVIDIA) of DEVICE, 0
  * when the runtime does not say; part of the device model token. */
 static inline int st_rt_compute_units(int device)
@@ -163,6 +179,26 @@ static inline size_t st_rt_l2_bytes(int device)
 #else
 #define ST_LAUNCH_BOUNDS(threads, min_blocks) __launch_bounds__(threads, min_blocks)
 #endif
+
+/* Programmatic dependent launch (NVIDIA sm_90+; no-ops elsewhere and for a
+ * kernel launched without the attribute). st_grid_dep_wait: this grid's
+ * code after it runs once the kernel before it in the stream has finished
+ * and its writes are visible, so nothing before it may read what that
+ * kernel writes. st_grid_dep_release: the kernel after this one (when
+ * launched as a dependent) may start now. */
+ST_DEV void st_grid_dep_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+ST_DEV void st_grid_dep_release()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
 
 /* Butterfly exchange within groups of WIDTH lanes. */
 ST_DEV float st_shfl_xor(float v, int mask, int width)

@@ -28,6 +28,6 @@ for job in "$@"; do
     --section SpeedOfLight --section Occupancy --section SchedulerStats --section WarpStateStats \
     --section MemoryWorkloadAnalysis --section InstructionStats --section LaunchStats \
     --metrics smsp__inst_executed.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,smsp__average_warp_latency_issue_stalled_long_scoreboard,smsp__average_warp_latency_issue_stalled_short_scoreboard,smsp__average_warp_latency_issue_stalled_lg_throttle,smsp__average_warp_latency_issue_stalled_mio_throttle,smsp__average_warp_latency_issue_stalled_wait,smsp__average_warp_latency_issue_stalled_math_pipe_throttle \
-    "$B/tools/tune_decode" bench --quick --no-suite --layers 0 --shape "$shape" >> "$OUT/ncu.txt" 2>&1
+    "$B/tools/tune_decode" bench --quick --no-suite --shape "$shape" >> "$OUT/ncu.txt" 2>&1
   echo "ncu '$shape' rc=$?"
 done

@@ -92,7 +92,9 @@ static void numeric_options_refuse_nan_infinity_and_out_of_range(void **state)
         cli_expect_usage(&r, "--ntok-mix", bad_mix[i]);
         cli_free(&r);
     }
-    static const char *const bad_variant[] = {"3", "4x", "4/4junk", "/4", "4/", "-4"};
+    /* 104 is split4's rows value inside the library, never a name for it */
+    static const char *const bad_variant[] = {"3", "4x", "4/4junk", "/4", "4/", "-4", "104", "split", "split3",
+                                              "split4x", "mma", "mma4", "mma-8"};
     for (size_t i = 0; i < sizeof bad_variant / sizeof bad_variant[0]; i++) {
         cli_run r = cli(QUICK, "bench", "--variant", bad_variant[i], NULL);
         cli_expect_usage(&r, "--variant", bad_variant[i]);
@@ -177,6 +179,8 @@ static void options_that_would_be_ignored_are_refused(void **state)
         {"verify", MODEL, "t.table", "--layers", "4", NULL},
         {"verify", MODEL, "t.table", "--experts", "4", NULL},
         {"bench", "--variant", "4", NULL},
+        {"bench", "--shape", "mmvq q8_0 64 64", "--variant", "4/4", NULL},
+        {"bench", "--shape", "expert q8_0 q8_0 64 64 1", "--variant", "split4", NULL},
         {"bench", "--no-suite", "--layers", "4", NULL},
         {"bench", "--shape", "mmvq q8_0 64 64", "--layers", "4", NULL},
     };

@@ -30,7 +30,10 @@ static const char BENCH_HELP[] =
     "device-to-device copy bandwidth (bytes read + written), the launch overhead (back-to-back\n"
     "empty launches); then for each shape and token count the default chain (and --variant)\n"
     "round-robin with a streaming read of the same weight bytes: time per call (median and\n"
-    "spread), weight GB/s, and that rate as a fraction of the big read and of the same-size read.\n"
+    "spread), weight GB/s, and that rate as a fraction of the big read and of the same-size read;\n"
+    "on a GPU also, per mmvq shape, the loads-only ablation (the same weight loads, no decode) and\n"
+    "the default chain as a capturing engine runs it (path \"graph\": 256 calls over the rotated\n"
+    "copies captured once and replayed, time per call; its output checked against the eager call).\n"
     "Weights rotate over at least 4x the last-level cache (the per-arch table: a 7900 XTX's\n"
     "96 MB Infinity Cache, not only the L2 HIP reports) and at least 512 MiB (--quick 64 MiB);\n"
     "the first line prints the cache size used and where it comes from.\n"
@@ -180,6 +183,54 @@ static st_status bench_fit(st_ctx *c, const st_tune_shape *s)
     return st_mem_fit(c, what, w, w > SIZE_MAX / 2 ? SIZE_MAX : 2 * w + st_tune_shape_io_bytes(s));
 }
 
+/* The default chain of an mmvq shape as an engine that captures its step
+ * runs it: GRAPH_CALLS calls over the rotated copies captured once into a
+ * graph and replayed; time per call = replay time / GRAPH_CALLS (median of
+ * ROUNDS replays). The graph's output is first checked against the eager
+ * call's bytes. */
+#define TD_GRAPH_CALLS 256
+static st_status bench_graph(st_ctx *c, bench_run *b, const st_tune_shape *s, int rounds, st_timing *t)
+{
+    const size_t n = (size_t)b->nt * (size_t)s->rows;
+    const int last = (TD_GRAPH_CALLS - 1) % b->copies;
+    float *a = malloc(n * sizeof(float)), *g = malloc(n * sizeof(float));
+    st_status st = a && g ? ST_OK : st_fail(ST_ERR_NOMEM, "bench: out of memory");
+    st_ctx_graph *gr = NULL;
+    if (st == ST_OK) st = st_iq_mmvq_variant(b->ctx, b->m[last], b->x, b->nt, b->y, 0);
+    if (st == ST_OK) st = st_ctx_sync(c);
+    if (st == ST_OK) st = st_ctx_download(c, a, b->y, n * sizeof(float));
+    if (st == ST_OK) st = st_ctx_capture_begin(c);
+    if (st == ST_OK) {
+        st_status cs = ST_OK;
+        for (int i = 0; i < TD_GRAPH_CALLS && cs == ST_OK; i++)
+            cs = st_iq_mmvq_variant(b->ctx, b->m[i % b->copies], b->x, b->nt, b->y, 0);
+        st = st_ctx_capture_end(c, &gr);
+        if (cs != ST_OK) st = cs;
+    }
+    if (st == ST_OK) {
+        memset(g, 0xff, n * sizeof(float));
+        st = st_ctx_upload(c, b->y, g, n * sizeof(float));
+    }
+    for (int w = 0; w < 2 && st == ST_OK; w++) st = st_ctx_graph_launch(c, gr);
+    if (st == ST_OK) st = st_ctx_sync(c);
+    if (st == ST_OK) st = st_ctx_download(c, g, b->y, n * sizeof(float));
+    if (st == ST_OK && memcmp(a, g, n * sizeof(float)))
+        st = st_fail(ST_ERR_MISMATCH, "bench: the calls replayed from a graph differ from the eager call (n_tokens %d)", b->nt);
+    double us[64];
+    for (int r = 0; r < rounds && st == ST_OK; r++) {
+        double ms = 0;
+        st = st_ctx_timer_start(c);
+        if (st == ST_OK) st = st_ctx_graph_launch(c, gr);
+        if (st == ST_OK) st = st_ctx_timer_stop(c, &ms);
+        us[r] = ms * 1000 / TD_GRAPH_CALLS;
+    }
+    if (st == ST_OK) st_timing_from_samples(us, rounds, t);
+    st_ctx_graph_destroy(c, gr);
+    free(a);
+    free(g);
+    return st;
+}
+
 static st_status bench_shape(st_ctx *c, bench_env *e, const st_tune_shape *s, const int *nts, int nn,
                              const int (*variant)[2], int nv)
 {
@@ -282,7 +333,13 @@ static st_status bench_shape(st_ctx *c, bench_env *e, const st_tune_shape *s, co
         }
         if (b.nt == 1) nt1 = t[1].median_us;
         emit(e, b.expert ? "expert" : "mmvq", name, b.nt, "default", &t[1], bytes, b.expert ? NULL : &t[0], b.nt == 1 ? 0 : nt1);
-        if (ablate) emit(e, "mmvq", name, b.nt, "loads-only", &t[2 + nv], bytes, &t[0], 0);
+        if (ablate) {
+            emit(e, "mmvq", name, b.nt, "loads-only", &t[2 + nv], bytes, &t[0], 0);
+            st_timing tg;
+            st = bench_graph(c, &b, s, e->quick ? 5 : 15, &tg);
+            if (st != ST_OK) break;
+            emit(e, "mmvq", name, b.nt, "graph", &tg, bytes, &t[0], 0);
+        }
         for (int v = 0; v < nv; v++) {
             char vn[16];
             const int *va = variant[v];
