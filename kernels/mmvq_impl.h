@@ -101,9 +101,11 @@ static st_rt_error st_mmvq_nt(const st_launch &L, const st_mat_dev &m, const st_
      * weight loads before st_grid_dep_wait. Measured on the H200 in one run
      * each (us, eager calls; 4096x14336 / 14336x4096): n_tokens 1 iq4_nl
      * 17.34 -> 15.75 / 16.82 -> 15.49, iq3_s 20.71 -> 19.42 / 20.54 ->
-     * 19.23, iq4_xs 21.28 -> 19.85 / 19.88 -> 18.41; with 8 tokens it was
-     * slower on 4096-row matrices (iq4_nl 47.3 -> 51.4), so 8 launch as
-     * usual. */
+     * 19.23, iq4_xs 21.28 -> 19.85 / 19.88 -> 18.41. With 8 tokens it was
+     * slower with one row per lane group (the 4096-row matrices: iq4_nl
+     * 47.3 -> 51.4, iq3_s 52.3 -> 54.2) and faster with two (14336 rows:
+     * iq4_nl 38.3 -> 37.0, iq4_xs 37.1 -> 35.9), so 8 tokens launch as
+     * dependents only with row pairs. */
     if (rows == 0) {
         const int t = st_lanes_for_units(m.nu, 8);
         const bool rw2 = st_mmvq_rows_per_group(NT, m.rows) == 2;
@@ -114,9 +116,9 @@ static st_rt_error st_mmvq_nt(const st_launch &L, const st_mat_dev &m, const st_
             constexpr int RW2 = NT > 1 ? 2 : 1; /* no two-row kernels for one token */
             if (rw2 && NT > 1) {
                 if (stage)
-                    return st_launch_dependent(L, NT <= 4, st_mmvq_default_kernel<TYPE, TT, NT, RW2, true>, grid, 128, m, x.qs, x.d, nt, y, L.grids);
+                    return st_launch_dependent(L, true, st_mmvq_default_kernel<TYPE, TT, NT, RW2, true>, grid, 128, m, x.qs, x.d, nt, y, L.grids);
                 else
-                    return st_launch_dependent(L, NT <= 4, st_mmvq_default_kernel<TYPE, TT, NT, RW2, false>, grid, 128, m, x.qs, x.d, nt, y, L.grids);
+                    return st_launch_dependent(L, true, st_mmvq_default_kernel<TYPE, TT, NT, RW2, false>, grid, 128, m, x.qs, x.d, nt, y, L.grids);
             } else {
                 if (stage)
                     return st_launch_dependent(L, NT <= 4, st_mmvq_default_kernel<TYPE, TT, NT, 1, true>, grid, 128, m, x.qs, x.d, nt, y, L.grids);
