@@ -68,6 +68,10 @@ struct st_xplanes {
     int nu;
 };
 
+/* Whether this build's kernels were compiled with the dependent-launch
+ * instructions (PTX for sm_90 or later; false on HIP). */
+bool st_quantize_takes_dependents();
+
 /* f32 [n][k] -> q8_1, planar (BLOCKS=false) or 36-byte ggml blocks. */
 st_rt_error st_launch_quantize(const st_launch &L, const float *x, int64_t k, int n, const st_xplanes &xp,
                                uint8_t *blocks);

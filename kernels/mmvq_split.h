@@ -32,8 +32,9 @@
 
 template <int TYPE, int W, int NT> struct st_split_geom {
     static constexpr int NTERM = st_unit_dec<TYPE>::min ? 2 : 1;
-    /* units in flight per lane in a chunk: 4, fewer where one buffer would
-     * pass 2 KB per warp (8 bytes per (unit, token, term)) */
+    /* units in flight per lane in a chunk: 4 for up to 2 (token, term)
+     * pairs, 2 for up to 4, else 1 (8 bytes per (unit, token, term): one
+     * buffer holds 2 KB per warp, 4 KB with 8 tokens and a min term) */
     static constexpr int L = NT * NTERM <= 2 ? 4 : NT * NTERM <= 4 ? 2 : 1;
     static constexpr int CH = W * L;                 /* k-steps per chunk */
     static constexpr int BUF = CH * NT * NTERM * 32; /* float2 per buffer */

@@ -36,6 +36,23 @@ __global__ void __launch_bounds__(256) st_quantize_kernel(const float *__restric
     }
 }
 
+bool st_quantize_takes_dependents()
+{
+#if ST_CUDA
+    /* the kernels hold griddepcontrol only when compiled for sm_90 or
+     * later: a build for an older architecture that the driver compiles
+     * from its PTX for this device must launch as usual */
+    cudaFuncAttributes a;
+    if (cudaFuncGetAttributes(&a, st_quantize_kernel<false>) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    return a.ptxVersion >= 90;
+#else
+    return false;
+#endif
+}
+
 st_rt_error st_launch_quantize(const st_launch &L, const float *x, int64_t k, int n, const st_xplanes &xp,
                                uint8_t *blocks)
 {

@@ -26,7 +26,8 @@
  * 32 (the default iq_mmvq takes the matrix units beyond 8 tokens) and the
  * matrix-instruction variants STRATA_MMVQ_MMA_VARIANTS ("mmaW"); 6 = the
  * split variants STRATA_MMVQ_SPLIT_VARIANTS ("splitW", several warps on one
- * row) and a default iq_mmvq that takes them for long rows (a table of
+ * row) and a default iq_mmvq with pipelined loads at 4 tokens and, on
+ * NVIDIA sm_90+, launched as a dependent of its q8_1 kernel (a table of
  * space 5 compared its variants with another default). */
 #define STRATA_SELECTION_SPACE 6
 

@@ -21,6 +21,8 @@
 #include <sys/stat.h>
 
 #define TD_BENCH_MAX_VARIANTS 8
+#define TD_LIST_ITEM_(r) r,
+_Static_assert(ST_MAX_TOKENS >= 16, "bench_graph takes its second activation vector from rows 16..23");
 
 static const char BENCH_HELP[] =
     "usage: tune_decode bench [--shape 'SPEC']... [--variant V]... [--model M.gguf] [--layers N]\n"
@@ -33,7 +35,8 @@ static const char BENCH_HELP[] =
     "spread), weight GB/s, and that rate as a fraction of the big read and of the same-size read;\n"
     "on a GPU also, per mmvq shape, the loads-only ablation (the same weight loads, no decode) and\n"
     "the default chain as a capturing engine runs it (path \"graph\": 256 calls over the rotated\n"
-    "copies captured once and replayed, time per call; its output checked against the eager call).\n"
+    "copies captured once and replayed, time per call; its output, with the calls alternating two\n"
+    "activation vectors, checked against a rows variant's bytes).\n"
     "Weights rotate over at least 4x the last-level cache (the per-arch table: a 7900 XTX's\n"
     "96 MB Infinity Cache, not only the L2 HIP reports) and at least 512 MiB (--quick 64 MiB);\n"
     "the first line prints the cache size used and where it comes from.\n"
@@ -186,24 +189,31 @@ static st_status bench_fit(st_ctx *c, const st_tune_shape *s)
 /* The default chain of an mmvq shape as an engine that captures its step
  * runs it: GRAPH_CALLS calls over the rotated copies captured once into a
  * graph and replayed; time per call = replay time / GRAPH_CALLS (median of
- * ROUNDS replays). The graph's output is first checked against the eager
- * call's bytes. */
+ * ROUNDS replays). The calls alternate between two activation vectors, the
+ * last on the first: the replay's output must equal the bytes of a rows
+ * variant (launched as usual, the same bytes by the contract) on that
+ * vector, so a call that read the activations before its q8_1 kernel had
+ * written them (the dependent launch) would show here. */
 #define TD_GRAPH_CALLS 256
 static st_status bench_graph(st_ctx *c, bench_run *b, const st_tune_shape *s, int rounds, st_timing *t)
 {
+    static const int rows_variants[] = {STRATA_MMVQ_ROWS_VARIANTS(TD_LIST_ITEM_)};
     const size_t n = (size_t)b->nt * (size_t)s->rows;
     const int last = (TD_GRAPH_CALLS - 1) % b->copies;
+    const float *x2 = b->x + (size_t)(ST_MAX_TOKENS / 2) * (size_t)s->cols; /* other random rows (nt <= 8) */
     float *a = malloc(n * sizeof(float)), *g = malloc(n * sizeof(float));
     st_status st = a && g ? ST_OK : st_fail(ST_ERR_NOMEM, "bench: out of memory");
     st_ctx_graph *gr = NULL;
-    if (st == ST_OK) st = st_iq_mmvq_variant(b->ctx, b->m[last], b->x, b->nt, b->y, 0);
+    if (st == ST_OK) st = st_iq_mmvq_variant(b->ctx, b->m[last], b->x, b->nt, b->y, rows_variants[0]);
     if (st == ST_OK) st = st_ctx_sync(c);
     if (st == ST_OK) st = st_ctx_download(c, a, b->y, n * sizeof(float));
     if (st == ST_OK) st = st_ctx_capture_begin(c);
     if (st == ST_OK) {
         st_status cs = ST_OK;
-        for (int i = 0; i < TD_GRAPH_CALLS && cs == ST_OK; i++)
-            cs = st_iq_mmvq_variant(b->ctx, b->m[i % b->copies], b->x, b->nt, b->y, 0);
+        for (int i = 0; i < TD_GRAPH_CALLS && cs == ST_OK; i++) {
+            const float *xi = (TD_GRAPH_CALLS - 1 - i) % 2 ? x2 : b->x;
+            cs = st_iq_mmvq_variant(b->ctx, b->m[i % b->copies], xi, b->nt, b->y, 0);
+        }
         st = st_ctx_capture_end(c, &gr);
         if (cs != ST_OK) st = cs;
     }
@@ -215,7 +225,7 @@ static st_status bench_graph(st_ctx *c, bench_run *b, const st_tune_shape *s, in
     if (st == ST_OK) st = st_ctx_sync(c);
     if (st == ST_OK) st = st_ctx_download(c, g, b->y, n * sizeof(float));
     if (st == ST_OK && memcmp(a, g, n * sizeof(float)))
-        st = st_fail(ST_ERR_MISMATCH, "bench: the calls replayed from a graph differ from the eager call (n_tokens %d)", b->nt);
+        st = st_fail(ST_ERR_MISMATCH, "bench: the calls replayed from a graph differ from an eager call (n_tokens %d)", b->nt);
     double us[64];
     for (int r = 0; r < rounds && st == ST_OK; r++) {
         double ms = 0;
@@ -430,13 +440,6 @@ static st_status bench_model(st_ctx *c, bench_env *e, const st_verify_options *v
     return s;
 }
 
-/* Whether --shape SPEC names an expert shape (its first word). */
-static int parsed_kind_expert(const char *spec)
-{
-    while (*spec == ' ' || *spec == '\t') spec++;
-    return !strncmp(spec, "expert", 6);
-}
-
 /* "R", "mmaW" or "splitW" (an mmvq variant) or "G/D" (an expert pair),
  * nothing else. */
 static bool parse_variant(const char *v, int *out)
@@ -501,12 +504,6 @@ int cmd_bench(int argc, char **argv, const td_global *g)
             return td_usage_error("bench: unknown %s '%s'", a[0] == '-' ? "option" : "argument", a);
         }
     }
-    for (int v = 0; v < nv; v++)
-        for (int i = 0; i < ns; i++)
-            if ((parsed_kind_expert(specs[i]) != 0) != (variant[v][1] != 0))
-                return td_usage_error("bench: --variant: '%s' is %s shape, the variants of it are %s", specs[i],
-                                      parsed_kind_expert(specs[i]) ? "an expert" : "an mmvq",
-                                      parsed_kind_expert(specs[i]) ? "G/D pairs" : "R, mmaW or splitW");
     if (nv && !ns)
         return td_usage_error("bench: --variant applies to the --shape rows (the suite runs the default chain)");
     if (layers_given && (ns || !suite))
@@ -519,6 +516,13 @@ int cmd_bench(int argc, char **argv, const td_global *g)
         if (st_tune_parse_shape(specs[i], 64, 8, &parsed[i]) != ST_OK) {
             td_eprint("bench: %s", st_last_error());
             return 1;
+        }
+    for (int v = 0; v < nv; v++)
+        for (int i = 0; i < ns; i++) {
+            const bool ex = parsed[i].kind == ST_SHAPE_EXPERT;
+            if (ex != (variant[v][1] != 0))
+                return td_usage_error("bench: --variant: '%s' is %s shape, the variants of it are %s", specs[i],
+                                      ex ? "an expert" : "an mmvq", ex ? "G/D pairs" : "R, mmaW or splitW");
         }
     if (model) {
         st_model *m = NULL;

@@ -538,7 +538,7 @@ st_status setup(gpu_backend *g, const st_ctx_params *p, const st_dispatch_config
     }
     RT_TRY(st_rt_event_create(&g->ev[0]), "create events");
     RT_TRY(st_rt_event_create(&g->ev[1]), "create events");
-    g->L.dependent = st_rt_dependent_launch(g->device);
+    g->L.dependent = st_rt_dependent_launch(g->device) && st_quantize_takes_dependents();
     /* the tables of ST_DEVICE_GRIDS back to back, each 16-byte aligned */
     size_t gb = 0;
 #define ST_GRID_SIZE_(name, type, table) gb = st_align16(gb) + sizeof(table);
