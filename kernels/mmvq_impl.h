@@ -2,8 +2,11 @@
  *  - the default chain: T lanes per row from the row length (sub-warp for
  *    short rows), 4 warps per block, IQ grids from global memory or staged
  *    in LDS (STRATA_IQ_STAGE_GRID_MMVQ=1);
+ *    (with 1-4 tokens, and row pairs at 8, launched as a dependent of the
+ *    q8_1 kernel on NVIDIA sm_90+);
  *  - the table variants: one warp per row, R rows per block, R expanded from
- *    STRATA_MMVQ_ROWS_VARIANTS;
+ *    STRATA_MMVQ_ROWS_VARIANTS; the matrix-instruction variants (mmvq_mma.h)
+ *    and the split variants, W warps on one row (mmvq_split.h);
  *  - the legacy path (STRATA_OLD_IQ_MMVQ): ggml block_q8_1 activations read
  *    with 4-byte loads, one warp per block. */
 #include "common.h"
