@@ -128,7 +128,6 @@ static st_rt_error st_mmvq_nt(const st_launch &L, const st_mat_dev &m, const st_
                 else
                     return st_launch_dependent(L, NT <= 4, st_mmvq_default_kernel<TYPE, TT, NT, 1, false>, grid, 128, m, x.qs, x.d, nt, y, L.grids);
             }
-            return st_rt_get_last_error();
         });
     }
     switch (rows) {

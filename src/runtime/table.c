@@ -94,6 +94,14 @@ const char *st_mmvq_variant_name(int rows, char *buf, size_t n)
     return buf;
 }
 
+const char *st_mmvq_choice_name(int rows, char *buf, size_t n)
+{
+    char vn[24];
+    st_mmvq_variant_name(rows, vn, sizeof vn);
+    snprintf(buf, n, rows > 0 && rows < STRATA_MMVQ_SPLIT_BASE ? "rows %s" : "%s", vn);
+    return buf;
+}
+
 const char *st_expert_rows_list(char *buf, size_t n)
 {
     size_t at = 0;

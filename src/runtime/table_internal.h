@@ -54,6 +54,9 @@ const char *st_expert_rows_list(char *buf, size_t n);
 
 /* How a table row names mmvq variant ROWS: "R" (rows), "mmaW", "splitW". */
 const char *st_mmvq_variant_name(int rows, char *buf, size_t n);
+/* The same as reports and the tables index name a choice: "rows R", "mmaW",
+ * "splitW". */
+const char *st_mmvq_choice_name(int rows, char *buf, size_t n);
 
 /* Space-separated names of the types of ST_QTYPES, for the unknown-type
  * message ("q8_0 q4_K iq3_xxs ..."). */

@@ -153,9 +153,7 @@ static st_status table_shapes(const st_table *t, st_tables_entry *e)
         int rows = 0;
         st_table_mmvq_at(t, i, &k, &rows);
         snprintf(key, sizeof key, "mmvq %s %d %d", st_qtype_name(k.type), k.n_rows, k.n_cols);
-        char vn[24];
-        st_mmvq_variant_name(rows, vn, sizeof vn);
-        snprintf(choice, sizeof choice, rows > 0 && rows < STRATA_MMVQ_SPLIT_BASE ? "rows %s" : "%s", vn);
+        st_mmvq_choice_name(rows, choice, sizeof choice);
         if (!add_shape(e, &cap, key, choice)) return st_fail(ST_ERR_NOMEM, "tables index: out of memory");
     }
     e->n_rows = e->n_shapes;

@@ -9,6 +9,7 @@
 #include "internal.h"
 #include "measure.h"
 #include "randgen.h"
+#include "table_internal.h"
 #include "strata/strata.h"
 #include "tuner_internal.h"
 #include "vmodel.h"
@@ -354,9 +355,7 @@ static st_status bench_shape(st_ctx *c, bench_env *e, const st_tune_shape *s, co
             char vn[16];
             const int *va = variant[v];
             if (b.expert) snprintf(vn, sizeof vn, "rows %d/%d", va[0], va[1]);
-            else if (va[0] < 0) snprintf(vn, sizeof vn, "mma%d", -va[0]);
-            else if (va[0] > STRATA_MMVQ_SPLIT_BASE) snprintf(vn, sizeof vn, "split%d", va[0] - STRATA_MMVQ_SPLIT_BASE);
-            else snprintf(vn, sizeof vn, "rows %d", va[0]);
+            else st_mmvq_choice_name(va[0], vn, sizeof vn);
             emit(e, b.expert ? "expert" : "mmvq", name, b.nt, vn, &t[2 + v], bytes, b.expert ? NULL : &t[0], 0);
         }
     }
