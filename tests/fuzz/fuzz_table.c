@@ -9,6 +9,7 @@
 #include "strata/status.h"
 #include "strata/table.h"
 #include "strata/variants.h"
+#include "fuzz_table_identity.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -69,11 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     st_set_log(quiet, NULL);
     st_identity id;
-    memset(&id, 0, sizeof id);
-    snprintf(id.arch, sizeof id.arch, "cpu");
-    snprintf(id.runtime, sizeof id.runtime, "0.1.0");
-    snprintf(id.compiler, sizeof id.compiler, "0123456789abcdef");
-    id.space = STRATA_SELECTION_SPACE;
+    fuzz_table_identity(&id);
     st_dispatch_config cfg;
     st_dispatch_config_default(&cfg);
 

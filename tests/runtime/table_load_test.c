@@ -2,6 +2,7 @@
  * failure), the loader's one line per load, directory auto-selection, and
  * the dispatch knobs read from the environment. */
 #include "table_test_util.h"
+#include "../fuzz/fuzz_table_identity.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -405,11 +406,7 @@ static void fuzz_table_seeds_reach_the_row_parser(void **state)
     DIR *d = opendir(dir);
     assert_non_null(d);
     st_identity id;
-    memset(&id, 0, sizeof id);
-    snprintf(id.arch, sizeof id.arch, "cpu");
-    snprintf(id.runtime, sizeof id.runtime, "0.1.0");
-    snprintf(id.compiler, sizeof id.compiler, "0123456789abcdef");
-    id.space = STRATA_SELECTION_SPACE;
+    fuzz_table_identity(&id);
     st_dispatch_config cfg;
     st_dispatch_config_default(&cfg);
     int current = 0, valid = 0, bad = 0;
