@@ -143,6 +143,14 @@ template <typename F> static inline st_rt_error st_by_lanes(int t, F f)
     return f(std::integral_constant<int, 32>());
 }
 
+/* Calls F(std::integral_constant<int, NG>) for the stream groups of a row
+ * of NU units (st_canon_mmvq_groups: 1 or 4). */
+template <typename F> static inline st_rt_error st_by_groups(int nu, F f)
+{
+    if (st_canon_mmvq_groups(nu) == 4) return f(std::integral_constant<int, 4>());
+    return f(std::integral_constant<int, 1>());
+}
+
 /* Calls F(std::integral_constant<int, N>) for N = n in 1..MAX (MAX if larger). */
 template <int MAX, typename F> static inline st_rt_error st_by_count(int n, F f)
 {

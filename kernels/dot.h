@@ -1,8 +1,12 @@
-/* The canonical row dot on the device: a group of T lanes (T divides 32)
- * computes one row against up to NT activation vectors. Lane l owns streams
- * l, l+T, ...; each stream takes its units in increasing order; the streams
- * are combined by the fixed butterfly (in-thread levels 16..T, then
- * shuffles T/2..1). Same bits as st_canon_combine32 on the CPU. */
+/* The canonical row dot on the device: a group of T lanes computes one row
+ * against up to NT activation vectors, with NG stream groups (S = 32 NG
+ * streams, T divides S). Lane l owns streams l, l+T, ...; each stream takes
+ * its units in increasing order. One group (T = 8, 16, 32): the fixed
+ * butterfly, in-thread levels 16..T, then shuffles T/2..1, the bits of
+ * st_canon_combine32 on the CPU. Four groups (a wide row, T = 32, 64 or
+ * 128: one to four warps on a row): each group's 32 streams by the shuffle
+ * butterfly inside one warp, then (g0 + g2) + (g1 + g3) in the thread or
+ * through shared memory (st_canon_groups4). */
 #ifndef ST_DOT_H
 #define ST_DOT_H
 
@@ -75,7 +79,8 @@ ST_DEV void st_add_unit(const st_dunit (&un)[RW], const st_xvec *xv, int n, int 
         }
 }
 
-/* Issues the weight loads of batch U0 (units U0 + 32 b + lane + T j). */
+/* Issues the weight loads of batch U0 (units U0 + S b + lane + T j, S = T J
+ * the streams). */
 template <int TYPE, int T, int B, int J, int RW>
 ST_DEV void st_load_batch(const st_mat_dev &m, int64_t row0, int64_t stride, int u0, int lane,
                           typename st_unit_dec<TYPE>::raw (&r)[B][J][RW])
@@ -84,7 +89,7 @@ ST_DEV void st_load_batch(const st_mat_dev &m, int64_t row0, int64_t stride, int
     for (int b = 0; b < B; b++)
 #pragma unroll
         for (int j = 0; j < J; j++) {
-            const int u = u0 + 32 * b + lane + T * j;
+            const int u = u0 + T * J * b + lane + T * j;
             if (u < m.nu)
 #pragma unroll
                 for (int k = 0; k < RW; k++) st_unit_dec<TYPE>::load(m, row0 + k * stride, u, r[b][j][k]);
@@ -101,7 +106,7 @@ ST_DEV void st_run_batch(int nu, const st_xvec *xv, int n, const st_grids &g, in
     for (int b = 0; b < B; b++)
 #pragma unroll
         for (int j = 0; j < J; j++) {
-            const int u = u0 + 32 * b + lane + T * j;
+            const int u = u0 + T * J * b + lane + T * j;
             if (u < nu) {
                 st_dunit un[RW];
 #pragma unroll
@@ -123,11 +128,14 @@ ST_DEV void st_run_batch(int nu, const st_xvec *xv, int n, const st_grids &g, in
  * 20.5 us, IQ4_NL 19.0 -> 17.3 us; for the expert kernels' short rows
  * (2-3 units per lane) it was slower (29.1 -> 31.2 us per MoE call) and
  * costs gfx1100 registers, so they do not use it. */
-template <int TYPE, int T, int NT, int RW, bool XBLOCKS = false, bool WRONG_ORDER = false, bool PIPE = false>
+template <int TYPE, int T, int NT, int RW, bool XBLOCKS = false, bool WRONG_ORDER = false, bool PIPE = false, int NG = 1>
 ST_DEV void st_rows_dot(const st_mat_dev &m, int64_t row0, int64_t stride, const st_xvec *xv, int n,
-                        const st_grids &g, int lane, float (*out)[NT])
+                        const st_grids &g, int lane, float (*out)[NT], float *xw = nullptr)
 {
-    constexpr int J = 32 / T;
+    constexpr int S = 32 * NG;
+    static_assert(NG == 1 || NG == 4, "one or four stream groups");
+    static_assert(S % T == 0 && (NG == 1 ? T <= 32 : T >= 32), "T lanes divide the streams");
+    constexpr int J = S / T;
     float acc[RW][NT][J];
 #pragma unroll
     for (int k = 0; k < RW; k++)
@@ -147,7 +155,7 @@ ST_DEV void st_rows_dot(const st_mat_dev &m, int64_t row0, int64_t stride, const
          * tokens, or a row pair at 2 tokens, it was slower (iq3_s
          * 4096x14336 nt 8 52.3 -> 56.5; 14336x4096 nt 2 22.7 -> 26.5), so
          * those keep the loop below. */
-        constexpr int B = RW == 1 && NT <= 2 ? 2 : 1, STEP = 32 * B;
+        constexpr int B = RW == 1 && NT <= 2 ? 2 : 1, STEP = S * B;
         typename st_unit_dec<TYPE>::raw r0[B][J][RW], r1[B][J][RW];
         st_load_batch<TYPE, T, B, J, RW>(m, row0, stride, 0, lane, r0);
         st_grid_dep_wait(); /* the activations are read from here on */
@@ -163,17 +171,18 @@ ST_DEV void st_rows_dot(const st_mat_dev &m, int64_t row0, int64_t stride, const
          * with 8 tokens or a row pair at 2): the loads of the step first,
          * then its decode */
         st_grid_dep_wait();
-        for (int u0 = 0; u0 < m.nu; u0 += 32) {
+        for (int u0 = 0; u0 < m.nu; u0 += S) {
             typename st_unit_dec<TYPE>::raw r[1][J][RW];
             st_load_batch<TYPE, T, 1, J, RW>(m, row0, stride, u0, lane, r);
             st_run_batch<TYPE, T, NT, 1, J, RW, XBLOCKS>(m.nu, xv, n, g, u0, lane, r, acc);
         }
     } else {
-        /* sub-warp rows: J units per lane per step already; each decoded
-         * as it is loaded, which keeps the J raw units out of registers
-         * (gfx1100: up to 40 VGPRs more with loads first) */
+        /* sub-warp rows, or one or two warps on a wide row: J units per
+         * lane per step already; each decoded as it is loaded, which keeps
+         * the J raw units out of registers (gfx1100: up to 40 VGPRs more
+         * with loads first) */
         st_grid_dep_wait();
-        for (int u0 = 0; u0 < m.nu; u0 += 32) {
+        for (int u0 = 0; u0 < m.nu; u0 += S) {
 #pragma unroll
             for (int j = 0; j < J; j++) {
                 const int u = u0 + lane + T * j;
@@ -186,26 +195,71 @@ ST_DEV void st_rows_dot(const st_mat_dev &m, int64_t row0, int64_t stride, const
             }
         }
     }
+    if constexpr (NG == 1) {
 #pragma unroll
-    for (int k = 0; k < RW; k++)
+        for (int k = 0; k < RW; k++)
 #pragma unroll
-        for (int i = 0; i < NT; i++) {
+            for (int i = 0; i < NT; i++) {
 #pragma unroll
-            for (int h = 16; h >= T; h >>= 1)
+                for (int h = 16; h >= T; h >>= 1)
 #pragma unroll
-                for (int j = 0; j < h / T; j++) acc[k][i][j] = st_fadd(acc[k][i][j], acc[k][i][j + h / T]);
-            if (!WRONG_ORDER) {
+                    for (int j = 0; j < h / T; j++) acc[k][i][j] = st_fadd(acc[k][i][j], acc[k][i][j + h / T]);
+                if (!WRONG_ORDER) {
 #pragma unroll
-                for (int h = T / 2; h >= 1; h >>= 1) acc[k][i][0] = st_fadd(acc[k][i][0], st_shfl_xor(acc[k][i][0], h, T));
-            } else {
-                /* test builds only (STRATA_TEST_WRONG_VARIANT): the butterfly
-                 * in the opposite level order, to prove the byte compares
-                 * catch a changed summation order */
+                    for (int h = T / 2; h >= 1; h >>= 1) acc[k][i][0] = st_fadd(acc[k][i][0], st_shfl_xor(acc[k][i][0], h, T));
+                } else {
+                    /* test builds only (STRATA_TEST_WRONG_VARIANT): the butterfly
+                     * in the opposite level order, to prove the byte compares
+                     * catch a changed summation order */
 #pragma unroll
-                for (int h = 1; h <= T / 2; h <<= 1) acc[k][i][0] = st_fadd(acc[k][i][0], st_shfl_xor(acc[k][i][0], h, T));
+                    for (int h = 1; h <= T / 2; h <<= 1) acc[k][i][0] = st_fadd(acc[k][i][0], st_shfl_xor(acc[k][i][0], h, T));
+                }
+                out[k][i] = acc[k][i][0];
             }
-            out[k][i] = acc[k][i][0];
+    } else {
+        /* each stream's group in one warp: stream lane + T j is in group
+         * (lane + T j) / 32, i.e. warp w = lane / 32 holds groups
+         * w + (T / 32) j */
+        constexpr int WPR = T / 32; /* warps per row */
+#pragma unroll
+        for (int k = 0; k < RW; k++)
+#pragma unroll
+            for (int i = 0; i < NT; i++)
+#pragma unroll
+                for (int j = 0; j < J; j++) {
+                    if (!WRONG_ORDER) {
+#pragma unroll
+                        for (int h = 16; h >= 1; h >>= 1) acc[k][i][j] = st_fadd(acc[k][i][j], st_shfl_xor(acc[k][i][j], h, 32));
+                    } else {
+#pragma unroll
+                        for (int h = 1; h <= 16; h <<= 1) acc[k][i][j] = st_fadd(acc[k][i][j], st_shfl_xor(acc[k][i][j], h, 32));
+                    }
+                }
+        if constexpr (WPR == 1) {
+#pragma unroll
+            for (int k = 0; k < RW; k++)
+#pragma unroll
+                for (int i = 0; i < NT; i++) out[k][i] = st_canon_groups4(acc[k][i][0], acc[k][i][1], acc[k][i][2], acc[k][i][3]);
+        } else {
+            /* XW: WPR floats per (row, token) of this lane group, in shared
+             * memory; every lane of the block reaches the barrier */
+            const int w = lane / 32;
+#pragma unroll
+            for (int k = 0; k < RW; k++)
+#pragma unroll
+                for (int i = 0; i < NT; i++)
+                    if (lane % 32 == 0)
+                        xw[(k * NT + i) * WPR + w] = WPR == 2 ? st_fadd(acc[k][i][0], acc[k][i][1]) : acc[k][i][0];
+            __syncthreads();
+#pragma unroll
+            for (int k = 0; k < RW; k++)
+#pragma unroll
+                for (int i = 0; i < NT; i++) {
+                    const float *p = xw + (k * NT + i) * WPR;
+                    out[k][i] = WPR == 2 ? st_fadd(p[0], p[1]) : st_canon_groups4(p[0], p[1], p[2], p[3]);
+                }
         }
+    }
 }
 
 template <int TYPE, int T, int NT, bool XBLOCKS = false>

@@ -11,12 +11,15 @@
  *    with 4-byte loads, one warp per block. */
 #include "common.h"
 #include "mmvq_mma.h"
+#include <stdlib.h> /* EXPERIMENT getenv */
 #include "strata/variants.h"
 
-/* Each group of T lanes computes RW adjacent rows. */
-template <int TYPE, int T, int NT, int RW, bool XBLOCKS, bool WRONG = false, bool PIPE = false>
+/* Each group of T lanes computes RW adjacent rows with NG stream groups
+ * (st_canon_mmvq_groups of the row length; T > 32 needs XW, shared memory of
+ * T / 32 floats per row and token of each lane group in the block). */
+template <int TYPE, int T, int NT, int RW, bool XBLOCKS, bool WRONG = false, bool PIPE = false, int NG = 1>
 ST_DEV void st_mmvq_body(const st_mat_dev &m, const st_xvec *xv, int nt, float *__restrict__ y,
-                         int rows_per_block, const st_grids &g)
+                         int rows_per_block, const st_grids &g, float *xw = nullptr)
 {
     const int64_t row0 = (int64_t)blockIdx.x * rows_per_block + (threadIdx.x / T) * RW;
     const int lane = threadIdx.x % T;
@@ -25,7 +28,8 @@ ST_DEV void st_mmvq_body(const st_mat_dev &m, const st_xvec *xv, int nt, float *
      * takes part in the shuffles; they do not store. */
     const int64_t r0 = row0 < m.rows ? row0 : m.rows - 1;
     const int64_t stride = (RW > 1 && r0 + RW - 1 < m.rows) ? 1 : 0;
-    st_rows_dot<TYPE, T, NT, RW, XBLOCKS, WRONG, PIPE>(m, r0, stride, xv, nt, g, lane, out);
+    st_rows_dot<TYPE, T, NT, RW, XBLOCKS, WRONG, PIPE, NG>(m, r0, stride, xv, nt, g, lane, out,
+                                                         xw ? xw + (threadIdx.x / T) * RW * NT * (T / 32) : nullptr);
     if (lane == 0) {
 #pragma unroll
         for (int k = 0; k < RW; k++)
@@ -54,19 +58,20 @@ ST_DEV void st_xvecs(const int8_t *qs, const float *d, int nu, int nt, bool bloc
  * at 64 (8 blocks of 4 warps per SM): at 72 the 1024 blocks of a 4096-row
  * matrix no longer fit one wave on the H200 (IQ3_S n_tokens 2: 35.2 us,
  * 28.7 us without the pipeline). */
-template <int TYPE, int T, int NT, int RW, bool STAGE>
+template <int TYPE, int T, int NT, int RW, bool STAGE, int NG = 1>
 __global__ void ST_LAUNCH_BOUNDS(128, NT <= 2 ? 8 : 0) st_mmvq_default_kernel(st_mat_dev m, const int8_t *__restrict__ qs,
                                                               const float *__restrict__ d, int nt,
                                                               float *__restrict__ y, st_grids gg)
 {
     __shared__ uint32_t s_grid[st_grid_bytes<TYPE>::n / 4 + 1];
+    __shared__ float s_xw[T > 32 ? 4 * RW * NT : 1]; /* (128 / T) lane groups x RW x NT x T / 32 */
     const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
     st_xvec xv[NT];
     st_xvecs<NT>(qs, d, m.nu, nt, false, xv);
-    st_mmvq_body<TYPE, T, NT, RW, false, false, true>(m, xv, nt, y, 4 * 32 / T * RW, g);
+    st_mmvq_body<TYPE, T, NT, RW, false, false, true, NG>(m, xv, nt, y, 4 * 32 / T * RW, g, s_xw);
 }
 
-template <int TYPE, int NT, int R>
+template <int TYPE, int NT, int R, int NG>
 __global__ void __launch_bounds__(32 * R) st_mmvq_rows_kernel(st_mat_dev m, const int8_t *__restrict__ qs,
                                                              const float *__restrict__ d, int nt,
                                                              float *__restrict__ y, st_grids g)
@@ -74,29 +79,59 @@ __global__ void __launch_bounds__(32 * R) st_mmvq_rows_kernel(st_mat_dev m, cons
     st_xvec xv[NT];
     st_xvecs<NT>(qs, d, m.nu, nt, false, xv);
 #ifdef STRATA_TEST_WRONG_VARIANT
-    st_mmvq_body<TYPE, 32, NT, 1, false, R == 16>(m, xv, nt, y, R, g); /* a deliberately wrong variant */
+    st_mmvq_body<TYPE, 32, NT, 1, false, R == 16, false, NG>(m, xv, nt, y, R, g); /* a deliberately wrong variant */
 #else
-    st_mmvq_body<TYPE, 32, NT, 1, false>(m, xv, nt, y, R, g);
+    st_mmvq_body<TYPE, 32, NT, 1, false, false, false, NG>(m, xv, nt, y, R, g);
 #endif
 }
 
-template <int TYPE, int NT>
+template <int TYPE, int NT, int NG>
 __global__ void __launch_bounds__(32) st_mmvq_legacy_kernel(st_mat_dev m, const uint8_t *__restrict__ blocks,
                                                            int nt, float *__restrict__ y, st_grids g)
 {
     st_xvec xv[NT];
     st_xvecs<NT>((const int8_t *)blocks, nullptr, m.nu, nt, true, xv);
-    st_mmvq_body<TYPE, 32, NT, 1, true>(m, xv, nt, y, 1, g);
+    st_mmvq_body<TYPE, 32, NT, 1, true, false, false, NG>(m, xv, nt, y, 1, g);
+}
+
+
+/* The default chain on a wide row (st_canon_mmvq_groups 4: 128 streams):
+ * T lanes (one, two or four warps) per row. EXPERIMENT: STRATA_EXP_WT /
+ * STRATA_EXP_RW / STRATA_EXP_DEP pick the geometry while it is measured. */
+template <int TYPE, int NT>
+static st_rt_error st_mmvq_wide(const st_launch &L, const st_mat_dev &m, const st_xplanes &x, int nt, float *y,
+                                bool stage)
+{
+    const char *ewt = getenv("STRATA_EXP_WT"), *erw = getenv("STRATA_EXP_RW"), *edep = getenv("STRATA_EXP_DEP");
+    const int t = ewt ? atoi(ewt) : 128;
+    const bool rw2 = NT > 1 && (erw ? atoi(erw) == 2 : st_mmvq_rows_per_group(NT, m.rows) == 2);
+    const bool dep = edep ? atoi(edep) != 0 : (NT <= 4 || rw2);
+    const int rpb = 4 * 32 / t * (rw2 ? 2 : 1);
+    const unsigned grid = (unsigned)((m.rows + rpb - 1) / rpb);
+    auto go = [&](auto tt) {
+        constexpr int TT = decltype(tt)::value;
+        constexpr int RW2 = NT > 1 ? 2 : 1;
+        if (rw2) {
+            if (stage) return st_launch_dependent(L, dep, st_mmvq_default_kernel<TYPE, TT, NT, RW2, true, 4>, grid, 128, m, x.qs, x.d, nt, y, L.grids);
+            return st_launch_dependent(L, dep, st_mmvq_default_kernel<TYPE, TT, NT, RW2, false, 4>, grid, 128, m, x.qs, x.d, nt, y, L.grids);
+        }
+        if (stage) return st_launch_dependent(L, dep, st_mmvq_default_kernel<TYPE, TT, NT, 1, true, 4>, grid, 128, m, x.qs, x.d, nt, y, L.grids);
+        return st_launch_dependent(L, dep, st_mmvq_default_kernel<TYPE, TT, NT, 1, false, 4>, grid, 128, m, x.qs, x.d, nt, y, L.grids);
+    };
+    if (t == 32) return go(std::integral_constant<int, 32>());
+    if (t == 64) return go(std::integral_constant<int, 64>());
+    return go(std::integral_constant<int, 128>());
 }
 
 template <int TYPE, int NT>
 static st_rt_error st_mmvq_nt(const st_launch &L, const st_mat_dev &m, const st_xplanes &x,
                               const uint8_t *xblocks, int nt, float *y, int rows, bool stage, bool legacy)
 {
-    if (legacy) {
-        st_mmvq_legacy_kernel<TYPE, NT><<<(unsigned)m.rows, 32, 0, L.stream>>>(m, xblocks, nt, y, L.grids);
-        return st_rt_get_last_error();
-    }
+    if (legacy)
+        return st_by_groups(m.nu, [&](auto ng) {
+            st_mmvq_legacy_kernel<TYPE, NT, decltype(ng)::value><<<(unsigned)m.rows, 32, 0, L.stream>>>(m, xblocks, nt, y, L.grids);
+            return st_rt_get_last_error();
+        });
     if (rows > STRATA_MMVQ_SPLIT_BASE) return st_mmvq_split_nt<TYPE, NT>(L, m, x, nt, y, rows - STRATA_MMVQ_SPLIT_BASE, stage);
     /* The default chain with 1-4 tokens is launched as a programmatic
      * dependent of the q8_1 kernel before it (NVIDIA sm_90+): its blocks
@@ -109,6 +144,7 @@ static st_rt_error st_mmvq_nt(const st_launch &L, const st_mat_dev &m, const st_
      * 47.3 -> 51.4, iq3_s 52.3 -> 54.2) and faster with two (14336 rows:
      * iq4_nl 38.3 -> 37.0, iq4_xs 37.1 -> 35.9), so 8 tokens launch as
      * dependents only with row pairs. */
+    if (rows == 0 && st_canon_mmvq_groups(m.nu) == 4) return st_mmvq_wide<TYPE, NT>(L, m, x, nt, y, stage);
     if (rows == 0) {
         const int t = st_lanes_for_units(m.nu, 8);
         const bool rw2 = st_mmvq_rows_per_group(NT, m.rows) == 2;
@@ -130,17 +166,20 @@ static st_rt_error st_mmvq_nt(const st_launch &L, const st_mat_dev &m, const st_
             }
         });
     }
-    switch (rows) {
+    return st_by_groups(m.nu, [&](auto ng) {
+        constexpr int NG = decltype(ng)::value;
+        switch (rows) {
 #define ST_ROWS_CASE(R)                                                                                       \
     case R:                                                                                                   \
-        st_mmvq_rows_kernel<TYPE, NT, R><<<(unsigned)((m.rows + R - 1) / R), 32 * R, 0, L.stream>>>(m, x.qs, x.d, nt, y, \
-                                                                                              L.grids);      \
+        st_mmvq_rows_kernel<TYPE, NT, R, NG><<<(unsigned)((m.rows + R - 1) / R), 32 * R, 0, L.stream>>>(m, x.qs, x.d, nt, \
+                                                                                                  y, L.grids); \
         break;
-        STRATA_MMVQ_ROWS_VARIANTS(ST_ROWS_CASE)
+            STRATA_MMVQ_ROWS_VARIANTS(ST_ROWS_CASE)
 #undef ST_ROWS_CASE
-    default: return ST_RT_INVALID_VALUE;
-    }
-    return st_rt_get_last_error();
+        default: return ST_RT_INVALID_VALUE;
+        }
+        return st_rt_get_last_error();
+    });
 }
 
 template <int TYPE>

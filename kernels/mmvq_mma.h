@@ -108,25 +108,19 @@ ST_DEV void st_mma_load_b(const st_xplanes &x, int u, int n, int lane, uint32_t 
     for (int i = 0; i < st_mma::NB; i++) b[i] = q[st_mma::b_word(lane, i)];
 }
 
-template <int TYPE, int W, int TILES, bool STAGE>
+template <int TYPE, int W, int TILES, bool STAGE, int NG>
 __global__ void __launch_bounds__(32 * W) st_mmvq_mma_kernel(st_mat_dev m, st_xplanes x, int nt, float *__restrict__ y,
                                                             st_grids gg)
 {
     using M = st_mma;
     using D = st_unit_dec<TYPE>;
-    constexpr int SPW = 32 / W; /* streams per warp */
+    constexpr int SPW = 32 / W; /* streams of a group per warp */
     __shared__ uint32_t s_grid[st_grid_bytes<TYPE>::n / 4 + 1];
     __shared__ float s_part[W][16][M::TOK];
+    __shared__ float s_grp[NG > 1 ? 2 : 1][NG > 1 ? TILES * 16 * M::TOK : 1]; /* g0 (+ g2), g1 of a wide row */
     const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int64_t row0 = (int64_t)blockIdx.x * 16;
-    float acc[TILES][M::NC][SPW];
-#pragma unroll
-    for (int tl = 0; tl < TILES; tl++)
-#pragma unroll
-        for (int i = 0; i < M::NC; i++)
-#pragma unroll
-            for (int j = 0; j < SPW; j++) acc[tl][i][j] = 0.0f;
     uint32_t ones[M::NA];
 #pragma unroll
     for (int i = 0; i < M::NA; i++) ones[i] = 0x01010101u;
@@ -144,7 +138,17 @@ __global__ void __launch_bounds__(32 * W) st_mmvq_mma_kernel(st_mat_dev m, st_xp
 #else
     constexpr int G = SPW;
 #endif
-    for (int u0 = 0; u0 < m.nu; u0 += 32) {
+    /* A wide row's groups one after another (group q: the units u with
+     * (u / 32) % 4 == q), each combined to one value per (row, token) */
+    for (int gq = 0; gq < NG; gq++) {
+    float acc[TILES][M::NC][SPW];
+#pragma unroll
+    for (int tl = 0; tl < TILES; tl++)
+#pragma unroll
+        for (int i = 0; i < M::NC; i++)
+#pragma unroll
+            for (int j = 0; j < SPW; j++) acc[tl][i][j] = 0.0f;
+    for (int u0 = 32 * gq; u0 < m.nu; u0 += 32 * NG) {
 #pragma unroll
     for (int j0 = 0; j0 < SPW; j0 += G) {
         uint32_t a[G][M::NA];
@@ -199,7 +203,7 @@ __global__ void __launch_bounds__(32 * W) st_mmvq_mma_kernel(st_mat_dev m, st_xp
             for (int i = 0; i < M::NC; i++)
 #pragma unroll
                 for (int jj = 0; jj < h / W; jj++) acc[tl][i][jj] = st_fadd(acc[tl][i][jj], acc[tl][i][jj + h / W]);
-        if (tl > 0) __syncthreads(); /* the previous tile's partials are read */
+        if (tl > 0 || gq > 0) __syncthreads(); /* the previous tile's partials are read */
 #pragma unroll
         for (int i = 0; i < M::NC; i++) s_part[warp][M::c_row(lane, i)][M::c_tok(lane, i)] = acc[tl][i][0];
         __syncthreads();
@@ -213,8 +217,19 @@ __global__ void __launch_bounds__(32 * W) st_mmvq_mma_kernel(st_mat_dev m, st_xp
 #pragma unroll
                 for (int w = 0; w < h; w++) v[w] = st_fadd(v[w], v[w + h]);
             const int tok = tl * M::TOK + n;
-            if (tok < nt && row0 + r < m.rows) y[(int64_t)tok * m.rows + row0 + r] = v[0];
+            float out = v[0];
+            if constexpr (NG > 1) {
+                /* the same thread takes element e in every group */
+                float *g02 = &s_grp[0][tl * 16 * M::TOK + e], *g1 = &s_grp[1][tl * 16 * M::TOK + e];
+                if (gq == 0) *g02 = out;
+                else if (gq == 1) *g1 = out;
+                else if (gq == 2) *g02 = st_fadd(*g02, out);
+                else out = st_fadd(*g02, st_fadd(*g1, out)); /* st_canon_groups4 */
+                if (gq < NG - 1) continue;
+            }
+            if (tok < nt && row0 + r < m.rows) y[(int64_t)tok * m.rows + row0 + r] = out;
         }
+    }
     }
 }
 
@@ -230,10 +245,15 @@ static st_rt_error st_mmvq_mma_w(const st_launch &L, const st_mat_dev &m, const 
     const unsigned grid = (unsigned)((m.rows + 15) / 16);
     return st_by_count<MAXT>(tiles, [&](auto tc) {
         constexpr int TL = decltype(tc)::value;
-        if (stage)
-            st_mmvq_mma_kernel<TYPE, W, TL, true><<<grid, 32 * W, 0, L.stream>>>(m, x, nt, y, L.grids);
+        if (st_canon_mmvq_groups(m.nu) == 4) {
+            if (stage)
+                st_mmvq_mma_kernel<TYPE, W, TL, true, 4><<<grid, 32 * W, 0, L.stream>>>(m, x, nt, y, L.grids);
+            else
+                st_mmvq_mma_kernel<TYPE, W, TL, false, 4><<<grid, 32 * W, 0, L.stream>>>(m, x, nt, y, L.grids);
+        } else if (stage)
+            st_mmvq_mma_kernel<TYPE, W, TL, true, 1><<<grid, 32 * W, 0, L.stream>>>(m, x, nt, y, L.grids);
         else
-            st_mmvq_mma_kernel<TYPE, W, TL, false><<<grid, 32 * W, 0, L.stream>>>(m, x, nt, y, L.grids);
+            st_mmvq_mma_kernel<TYPE, W, TL, false, 1><<<grid, 32 * W, 0, L.stream>>>(m, x, nt, y, L.grids);
         return st_rt_get_last_error();
     });
 }

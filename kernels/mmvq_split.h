@@ -45,7 +45,7 @@ template <int TYPE, int W, int NT> struct st_split_geom {
     static_assert(BUF * 8 + st_grid_bytes<TYPE>::n + 4 <= 48 * 1024, "split buffer too large");
 };
 
-template <int TYPE, int W, int NT, bool STAGE>
+template <int TYPE, int W, int NT, bool STAGE, int NG>
 __global__ void __launch_bounds__(32 * W) st_mmvq_split_kernel(st_mat_dev m, const int8_t *__restrict__ qs,
                                                               const float *__restrict__ d, int nt,
                                                               float *__restrict__ y, st_grids gg)
@@ -60,9 +60,13 @@ __global__ void __launch_bounds__(32 * W) st_mmvq_split_kernel(st_mat_dev m, con
     const int64_t row = blockIdx.x;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int nk = (m.nu + 31) / 32;
-    float acc[G::NCHAIN];
+    /* stream (lane, group q): on a wide row (NG 4) unit 32 k + lane is in
+     * group k % 4 */
+    float acc[G::NCHAIN][NG];
 #pragma unroll
-    for (int q = 0; q < G::NCHAIN; q++) acc[q] = 0.0f;
+    for (int q = 0; q < G::NCHAIN; q++)
+#pragma unroll
+        for (int gq = 0; gq < NG; gq++) acc[q][gq] = 0.0f;
 
     for (int c = 0, k0 = 0; k0 < nk; c++, k0 += G::CH) {
         float2 *buf = s_pair[G::NBUF == 2 ? c & 1 : 0];
@@ -102,28 +106,37 @@ __global__ void __launch_bounds__(32 * W) st_mmvq_split_kernel(st_mat_dev m, con
             const int t = warp + W * q;
             if (t < NT && t < nt) {
                 const int kn = nk - k0 < G::CH ? nk - k0 : G::CH;
-                for (int kk = 0; kk < kn; kk++) {
-                    if (32 * (k0 + kk) + lane >= m.nu) break; /* this stream has no more units */
-                    const float2 *e = buf + ((kk * NT + t) * G::NTERM) * 32 + lane;
-                    const float2 p = e[0];
-                    acc[q] = st_canon_add(p.x, p.y, acc[q]);
-                    if (D::min) {
-                        const float2 pm = e[32];
-                        acc[q] = st_canon_add(pm.x, pm.y, acc[q]);
+#pragma unroll
+                for (int gq = 0; gq < NG; gq++)
+                    for (int kk = ((gq - k0) % NG + NG) % NG; kk < kn; kk += NG) {
+                        if (32 * (k0 + kk) + lane >= m.nu) break; /* this stream has no more units */
+                        const float2 *e = buf + ((kk * NT + t) * G::NTERM) * 32 + lane;
+                        const float2 p = e[0];
+                        acc[q][gq] = st_canon_add(p.x, p.y, acc[q][gq]);
+                        if (D::min) {
+                            const float2 pm = e[32];
+                            acc[q][gq] = st_canon_add(pm.x, pm.y, acc[q][gq]);
+                        }
                     }
-                }
             }
         }
     }
-    /* the butterfly of each token's 32 streams, in its warp */
+    /* the butterfly of each token's 32 streams of a group, in its warp;
+     * a wide row's groups then by st_canon_groups4 */
 #pragma unroll
     for (int q = 0; q < G::NCHAIN; q++) {
         const int t = warp + W * q;
         if (t < NT) { /* uniform over the warp: every lane takes part */
-            float v = acc[q];
+            float v[NG];
 #pragma unroll
-            for (int h = 16; h >= 1; h >>= 1) v = st_fadd(v, st_shfl_xor(v, h, 32));
-            if (lane == 0 && t < nt) y[(int64_t)t * m.rows + row] = v;
+            for (int gq = 0; gq < NG; gq++) {
+                v[gq] = acc[q][gq];
+#pragma unroll
+                for (int h = 16; h >= 1; h >>= 1) v[gq] = st_fadd(v[gq], st_shfl_xor(v[gq], h, 32));
+            }
+            float r = v[0];
+            if constexpr (NG == 4) r = st_canon_groups4(v[0], v[1], v[2], v[3]);
+            if (lane == 0 && t < nt) y[(int64_t)t * m.rows + row] = r;
         }
     }
 }
@@ -134,20 +147,23 @@ template <int TYPE, int NT>
 static st_rt_error st_mmvq_split_nt(const st_launch &L, const st_mat_dev &m, const st_xplanes &x, int nt, float *y,
                                     int w, bool stage)
 {
-    switch (w) {
+    return st_by_groups(m.nu, [&](auto ng) {
+        constexpr int NG = decltype(ng)::value;
+        switch (w) {
 #define ST_SPLIT_CASE_(W)                                                                                        \
     case W:                                                                                                      \
         if (stage)                                                                                               \
-            st_mmvq_split_kernel<TYPE, W, NT, true><<<(unsigned)m.rows, 32 * W, 0, L.stream>>>(m, x.qs, x.d, nt, y, \
-                                                                                             L.grids);         \
+            st_mmvq_split_kernel<TYPE, W, NT, true, NG><<<(unsigned)m.rows, 32 * W, 0, L.stream>>>(m, x.qs, x.d, nt, \
+                                                                                                 y, L.grids);  \
         else                                                                                                     \
-            st_mmvq_split_kernel<TYPE, W, NT, false><<<(unsigned)m.rows, 32 * W, 0, L.stream>>>(m, x.qs, x.d, nt, \
-                                                                                              y, L.grids);     \
+            st_mmvq_split_kernel<TYPE, W, NT, false, NG><<<(unsigned)m.rows, 32 * W, 0, L.stream>>>(m, x.qs, x.d, \
+                                                                                                  nt, y, L.grids); \
         return st_rt_get_last_error();
-        STRATA_MMVQ_SPLIT_VARIANTS(ST_SPLIT_CASE_)
+            STRATA_MMVQ_SPLIT_VARIANTS(ST_SPLIT_CASE_)
 #undef ST_SPLIT_CASE_
-    default: return ST_RT_INVALID_VALUE;
-    }
+        default: return ST_RT_INVALID_VALUE;
+        }
+    });
 }
 
 #endif

@@ -28,18 +28,27 @@
  * split variants STRATA_MMVQ_SPLIT_VARIANTS ("splitW", several warps on one
  * row) and a default iq_mmvq with pipelined loads at 4 tokens and, on
  * NVIDIA sm_90+, launched as a dependent of its q8_1 kernel (a table of
- * space 5 compared its variants with another default). */
-#define STRATA_SELECTION_SPACE 6
+ * space 5 compared its variants with another default); 7 = iq_mmvq rows of
+ * 256 units or more (K >= 8192) take 128 canonical streams in 4 groups
+ * (ST_CANON_WIDE_UNITS): other bits on those rows, and a default that puts
+ * several warps on one such row. */
+#define STRATA_SELECTION_SPACE 7
 
 /* Exactness contract (docs/DESIGN.md section 2). A row's K values are split into
  * units of ST_CANON_UNIT values (one q8_1 activation block). Unit u belongs
- * to canonical stream u % ST_CANON_STREAMS; each stream accumulates its units
- * in increasing u with explicit fma; the streams are combined by a fixed
- * butterfly (pairs i, i^16 first, then i^8, ..., i^1). Any geometry with
- * T <= ST_CANON_STREAMS threads per row gives the same bits. Both constants
- * are part of the selection space. */
+ * to canonical stream u % S; each stream accumulates its units in increasing
+ * u with explicit fma. S = ST_CANON_STREAMS (one group of 32), except for an
+ * iq_mmvq row of ST_CANON_WIDE_UNITS units or more: there S =
+ * ST_CANON_STREAMS * ST_CANON_WIDE_GROUPS (128), and stream s is in group
+ * s / 32. Each group's 32 streams are combined by a fixed butterfly (pairs
+ * i, i^16 first, then i^8, ..., i^1); a wide row's 4 group values by the
+ * same butterfly over 4 (g, g^2 first, then g^1). Any geometry with T <= S
+ * lanes per row gives the same bits (a long row can take 4 warps). All four
+ * constants are part of the selection space. */
 #define ST_CANON_UNIT 32
 #define ST_CANON_STREAMS 32
+#define ST_CANON_WIDE_UNITS 256
+#define ST_CANON_WIDE_GROUPS 4
 
 /* iq_mmvq table variants: a plain one-warp-per-row kernel with R rows (warps)
  * per block. X(R). */

@@ -7,6 +7,8 @@
 #ifndef ST_CANON_H
 #define ST_CANON_H
 
+#include "strata/variants.h"
+
 #include <stdint.h>
 #include <string.h>
 #if !defined(__CUDACC__) && !defined(__HIPCC__) && !defined(__HIP__)
@@ -188,13 +190,29 @@ ST_HD float st_canon_factor(float W, float da) { return st_fmul(W, da); }
 
 ST_HD float st_canon_add(float p, float fi, float acc) { return st_fma(p, fi, acc); }
 
-/* The fixed butterfly over the 32 stream partials: pairs i, i^16 first, down
- * to i, i^1. V is overwritten; returns the row's value. */
+/* The fixed butterfly over the 32 stream partials of a group: pairs i, i^16
+ * first, down to i, i^1. V is overwritten; returns the group's value. */
 ST_HD float st_canon_combine32(float *v)
 {
     for (int h = 16; h >= 1; h >>= 1)
         for (int i = 0; i < h; i++) v[i] = st_fadd(v[i], v[i + h]);
     return v[0];
+}
+
+/* The stream groups of a row of NU units under iq_mmvq: 1 (32 streams), or
+ * ST_CANON_WIDE_GROUPS (128 streams, stream s = u % 128 in group s / 32)
+ * for rows of ST_CANON_WIDE_UNITS units or more. The expert kernels' rows
+ * keep one group. (The constants are in include/strata/variants.h.) */
+#if ST_CANON_WIDE_GROUPS != 4
+#error "st_canon_groups4 combines exactly 4 groups"
+#endif
+ST_HD int st_canon_mmvq_groups(int64_t nu) { return nu >= ST_CANON_WIDE_UNITS ? ST_CANON_WIDE_GROUPS : 1; }
+
+/* The row's value from its NG group values (NG 1 or 4): the butterfly over
+ * the groups, (g0 + g2) + (g1 + g3). */
+ST_HD float st_canon_groups4(float g0, float g1, float g2, float g3)
+{
+    return st_fadd(st_fadd(g0, g2), st_fadd(g1, g3));
 }
 
 #endif

@@ -34,7 +34,7 @@ static st_ctx *bi_ctx(st_backend b)
     st_ctx_params_init(&p);
     p.backend = b;
     p.max_rows = 2048;
-    p.max_cols = 2048;
+    p.max_cols = 8448; /* the wide rows (128 streams) of bi_mmvq_sweep */
     st_ctx *c = NULL;
     BI_OK(st_ctx_create_ex(&p, &c));
     st_dispatch_config cfg;
@@ -90,7 +90,10 @@ static void bi_mmvq_sweep(st_backend b, const int *nts, int n_nts)
     };
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const st_qtype t = types[ti];
-        const int rows = 37, cols = st_qtype_block_values(t) == 256 ? 512 : 160;
+      /* a short row, and a wide one (ST_CANON_WIDE_UNITS: 128 streams) */
+      for (int wide = 0; wide < 2; wide++) {
+        const int big = st_qtype_block_values(t) == 256;
+        const int rows = wide ? 9 : 37, cols = wide ? (big ? 8448 : 8224) : big ? 512 : 160;
         void *wh = malloc((size_t)rows * st_qtype_row_bytes(t, cols));
         st_random_blocks(&r, t, rows, cols, wh);
         st_matrix *w = NULL;
@@ -118,6 +121,7 @@ static void bi_mmvq_sweep(st_backend b, const int *nts, int n_nts)
         free(x);
         free(y);
         free(y1);
+      }
     }
     st_ctx_destroy(c);
 }

@@ -3,6 +3,8 @@
  * each other), on many shapes including odd row counts. */
 #include "parity_util.h"
 
+static size_t g_shapes;
+
 static void iq_mmvq_multi_token_gpu_matches_cpu_bitwise(void **state)
 {
     (void)state;
@@ -20,24 +22,34 @@ static void iq_mmvq_multi_token_gpu_matches_cpu_bitwise(void **state)
         const st_qtype t = ALL_TYPES[i];
         const int big = st_qtype_block_values(t) == 256;
         /* 8192 rows: the default's two-rows-per-lane-group kernels
-         * (st_mmvq_rows_per_group), on short rows to stay cheap */
+         * (st_mmvq_rows_per_group), on short rows to stay cheap; the
+         * 8224 / 8448 columns: wide rows (257 / 264 units: 128 streams,
+         * ST_CANON_WIDE_UNITS), uneven over the streams; 8192 x 8192 (below,
+         * at 2, 5 and 8 tokens): the wide rows' two-rows kernels */
         const int shapes[][2] = {{5, big ? 512 : 96}, {333, big ? 2560 : 640}, {4096, big ? 1024 : 288},
-                                 {8192, big ? 256 : 64}};
-        const int few[][2] = {{5, big ? 512 : 96}, {33, 2560}, {8192, big ? 256 : 32}};
+                                 {8192, big ? 256 : 64}, {77, big ? 8448 : 8224}};
+        const int few[][2] = {{5, big ? 512 : 96}, {33, 2560}, {8192, big ? 256 : 32}, {77, big ? 8448 : 8224}};
         const size_t ns = small ? sizeof few / sizeof few[0] : sizeof shapes / sizeof shapes[0];
         for (size_t s = 0; s < ns; s++) {
             const int rows = small ? few[s][0] : shapes[s][0], cols = small ? few[s][1] : shapes[s][1];
             /* the 8192-row shape needs contexts made for it (make_ctx's are
              * for 4096 rows) */
-            st_ctx *c8 = rows > 4096 ? make_ctx_sized(ST_BACKEND_CPU, rows) : cpu;
-            st_ctx *g8 = rows > 4096 ? make_ctx_sized(ST_BACKEND_GPU, rows) : gpu;
+            const bool own = rows > 4096 || cols > 4096;
+            st_ctx *c8 = own ? make_ctx_dims(ST_BACKEND_CPU, rows, cols) : cpu;
+            st_ctx *g8 = own ? make_ctx_dims(ST_BACKEND_GPU, rows, cols) : gpu;
             sweep(c8, g8, t, rows, cols, small ? buckets : nts, small ? n_buckets : ST_MAX_TOKENS);
             if (c8 != cpu) st_ctx_destroy(c8);
             if (g8 != gpu) st_ctx_destroy(g8);
         }
+        g_shapes = ns + 1;
+        const int nts_wide2[] = {2, 5, 8};
+        st_ctx *cw = make_ctx_dims(ST_BACKEND_CPU, 8192, 8192), *gw = make_ctx_dims(ST_BACKEND_GPU, 8192, 8192);
+        sweep(cw, gw, t, 8192, 8192, nts_wide2, small ? 1 : 3);
+        st_ctx_destroy(cw);
+        st_ctx_destroy(gw);
     }
     printf("iq_multi_parity%s: %zu comparisons (%d types x %d shapes x %d token counts x every path), %zu mismatches\n",
-           small ? " (sanitizer size)" : "", g_compares, N_ALL_TYPES, small ? 3 : 4, small ? n_buckets : ST_MAX_TOKENS,
+           small ? " (sanitizer size)" : "", g_compares, N_ALL_TYPES, (int)g_shapes, small ? n_buckets : ST_MAX_TOKENS,
            g_bad);
     st_ctx_destroy(cpu);
     st_ctx_destroy(gpu);

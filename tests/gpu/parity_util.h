@@ -40,16 +40,16 @@ static bool __attribute__((unused)) sanitizer_size(void)
     return v && !strcmp(v, "sanitizer");
 }
 
-/* A context sized for the tests' shapes (at most 4096 x 4096), as an
+/* A context sized for the tests' shapes (at most MAX_ROWS x MAX_COLS), as an
  * engine sizes one for its model: small enough that every knob path's
  * scratch is reserved (STRATA_EXPERT_V2K's included). */
-static st_ctx *__attribute__((unused)) make_ctx_sized(st_backend b, int64_t max_rows)
+static st_ctx *__attribute__((unused)) make_ctx_dims(st_backend b, int64_t max_rows, int64_t max_cols)
 {
     st_ctx_params p;
     st_ctx_params_init(&p);
     p.backend = b;
     p.max_rows = max_rows;
-    p.max_cols = 4096;
+    p.max_cols = max_cols;
     st_ctx *c = NULL;
     /* every knob path is swept later on this context: STRATA_EXPERT_V2K's
      * k-split scratch is reserved only when the knob is set at creation
@@ -65,6 +65,11 @@ static st_ctx *__attribute__((unused)) make_ctx_sized(st_backend b, int64_t max_
     st_dispatch_config_default(&cfg);
     st_ctx_set_dispatch(c, &cfg); /* tests choose knob paths explicitly */
     return c;
+}
+
+static st_ctx *__attribute__((unused)) make_ctx_sized(st_backend b, int64_t max_rows)
+{
+    return make_ctx_dims(b, max_rows, 4096);
 }
 
 static st_ctx *make_ctx(st_backend b) { return make_ctx_sized(b, 4096); }

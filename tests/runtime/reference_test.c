@@ -233,6 +233,76 @@ static void wrong_order_mmvq(st_qtype t, const uint8_t *w, int rows, int cols, c
     }
 }
 
+/* The contract written out a second time, for one row: S streams (stream
+ * u % S), each group of 32 by a recursive halving (pairs i, i + 16 first),
+ * then S / 32 groups pairwise the same way (g, g + 2 first for 4). */
+static float halving(float *v, int n)
+{
+    for (int h = n / 2; h >= 1; h /= 2)
+        for (int i = 0; i < h; i++) v[i] = st_fadd(v[i], v[i + h]);
+    return v[0];
+}
+
+static float streams_dot(st_qtype t, const uint8_t *row, int cols, const uint8_t *xq, int S)
+{
+    float acc[128] = {0}, grp[4];
+    for (int u = 0; u < cols / 32; u++) {
+        st_unit un;
+        st_unit_decode(t, row, u, &un);
+        const uint8_t *blk = xq + (size_t)u * ST_Q8_1_BLOCK_BYTES;
+        const float da = st_half_to_float((uint16_t)(blk[0] | blk[1] << 8));
+        int32_t isum = 0, qm = 0;
+        for (int j = 0; j < 32; j++) {
+            isum += un.w[j] * (int8_t)blk[4 + j];
+            qm += un.mf[j / 16] * (int8_t)blk[4 + j];
+        }
+        float *a = &acc[u % S];
+        *a = st_fma(st_fmul(un.W, da), (float)isum, *a);
+        if (un.has_min) *a = st_fma(-st_fmul(un.M, da), (float)qm, *a);
+    }
+    for (int g = 0; g < S / 32; g++) grp[g] = halving(acc + 32 * g, 32);
+    return halving(grp, S / 32);
+}
+
+/* iq_mmvq rows of ST_CANON_WIDE_UNITS units or more take 128 streams in 4
+ * groups; shorter rows (and every expert row) 32. Checked on the edges
+ * (255, 256 and 257 units) and a long row, for a format with and one
+ * without a min term. */
+static void wide_rows_take_128_streams(void **state)
+{
+    (void)state;
+    st_rng r;
+    st_rng_seed(&r, 21);
+    const st_qtype types[] = {ST_IQ4_NL, ST_Q4_1, ST_IQ4_XS};
+    const int cols_of[] = {255 * 32, 256 * 32, 257 * 32, 448 * 32};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+        for (size_t ci = 0; ci < sizeof cols_of / sizeof cols_of[0]; ci++) {
+            const int cols = cols_of[ci], rows = 16;
+            if (cols % st_qtype_block_values(types[ti])) continue;
+            void *w = rand_matrix(&r, types[ti], rows, cols);
+            float *x = malloc(sizeof(float) * (size_t)cols);
+            st_random_floats(&r, x, (size_t)cols, 1.0f);
+            uint8_t *xq = quantize_tokens(x, 1, cols);
+            float y[16];
+            assert_int_equal(st_ref_mmvq(types[ti], w, rows, cols, xq, 1, y, NULL), ST_OK);
+            const int S = cols / 32 >= ST_CANON_WIDE_UNITS ? ST_CANON_STREAMS * ST_CANON_WIDE_GROUPS : ST_CANON_STREAMS;
+            int other = 0;
+            for (int i = 0; i < rows; i++) {
+                const uint8_t *row = (const uint8_t *)w + (size_t)i * st_qtype_row_bytes(types[ti], cols);
+                const float want = streams_dot(types[ti], row, cols, xq, S);
+                assert_memory_equal(&y[i], &want, 4);
+                const float o = streams_dot(types[ti], row, cols, xq, S == 32 ? 128 : 32);
+                other += memcmp(&y[i], &o, 4) != 0;
+            }
+            /* the two orders round differently on most rows: the check above
+             * tells them apart */
+            assert_true(other > rows / 4);
+            free(w);
+            free(x);
+            free(xq);
+        }
+}
+
 static void byte_compare_catches_a_changed_summation_order(void **state)
 {
     (void)state;
@@ -323,6 +393,7 @@ int main(void)
         cmocka_unit_test(expert_equals_its_composition_at_the_limits),
         cmocka_unit_test(expert_refuses_beyond_the_limits),
         cmocka_unit_test(byte_compare_catches_a_changed_summation_order),
+        cmocka_unit_test(wide_rows_take_128_streams),
         cmocka_unit_test(repack_round_trips_every_type),
         cmocka_unit_test(random_blocks_are_finite_for_every_type),
     };

@@ -15,37 +15,58 @@
 
 #define MAX_TOK ST_MAX_PAIRS /* vectors sharing one row pass (expert pairs included) */
 
-/* Dots of one row of type T (K values at ROW) with N q8_1 vectors XQ[i],
- * in canonical order; results in Y[i]. */
-static void row_dot(st_qtype t, const uint8_t *row, int64_t k, const uint8_t *const *xq, int n,
-                    float *y)
+/* Adds unit U (decoded: UN) of a row to stream accumulators ACC[i] (one per
+ * vector) with N q8_1 vectors XQ[i], in canonical order. */
+static void unit_into_streams(const st_unit *un, int64_t u, const uint8_t *const *xq, int n, float *acc, int stride)
 {
-    float acc[MAX_TOK][ST_CANON_STREAMS];
-    memset(acc, 0, sizeof(float) * ST_CANON_STREAMS * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        const uint8_t *blk = xq[i] + u * ST_Q8_1_BLOCK_BYTES;
+        const float da = st_half_to_float((uint16_t)(blk[0] | (blk[1] << 8)));
+        const int8_t *q = (const int8_t *)(blk + 4);
+        int32_t isum = 0;
+        for (int j = 0; j < 32; j++) isum += (int32_t)un->w[j] * q[j];
+        float a = st_canon_unit(un->W, da, isum, acc[i * stride]);
+        if (un->has_min) {
+            int32_t q0 = 0, q1 = 0;
+            for (int j = 0; j < 16; j++) {
+                q0 += q[j];
+                q1 += q[j + 16];
+            }
+            a = st_canon_unit_min(un->M, da, un->mf[0] * q0 + un->mf[1] * q1, a);
+        }
+        acc[i * stride] = a;
+    }
+}
+
+/* Dots of one row of type T (K values at ROW) with N q8_1 vectors XQ[i],
+ * in canonical order with NG stream groups (1, or ST_CANON_WIDE_GROUPS for
+ * a wide iq_mmvq row: then N <= ST_MAX_TOKENS); results in Y[i]. */
+static void row_dot(st_qtype t, const uint8_t *row, int64_t k, const uint8_t *const *xq, int n, int ng, float *y)
+{
     const int64_t nu = k / ST_CANON_UNIT;
     st_unit un;
+    if (ng == 1) {
+        float acc[MAX_TOK][ST_CANON_STREAMS];
+        memset(acc, 0, sizeof(float) * ST_CANON_STREAMS * (size_t)n);
+        for (int64_t u = 0; u < nu; u++) {
+            st_unit_decode(t, row, u, &un);
+            unit_into_streams(&un, u, xq, n, &acc[0][u % ST_CANON_STREAMS], ST_CANON_STREAMS);
+        }
+        for (int i = 0; i < n; i++) y[i] = st_canon_combine32(acc[i]);
+        return;
+    }
+    enum { S = ST_CANON_STREAMS * ST_CANON_WIDE_GROUPS };
+    float acc[ST_MAX_TOKENS][S];
+    memset(acc, 0, sizeof(float) * S * (size_t)n);
     for (int64_t u = 0; u < nu; u++) {
         st_unit_decode(t, row, u, &un);
-        const int s = (int)(u % ST_CANON_STREAMS);
-        for (int i = 0; i < n; i++) {
-            const uint8_t *blk = xq[i] + u * ST_Q8_1_BLOCK_BYTES;
-            const float da = st_half_to_float((uint16_t)(blk[0] | (blk[1] << 8)));
-            const int8_t *q = (const int8_t *)(blk + 4);
-            int32_t isum = 0;
-            for (int j = 0; j < 32; j++) isum += (int32_t)un.w[j] * q[j];
-            float a = st_canon_unit(un.W, da, isum, acc[i][s]);
-            if (un.has_min) {
-                int32_t q0 = 0, q1 = 0;
-                for (int j = 0; j < 16; j++) {
-                    q0 += q[j];
-                    q1 += q[j + 16];
-                }
-                a = st_canon_unit_min(un.M, da, un.mf[0] * q0 + un.mf[1] * q1, a);
-            }
-            acc[i][s] = a;
-        }
+        unit_into_streams(&un, u, xq, n, &acc[0][u % S], S);
     }
-    for (int i = 0; i < n; i++) y[i] = st_canon_combine32(acc[i]);
+    for (int i = 0; i < n; i++) {
+        float g[ST_CANON_WIDE_GROUPS];
+        for (int q = 0; q < ST_CANON_WIDE_GROUPS; q++) g[q] = st_canon_combine32(acc[i] + ST_CANON_STREAMS * q);
+        y[i] = st_canon_groups4(g[0], g[1], g[2], g[3]);
+    }
 }
 
 static int64_t auto_chunk(int64_t rows, int threads)
@@ -91,7 +112,7 @@ static void mmvq_range(void *ctx, int64_t b, int64_t e)
     mmvq_job *j = ctx;
     float out[ST_MAX_TOKENS];
     for (int64_t r = b; r < e; r++) {
-        row_dot(j->t, j->w + (size_t)r * j->row_bytes, j->k, j->xq, j->nt, out);
+        row_dot(j->t, j->w + (size_t)r * j->row_bytes, j->k, j->xq, j->nt, st_canon_mmvq_groups(j->k / ST_CANON_UNIT), out);
         for (int i = 0; i < j->nt; i++) j->y[(size_t)i * (size_t)j->rows + (size_t)r] = out[i];
     }
 }
@@ -144,8 +165,8 @@ static void gate_up_range(void *ctx, int64_t b, int64_t e)
         const int *pl = j->pair_list + j->first[grp];
         for (int i = 0; i < n; i++) xs[i] = j->xq_pair[pl[i]];
         size_t row = (size_t)j->expert[grp] * (size_t)ew->n_ff + (size_t)r;
-        row_dot(ew->gu_type, (const uint8_t *)ew->gate + row * rb, ew->n_embd, xs, n, g);
-        row_dot(ew->gu_type, (const uint8_t *)ew->up + row * rb, ew->n_embd, xs, n, u);
+        row_dot(ew->gu_type, (const uint8_t *)ew->gate + row * rb, ew->n_embd, xs, n, 1, g);
+        row_dot(ew->gu_type, (const uint8_t *)ew->up + row * rb, ew->n_embd, xs, n, 1, u);
         for (int i = 0; i < n; i++) j->h[(size_t)pl[i] * (size_t)ew->n_ff + (size_t)r] = st_silu_mul(g[i], u[i]);
     }
 }
@@ -164,7 +185,7 @@ static void down_range(void *ctx, int64_t b, int64_t e)
         const int *pl = j->pair_list + j->first[grp];
         for (int i = 0; i < n; i++) hs[i] = j->hq + (size_t)pl[i] * j->hq_stride;
         size_t row = (size_t)j->expert[grp] * (size_t)ew->n_embd + (size_t)r;
-        row_dot(ew->down_type, (const uint8_t *)ew->down + row * rb, ew->n_ff, hs, n, y);
+        row_dot(ew->down_type, (const uint8_t *)ew->down + row * rb, ew->n_ff, hs, n, 1, y);
         for (int i = 0; i < n; i++) j->y[(size_t)pl[i] * (size_t)ew->n_embd + (size_t)r] = y[i];
     }
 }
