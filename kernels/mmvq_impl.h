@@ -59,7 +59,7 @@ ST_DEV void st_xvecs(const int8_t *qs, const float *d, int nu, int nt, bool bloc
  * matrix no longer fit one wave on the H200 (IQ3_S n_tokens 2: 35.2 us,
  * 28.7 us without the pipeline). */
 template <int TYPE, int T, int NT, int RW, bool STAGE, int NG = 1>
-__global__ void ST_LAUNCH_BOUNDS(128, NT <= 2 ? 8 : 0) st_mmvq_default_kernel(st_mat_dev m, const int8_t *__restrict__ qs,
+__global__ void ST_LAUNCH_BOUNDS(128, NT <= 2 && NG == 1 ? 8 : 0) st_mmvq_default_kernel(st_mat_dev m, const int8_t *__restrict__ qs,
                                                               const float *__restrict__ d, int nt,
                                                               float *__restrict__ y, st_grids gg)
 {
@@ -103,24 +103,24 @@ static st_rt_error st_mmvq_wide(const st_launch &L, const st_mat_dev &m, const s
                                 bool stage)
 {
     const char *ewt = getenv("STRATA_EXP_WT"), *erw = getenv("STRATA_EXP_RW"), *edep = getenv("STRATA_EXP_DEP");
-    const int t = ewt ? atoi(ewt) : 128;
-    const bool rw2 = NT > 1 && (erw ? atoi(erw) == 2 : st_mmvq_rows_per_group(NT, m.rows) == 2);
-    const bool dep = edep ? atoi(edep) != 0 : (NT <= 4 || rw2);
-    const int rpb = 4 * 32 / t * (rw2 ? 2 : 1);
+    const int t = ewt ? atoi(ewt) : (NT == 2 || (NT == 4 && TYPE != ST_IQ3_S)) ? 64 : 128;
+    const int rw = erw ? atoi(erw) : NT == 1 ? 1 : NT == 2 ? 2 : 4;
+    const bool dep = edep ? atoi(edep) != 0 : true;
+    const int rpb = 4 * 32 / t * rw;
     const unsigned grid = (unsigned)((m.rows + rpb - 1) / rpb);
-    auto go = [&](auto tt) {
-        constexpr int TT = decltype(tt)::value;
-        constexpr int RW2 = NT > 1 ? 2 : 1;
-        if (rw2) {
-            if (stage) return st_launch_dependent(L, dep, st_mmvq_default_kernel<TYPE, TT, NT, RW2, true, 4>, grid, 128, m, x.qs, x.d, nt, y, L.grids);
-            return st_launch_dependent(L, dep, st_mmvq_default_kernel<TYPE, TT, NT, RW2, false, 4>, grid, 128, m, x.qs, x.d, nt, y, L.grids);
-        }
-        if (stage) return st_launch_dependent(L, dep, st_mmvq_default_kernel<TYPE, TT, NT, 1, true, 4>, grid, 128, m, x.qs, x.d, nt, y, L.grids);
-        return st_launch_dependent(L, dep, st_mmvq_default_kernel<TYPE, TT, NT, 1, false, 4>, grid, 128, m, x.qs, x.d, nt, y, L.grids);
+    auto go = [&](auto tt, auto rr) {
+        constexpr int TT = decltype(tt)::value, RW = decltype(rr)::value;
+        if (stage) return st_launch_dependent(L, dep, st_mmvq_default_kernel<TYPE, TT, NT, RW, true, 4>, grid, 128, m, x.qs, x.d, nt, y, L.grids);
+        return st_launch_dependent(L, dep, st_mmvq_default_kernel<TYPE, TT, NT, RW, false, 4>, grid, 128, m, x.qs, x.d, nt, y, L.grids);
     };
-    if (t == 32) return go(std::integral_constant<int, 32>());
-    if (t == 64) return go(std::integral_constant<int, 64>());
-    return go(std::integral_constant<int, 128>());
+    auto by_rw = [&](auto tt) {
+        if (rw == 4) return go(tt, std::integral_constant<int, 4>());
+        if (rw == 2) return go(tt, std::integral_constant<int, 2>());
+        return go(tt, std::integral_constant<int, 1>());
+    };
+    if (t == 32) return by_rw(std::integral_constant<int, 32>());
+    if (t == 64) return by_rw(std::integral_constant<int, 64>());
+    return by_rw(std::integral_constant<int, 128>());
 }
 
 template <int TYPE, int NT>

@@ -2,9 +2,11 @@
  * with 6-bit scales ls: y = d * (ls - 32) * kvalues_iq4nl[q].
  * Canonical unit (a sub-block): w = kvalues_iq4nl[q], W = d * (ls - 32);
  *   acc = fma(W * da, isum, acc).
- * Device layout: 0: d u16[R][nb]   1: qs u8[R][nu][16]   2: scales_h
- * u16[R][nb]   3: scales_l u8[R][nb][4]. The unit decoder shares IQ4_NL's
- * table lookup. */
+ * Device layout: 0: the block's first 8 bytes (d, scales_h, scales_l)
+ * u8[R][nb][8]   1: qs u8[R][nu][16]: a unit's factors come from one 8-byte
+ * load (the 8 lanes of a block's units read the same bytes). Measured on the
+ * H200 against planes d / scales_h / scales_l apart: docs/PERFORMANCE.md.
+ * The unit decoder shares IQ4_NL's table lookup. */
 #ifndef ST_FMT_IQ4_XS_H
 #define ST_FMT_IQ4_XS_H
 #include "format_home.h"
@@ -24,9 +26,7 @@ ST_HD float st_w_iq4_xs(float d, int ls) { return st_fmul(d, (float)(ls - 32)); 
 /* One block <-> the device layout's planes (host and device repack). */
 ST_HD void st_io_IQ4_XS(const st_repack_io *io, int64_t bi, uint8_t *b)
 {
-    st_io_field(io, 0, bi, b + offsetof(st_block_iq4_xs, d), 2);
-    st_io_field(io, 2, bi, b + offsetof(st_block_iq4_xs, scales_h), 2);
-    st_io_field(io, 3, bi, b + offsetof(st_block_iq4_xs, scales_l), 4);
+    st_io_field(io, 0, bi, b + offsetof(st_block_iq4_xs, d), 8); /* d, scales_h, scales_l */
     for (int ib = 0; ib < 8; ib++) st_io_field(io, 1, bi * 8 + ib, b + offsetof(st_block_iq4_xs, qs) + 16 * ib, 16);
 }
 
@@ -69,11 +69,9 @@ static void iq4_xs_unit(const uint8_t *b, int ib, st_unit *o)
 static void iq4_xs_planes(int64_t k, st_plane_spec *s)
 {
     const size_t nu = (size_t)(k / 32), nb = (size_t)(k / 256);
-    s->n = 4;
-    s->per_row[0] = 2 * nb;
+    s->n = 2;
+    s->per_row[0] = 8 * nb;
     s->per_row[1] = 16 * nu;
-    s->per_row[2] = 2 * nb;
-    s->per_row[3] = 4 * nb;
 }
 
 static void iq4_xs_scales(uint8_t *b, float d) { st_put_f16(b + offsetof(st_block_iq4_xs, d), d); }
@@ -84,18 +82,22 @@ ST_FORMAT_OPS(IQ4_XS, iq4_xs)
 #if defined(ST_FORMAT_DEVICE) && !defined(ST_FMT_IQ4_XS_DEVICE)
 #define ST_FMT_IQ4_XS_DEVICE
 #include "formats/iq4_nl.h" /* st_nl_words */
+/* Sub-block IB's 6-bit scale from a block's first 8 bytes H (little-endian
+ * words: d | scales_h << 16, scales_l[0..3]). */
+ST_DEV int st_iq4_xs_ls(const uint2 h, int ib)
+{
+    return (int)(((h.y >> (4 * ib)) & 15u) | (((h.x >> (16 + 2 * ib)) & 3u) << 4));
+}
+
 template <> struct st_unit_dec<ST_IQ4_XS> : st_unit_plain {
     struct raw {
         uint4 q;
-        uint16_t d, sh;
-        uint8_t sl;
+        uint2 h; /* d | scales_h << 16, scales_l */
     };
     ST_DEV void load(const st_mat_dev &m, int64_t row, int u, raw &r)
     {
         const int64_t ru = row * m.nu + u, rb = row * m.nb + u / 8;
-        r.sh = ld_u16(m.p[2] + rb * 2);
-        r.sl = m.p[3][rb * 4 + (u & 7) / 2];
-        r.d = ld_u16(m.p[0] + rb * 2);
+        r.h = *(const uint2 *)(m.p[0] + rb * 8);
         r.q = *(const uint4 *)(m.p[1] + ru * 16);
     }
     static constexpr bool has_frag2 = true;
@@ -105,15 +107,12 @@ template <> struct st_unit_dec<ST_IQ4_XS> : st_unit_plain {
         const uint32_t tab[4] = {0xbfad9881u, 0xf6eaddcfu, 0x26190d01u, 0x71594535u};
         st_lut16(*(const uint32_t *)(m.p[1] + ru * 16 + 4 * t), tab, lo, hi);
         const int ib = u & 7;
-        const uint32_t sh = ld_u16(m.p[2] + rb * 2), sl = m.p[3][rb * 4 + ib / 2];
-        const int ls = (int)(((sl >> (4 * (ib & 1))) & 15u) | (((sh >> (2 * ib)) & 3u) << 4));
-        return st_w_iq4_xs(st_h2f(ld_u16(m.p[0] + rb * 2)), ls);
+        const uint2 h = *(const uint2 *)(m.p[0] + rb * 8);
+        return st_w_iq4_xs(st_h2f((uint16_t)h.x), st_iq4_xs_ls(h, ib));
     }
     ST_DEV void dec(const raw &r, int u, const st_grids &, st_dunit &o)
     {
-        const int ib = u & 7;
-        const int ls = (int)((((uint32_t)r.sl >> (4 * (ib & 1))) & 15u) | ((((uint32_t)r.sh >> (2 * ib)) & 3u) << 4));
-        o.W = st_w_iq4_xs(st_h2f(r.d), ls);
+        o.W = st_w_iq4_xs(st_h2f((uint16_t)r.h.x), st_iq4_xs_ls(r.h, u & 7));
         st_nl_words(r.q, o);
         o.f0 = o.f1 = 1;
         o.M = 0.0f;
