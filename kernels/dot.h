@@ -144,7 +144,7 @@ ST_DEV void st_rows_dot(const st_mat_dev &m, int64_t row0, int64_t stride, const
 #pragma unroll
             for (int j = 0; j < J; j++) acc[k][i][j] = 0.0f;
 
-    if constexpr (PIPE && J == 1 && ((RW == 1 && NT <= 2) || NT == 4 || (NG == 4 && NT == 8))) {
+    if constexpr (PIPE && J == 1 && ((RW == 1 && NT <= 2) || NT == 4)) {
         /* one unit per lane per step: pipelined, two register buffers of B
          * units (B = 2 for one row and 1-2 tokens: 2 to 4 units in flight
          * per lane; B = 1 for 4 tokens, the next unit's loads issued before

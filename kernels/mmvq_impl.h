@@ -11,7 +11,6 @@
  *    with 4-byte loads, one warp per block. */
 #include "common.h"
 #include "mmvq_mma.h"
-#include <stdlib.h> /* EXPERIMENT getenv */
 #include "strata/variants.h"
 
 /* Each group of T lanes computes RW adjacent rows with NG stream groups
@@ -59,7 +58,8 @@ ST_DEV void st_xvecs(const int8_t *qs, const float *d, int nu, int nt, bool bloc
  * matrix no longer fit one wave on the H200 (IQ3_S n_tokens 2: 35.2 us,
  * 28.7 us without the pipeline). */
 template <int TYPE, int T, int NT, int RW, bool STAGE, int NG = 1>
-__global__ void ST_LAUNCH_BOUNDS(128, NT <= 2 && NG == 1 ? 8 : 0) st_mmvq_default_kernel(st_mat_dev m, const int8_t *__restrict__ qs,
+__global__ void ST_LAUNCH_BOUNDS(128, NT <= 2 && (NG == 1 || (NT == 2 && st_unit_dec<TYPE>::grid_bytes > 0)) ? 8 : 0)
+    st_mmvq_default_kernel(st_mat_dev m, const int8_t *__restrict__ qs,
                                                               const float *__restrict__ d, int nt,
                                                               float *__restrict__ y, st_grids gg)
 {
@@ -95,32 +95,39 @@ __global__ void __launch_bounds__(32) st_mmvq_legacy_kernel(st_mat_dev m, const 
 }
 
 
-/* The default chain on a wide row (st_canon_mmvq_groups 4: 128 streams):
- * T lanes (one, two or four warps) per row. EXPERIMENT: STRATA_EXP_WT /
- * STRATA_EXP_RW / STRATA_EXP_DEP pick the geometry while it is measured. */
+/* The default chain's geometry on a wide row (st_canon_mmvq_groups 4: 128
+ * streams): T lanes per row (two or four warps) and RW rows per lane group
+ * (each activation load shared by RW rows). Chosen per token bucket and
+ * format family from one H200 run of every combination (T 64 / 128 x RW 1 /
+ * 2 / 4, 4096x14336, us, eager; docs/PERFORMANCE.md):
+ *   1 token: T 128, RW 1 (iq4_nl 16.27, iq4_xs 17.11); formats with a grid
+ *     table RW 2 (iq3_s 20.14 -> 18.88);
+ *   2 tokens: T 64, RW 2 (iq4_nl 17.78, iq4_xs 18.42, iq3_s 21.35 with the
+ *     64-register cap of the one-group kernels, 30.9 without it, which
+ *     formats without a grid are better without: iq4_xs 19.23 -> 18.42);
+ *   4 tokens: RW 4, T 64 (iq4_nl 21.74, iq4_xs 21.96), T 128 with a grid
+ *     (iq3_s 30.75; 38.3 at T 64);
+ *   8 tokens: T 128, RW 4 (iq4_nl 44.6 at RW 2 -> 40.5, iq3_s 45.2 -> 43.0),
+ *     IQ4_XS RW 2 (38.8; 41.0 at RW 4).
+ * Every one is launched as a dependent of the q8_1 kernel (NVIDIA sm_90+;
+ * at 8 tokens 49.3 -> 48.0 us for iq4_xs, T 128). */
+template <int TYPE, int NT> struct st_wide_geom {
+    static constexpr bool grid = st_unit_dec<TYPE>::grid_bytes > 0;
+    static constexpr int T = NT == 2 || (NT == 4 && !grid) ? 64 : 128;
+    static constexpr int RW = NT == 1 ? (grid ? 2 : 1) : NT == 2 ? 2 : NT == 4 ? 4 : TYPE == ST_IQ4_XS ? 2 : 4;
+    static constexpr bool cap = NT == 2 && grid; /* the one-group kernels' 64-register cap */
+};
+
 template <int TYPE, int NT>
 static st_rt_error st_mmvq_wide(const st_launch &L, const st_mat_dev &m, const st_xplanes &x, int nt, float *y,
                                 bool stage)
 {
-    const char *ewt = getenv("STRATA_EXP_WT"), *erw = getenv("STRATA_EXP_RW"), *edep = getenv("STRATA_EXP_DEP");
-    const int t = ewt ? atoi(ewt) : (NT == 2 || (NT == 4 && TYPE != ST_IQ3_S)) ? 64 : 128;
-    const int rw = erw ? atoi(erw) : NT == 1 ? 1 : NT == 2 ? 2 : 4;
-    const bool dep = edep ? atoi(edep) != 0 : true;
-    const int rpb = 4 * 32 / t * rw;
+    using G = st_wide_geom<TYPE, NT>;
+    const int rpb = 4 * 32 / G::T * G::RW;
     const unsigned grid = (unsigned)((m.rows + rpb - 1) / rpb);
-    auto go = [&](auto tt, auto rr) {
-        constexpr int TT = decltype(tt)::value, RW = decltype(rr)::value;
-        if (stage) return st_launch_dependent(L, dep, st_mmvq_default_kernel<TYPE, TT, NT, RW, true, 4>, grid, 128, m, x.qs, x.d, nt, y, L.grids);
-        return st_launch_dependent(L, dep, st_mmvq_default_kernel<TYPE, TT, NT, RW, false, 4>, grid, 128, m, x.qs, x.d, nt, y, L.grids);
-    };
-    auto by_rw = [&](auto tt) {
-        if (rw == 4) return go(tt, std::integral_constant<int, 4>());
-        if (rw == 2) return go(tt, std::integral_constant<int, 2>());
-        return go(tt, std::integral_constant<int, 1>());
-    };
-    if (t == 32) return by_rw(std::integral_constant<int, 32>());
-    if (t == 64) return by_rw(std::integral_constant<int, 64>());
-    return by_rw(std::integral_constant<int, 128>());
+    if (stage)
+        return st_launch_dependent(L, true, st_mmvq_default_kernel<TYPE, G::T, NT, G::RW, true, 4>, grid, 128, m, x.qs, x.d, nt, y, L.grids);
+    return st_launch_dependent(L, true, st_mmvq_default_kernel<TYPE, G::T, NT, G::RW, false, 4>, grid, 128, m, x.qs, x.d, nt, y, L.grids);
 }
 
 template <int TYPE, int NT>

@@ -47,9 +47,7 @@
  * constants are part of the selection space. */
 #define ST_CANON_UNIT 32
 #define ST_CANON_STREAMS 32
-#ifndef ST_CANON_WIDE_UNITS /* EXPERIMENT */
 #define ST_CANON_WIDE_UNITS 256
-#endif
 #define ST_CANON_WIDE_GROUPS 4
 
 /* iq_mmvq table variants: a plain one-warp-per-row kernel with R rows (warps)
