@@ -46,8 +46,9 @@ ST_DEV float st_unit_acc(const st_dunit &un, const st_xvec &x, int u, float acc)
     return st_unit_fma<TYPE>(un, a, b, da, acc);
 }
 
-/* The single canonical stream S of a row (units S, S+32, ...), before the
- * butterfly: the k-split path writes these partials to memory. */
+/* The single canonical stream S of a row (units S, S+32, ...; one group: the
+ * expert kernels' rows), before the butterfly: the k-split path writes these
+ * partials to memory. */
 template <int TYPE, int NT>
 ST_DEV void st_stream_dot(const st_mat_dev &m, int64_t row, const st_xvec *xv, int n, const st_grids &g, int s,
                           float *acc)

@@ -13,7 +13,10 @@
  * with integer factors per 16 values take the two halves apart (mma16x2).
  * At the end the 32 stream partials of each (row, token) are combined by the
  * fixed butterfly: the levels 16 .. W inside each thread, the rest through
- * shared memory. Same bits as the CPU reference and every dp4a path.
+ * shared memory. A wide row (st_canon_mmvq_groups 4: 128 streams, unit u in
+ * group (u / 32) % 4) runs that once per group, the groups one after another,
+ * and combines the group values by st_canon_groups4. Same bits as the CPU
+ * reference and every dp4a path.
  *
  * The A operand comes from each format's decoder: on NVIDIA a lane needs
  * words t and t + 4 of two rows' units, which a format's frag2 decodes alone

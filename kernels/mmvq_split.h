@@ -19,6 +19,10 @@
  *  3. The 32 streams of a token sit in the 32 lanes of one warp: the fixed
  *     butterfly by shuffles, 16 .. 1.
  *
+ * On a wide row (st_canon_mmvq_groups 4: 128 streams) unit 32 k + s is the
+ * unit of stream s of group k % 4: phase 2 keeps one accumulator per group,
+ * and phase 3 ends with st_canon_groups4.
+ *
  * Same bits as the CPU reference and every other path, for every W. The
  * shared buffer holds one chunk (W * L k-steps); two buffers alternate, so a
  * chunk needs one barrier: a thread writes buffer c & 1 again only after
