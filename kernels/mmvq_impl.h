@@ -110,12 +110,20 @@ __global__ void __launch_bounds__(32) st_mmvq_legacy_kernel(st_mat_dev m, const 
  *   8 tokens: T 128, RW 4 (iq4_nl 44.6 at RW 2 -> 40.5, iq3_s 45.2 -> 43.0),
  *     IQ4_XS RW 2 (38.8; 41.0 at RW 4).
  * Every one is launched as a dependent of the q8_1 kernel (NVIDIA sm_90+;
- * at 8 tokens 49.3 -> 48.0 us for iq4_xs, T 128). */
+ * at 8 tokens 49.3 -> 48.0 us for iq4_xs, T 128).
+ * gfx1100 (not measured: no AMD card here) takes RW 2 where the H200 takes
+ * 4: four rows held 125-202 VGPRs there (10 or fewer waves per SIMD) against
+ * the default chain's budget of 96. */
+#if ST_HIP
+#define ST_WIDE_RW4 2
+#else
+#define ST_WIDE_RW4 4
+#endif
 template <int TYPE, int NT> struct st_wide_geom {
     static constexpr bool grid = st_unit_dec<TYPE>::grid_bytes > 0;
     static constexpr int T = NT == 2 || (NT == 4 && !grid) ? 64 : 128;
-    static constexpr int RW = NT == 1 ? (grid ? 2 : 1) : NT == 2 ? 2 : NT == 4 ? 4 : TYPE == ST_IQ4_XS ? 2 : 4;
-    static constexpr bool cap = NT == 2 && grid; /* the one-group kernels' 64-register cap */
+    static constexpr int RW4 = ST_WIDE_RW4;
+    static constexpr int RW = NT == 1 ? (grid ? 2 : 1) : NT == 2 ? 2 : NT == 4 ? RW4 : TYPE == ST_IQ4_XS ? 2 : RW4;
 };
 
 template <int TYPE, int NT>
