@@ -31,7 +31,8 @@
  * space 5 compared its variants with another default); 7 = iq_mmvq rows of
  * 256 units or more (K >= 8192) take 128 canonical streams in 4 groups
  * (ST_CANON_WIDE_UNITS): other bits on those rows, and a default that puts
- * several warps on one such row. */
+ * several warps on one such row; the IQ4_XS device layout keeps a block's
+ * d, scales_h and scales_l in one 8-byte plane. */
 #define STRATA_SELECTION_SPACE 7
 
 /* Exactness contract (docs/DESIGN.md section 2). A row's K values are split into
