@@ -211,24 +211,28 @@ static void expert_refuses_beyond_the_limits(void **state)
 
 /* A "variant" that sums the units of a row in plain order instead of the 32
  * canonical streams: mathematically the same dot, different rounding. */
+/* Unit U of ROW added to *ACC with the contract's float operations. */
+static void add_unit(st_qtype t, const uint8_t *row, int u, const uint8_t *xq, float *acc)
+{
+    st_unit un;
+    st_unit_decode(t, row, u, &un);
+    const uint8_t *blk = xq + (size_t)u * ST_Q8_1_BLOCK_BYTES;
+    const float da = st_half_to_float((uint16_t)(blk[0] | blk[1] << 8));
+    int32_t isum = 0, qm = 0;
+    for (int j = 0; j < 32; j++) {
+        isum += un.w[j] * (int8_t)blk[4 + j];
+        qm += un.mf[j / 16] * (int8_t)blk[4 + j];
+    }
+    *acc = st_fma(st_fmul(un.W, da), (float)isum, *acc);
+    if (un.has_min) *acc = st_fma(-st_fmul(un.M, da), (float)qm, *acc);
+}
+
 static void wrong_order_mmvq(st_qtype t, const uint8_t *w, int rows, int cols, const uint8_t *xq, float *y)
 {
     const size_t rb = st_qtype_row_bytes(t, cols);
     for (int r = 0; r < rows; r++) {
         float acc = 0.0f;
-        for (int u = 0; u < cols / 32; u++) {
-            st_unit un;
-            st_unit_decode(t, w + (size_t)r * rb, u, &un);
-            const uint8_t *blk = xq + (size_t)u * ST_Q8_1_BLOCK_BYTES;
-            const float da = st_half_to_float((uint16_t)(blk[0] | blk[1] << 8));
-            int32_t isum = 0, qm = 0;
-            for (int j = 0; j < 32; j++) {
-                isum += un.w[j] * (int8_t)blk[4 + j];
-                qm += un.mf[j / 16] * (int8_t)blk[4 + j];
-            }
-            acc = st_fma(st_fmul(un.W, da), (float)isum, acc);
-            if (un.has_min) acc = st_fma(-st_fmul(un.M, da), (float)qm, acc);
-        }
+        for (int u = 0; u < cols / 32; u++) add_unit(t, w + (size_t)r * rb, u, xq, &acc);
         y[r] = acc;
     }
 }
@@ -246,20 +250,7 @@ static float halving(float *v, int n)
 static float streams_dot(st_qtype t, const uint8_t *row, int cols, const uint8_t *xq, int S)
 {
     float acc[128] = {0}, grp[4];
-    for (int u = 0; u < cols / 32; u++) {
-        st_unit un;
-        st_unit_decode(t, row, u, &un);
-        const uint8_t *blk = xq + (size_t)u * ST_Q8_1_BLOCK_BYTES;
-        const float da = st_half_to_float((uint16_t)(blk[0] | blk[1] << 8));
-        int32_t isum = 0, qm = 0;
-        for (int j = 0; j < 32; j++) {
-            isum += un.w[j] * (int8_t)blk[4 + j];
-            qm += un.mf[j / 16] * (int8_t)blk[4 + j];
-        }
-        float *a = &acc[u % S];
-        *a = st_fma(st_fmul(un.W, da), (float)isum, *a);
-        if (un.has_min) *a = st_fma(-st_fmul(un.M, da), (float)qm, *a);
-    }
+    for (int u = 0; u < cols / 32; u++) add_unit(t, row, u, xq, &acc[u % S]);
     for (int g = 0; g < S / 32; g++) grp[g] = halving(acc + 32 * g, 32);
     return halving(grp, S / 32);
 }
