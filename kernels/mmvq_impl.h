@@ -5,8 +5,10 @@
  *    (with 1-4 tokens, and row pairs at 8, launched as a dependent of the
  *    q8_1 kernel on NVIDIA sm_90+);
  *  - the table variants: one warp per row, R rows per block, R expanded from
- *    STRATA_MMVQ_ROWS_VARIANTS; the matrix-instruction variants (mmvq_mma.h)
- *    and the split variants, W warps on one row (mmvq_split.h);
+ *    STRATA_MMVQ_ROWS_VARIANTS; the matrix-instruction variants (mmvq_mma.h),
+ *    the split variants, W warps on one row (mmvq_split.h), and on wide rows
+ *    (128 streams) the wide-row variants, the default's kernel with a fixed
+ *    geometry (STRATA_MMVQ_WIDE_VARIANTS);
  *  - the legacy path (STRATA_OLD_IQ_MMVQ): ggml block_q8_1 activations read
  *    with 4-byte loads, one warp per block. */
 #include "common.h"
@@ -126,16 +128,40 @@ template <int TYPE, int NT> struct st_wide_geom {
     static constexpr int RW = NT == 1 ? (grid ? 2 : 1) : NT == 2 ? 2 : NT == 4 ? RW4 : TYPE == ST_IQ4_XS ? 2 : RW4;
 };
 
+/* T lanes per wide row, RW rows per lane group, as a dependent launch. */
+template <int TYPE, int NT, int T, int RW>
+static st_rt_error st_mmvq_wide_launch(const st_launch &L, const st_mat_dev &m, const st_xplanes &x, int nt, float *y,
+                                       bool stage)
+{
+    const int rpb = 4 * 32 / T * RW;
+    const unsigned grid = (unsigned)((m.rows + rpb - 1) / rpb);
+    if (stage)
+        return st_launch_dependent(L, true, st_mmvq_default_kernel<TYPE, T, NT, RW, true, 4>, grid, 128, m, x.qs, x.d, nt, y, L.grids);
+    return st_launch_dependent(L, true, st_mmvq_default_kernel<TYPE, T, NT, RW, false, 4>, grid, 128, m, x.qs, x.d, nt, y, L.grids);
+}
+
 template <int TYPE, int NT>
 static st_rt_error st_mmvq_wide(const st_launch &L, const st_mat_dev &m, const st_xplanes &x, int nt, float *y,
                                 bool stage)
 {
     using G = st_wide_geom<TYPE, NT>;
-    const int rpb = 4 * 32 / G::T * G::RW;
-    const unsigned grid = (unsigned)((m.rows + rpb - 1) / rpb);
-    if (stage)
-        return st_launch_dependent(L, true, st_mmvq_default_kernel<TYPE, G::T, NT, G::RW, true, 4>, grid, 128, m, x.qs, x.d, nt, y, L.grids);
-    return st_launch_dependent(L, true, st_mmvq_default_kernel<TYPE, G::T, NT, G::RW, false, 4>, grid, 128, m, x.qs, x.d, nt, y, L.grids);
+    return st_mmvq_wide_launch<TYPE, NT, G::T, G::RW>(L, m, x, nt, y, stage);
+}
+
+/* The wide-row variant ROWS (STRATA_MMVQ_WIDE_VARIANTS); a row of one
+ * stream group has none. */
+template <int TYPE, int NT>
+static st_rt_error st_mmvq_wide_variant(const st_launch &L, const st_mat_dev &m, const st_xplanes &x, int nt, float *y,
+                                        int rows, bool stage)
+{
+    if (st_canon_mmvq_groups(m.nu) != 4) return ST_RT_INVALID_VALUE;
+    switch (rows) {
+#define ST_WIDE_CASE_(T, R) \
+    case STRATA_MMVQ_WIDE_ROWS(T, R): return st_mmvq_wide_launch<TYPE, NT, T, R>(L, m, x, nt, y, stage);
+        STRATA_MMVQ_WIDE_VARIANTS(ST_WIDE_CASE_)
+#undef ST_WIDE_CASE_
+    default: return ST_RT_INVALID_VALUE;
+    }
 }
 
 template <int TYPE, int NT>
@@ -147,6 +173,7 @@ static st_rt_error st_mmvq_nt(const st_launch &L, const st_mat_dev &m, const st_
             st_mmvq_legacy_kernel<TYPE, NT, decltype(ng)::value><<<(unsigned)m.rows, 32, 0, L.stream>>>(m, xblocks, nt, y, L.grids);
             return st_rt_get_last_error();
         });
+    if (rows > STRATA_MMVQ_WIDE_BASE) return st_mmvq_wide_variant<TYPE, NT>(L, m, x, nt, y, rows, stage);
     if (rows > STRATA_MMVQ_SPLIT_BASE) return st_mmvq_split_nt<TYPE, NT>(L, m, x, nt, y, rows - STRATA_MMVQ_SPLIT_BASE, stage);
     /* The default chain with 1-4 tokens is launched as a programmatic
      * dependent of the q8_1 kernel before it (NVIDIA sm_90+): its blocks

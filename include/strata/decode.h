@@ -179,7 +179,9 @@ ST_API st_status st_iq_mmvq(st_ctx *ctx, const st_matrix *w, const float *x, int
  * plain one-warp-per-row variant with R rows per block (R in
  * STRATA_MMVQ_ROWS_VARIANTS), -W the matrix-instruction variant on W warps
  * (STRATA_MMVQ_MMA_VARIANTS), STRATA_MMVQ_SPLIT_BASE + W the split variant
- * with W warps on one row (STRATA_MMVQ_SPLIT_VARIANTS); anything else is
+ * with W warps on one row (STRATA_MMVQ_SPLIT_VARIANTS), STRATA_MMVQ_WIDE_ROWS(T,
+ * R) the wide-row variant (STRATA_MMVQ_WIDE_VARIANTS; only for a matrix of
+ * 8192 columns or more, else refused with the reason); anything else is
  * refused. For the tuner and the parity tests. */
 ST_API st_status st_iq_mmvq_variant(st_ctx *ctx, const st_matrix *w, const float *x, int nt, float *y,
                                     int rows);

@@ -31,8 +31,9 @@
  * space 5 compared its variants with another default); 7 = iq_mmvq rows of
  * 256 units or more (K >= 8192) take 128 canonical streams in 4 groups
  * (ST_CANON_WIDE_UNITS): other bits on those rows, and a default that puts
- * several warps on one such row; the IQ4_XS device layout keeps a block's
- * d, scales_h and scales_l in one 8-byte plane. */
+ * several warps on one such row, and the wide-row variants
+ * STRATA_MMVQ_WIDE_VARIANTS ("wideTxR"); the IQ4_XS device layout keeps a
+ * block's d, scales_h and scales_l in one 8-byte plane. */
 #define STRATA_SELECTION_SPACE 7
 
 /* Exactness contract (docs/DESIGN.md section 2). A row's K values are split into
@@ -71,6 +72,18 @@
  * X(W). */
 #define STRATA_MMVQ_SPLIT_BASE 100
 #define STRATA_MMVQ_SPLIT_VARIANTS(X) X(2) X(4) X(8)
+
+/* iq_mmvq wide-row variants: the default chain's kernel on a row of 128
+ * canonical streams (ST_CANON_WIDE_UNITS units or more) with T lanes per
+ * row (2 or 4 warps) and R rows per lane group (each activation load shared
+ * by R rows), for every n_tokens: the choices the default makes per token
+ * bucket and format family (kernels/mmvq_impl.h st_wide_geom), for the tuner
+ * to make per machine. A rows argument names one as STRATA_MMVQ_WIDE_ROWS(T,
+ * R); a table row as "wideTxR" (wide64x2). Only for rows of 128 streams: a
+ * shorter row refuses them. X(T, R). */
+#define STRATA_MMVQ_WIDE_BASE 200
+#define STRATA_MMVQ_WIDE_ROWS(T, R) (STRATA_MMVQ_WIDE_BASE + (T) / 32 * 10 + (R))
+#define STRATA_MMVQ_WIDE_VARIANTS(X) X(64, 1) X(64, 2) X(64, 4) X(128, 1) X(128, 2) X(128, 4)
 
 /* expert_grouped table variants: plain one-warp-per-row gate-up kernel with
  * GU rows per block, and down kernel with DN rows per block. X(GU, DN). */

@@ -6,6 +6,7 @@
 #include "backend.h"
 #include "ctx_internal.h"
 #include "devinfo.h"
+#include "table_internal.h"
 #include "internal.h"
 
 #include <stdarg.h>
@@ -357,6 +358,11 @@ st_status st_iq_mmvq_variant(st_ctx *c, const st_matrix *w, const float *x, int 
     ST_TRY(check_rows(c, w->m.rows, "iq_mmvq"));
     if (rows != 0 && !st_mmvq_rows_valid(rows))
         return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: rows %d is not a compiled-in variant", rows);
+    if (rows != 0 && !st_mmvq_rows_fit(rows, w->m.cols)) {
+        char vn[24];
+        return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: %s needs rows of at least %d values (128 streams); this matrix has %lld",
+                       st_mmvq_variant_name(rows, vn, sizeof vn), ST_CANON_WIDE_UNITS * ST_CANON_UNIT, (long long)w->m.cols);
+    }
     if (rows)
         c->stats.variant_launches++;
     else

@@ -44,10 +44,20 @@ bool st_mmvq_rows_valid(int r)
 #define ST_SPLIT_CASE_(w) case STRATA_MMVQ_SPLIT_BASE + (w):
         STRATA_MMVQ_SPLIT_VARIANTS(ST_SPLIT_CASE_)
 #undef ST_SPLIT_CASE_
+#define ST_WIDE_CASE_(t, r) case STRATA_MMVQ_WIDE_ROWS(t, r):
+        STRATA_MMVQ_WIDE_VARIANTS(ST_WIDE_CASE_)
+#undef ST_WIDE_CASE_
         return true;
     default:
         return false;
     }
+}
+
+bool st_mmvq_rows_is_wide(int r) { return r > STRATA_MMVQ_WIDE_BASE && st_mmvq_rows_valid(r); }
+
+bool st_mmvq_rows_fit(int r, int64_t cols)
+{
+    return st_mmvq_rows_valid(r) && (!st_mmvq_rows_is_wide(r) || cols / ST_CANON_UNIT >= ST_CANON_WIDE_UNITS);
 }
 
 bool st_expert_rows_valid(int gu, int dn)
@@ -80,6 +90,9 @@ const char *st_mmvq_rows_list(char *buf, size_t n)
 #define ST_SPLIT_TEXT_(w) list_append(buf, n, &at, at ? " split%d" : "split%d", (w), 0);
     STRATA_MMVQ_SPLIT_VARIANTS(ST_SPLIT_TEXT_)
 #undef ST_SPLIT_TEXT_
+#define ST_WIDE_TEXT_(t, r) list_append(buf, n, &at, at ? " wide%dx%d" : "wide%dx%d", (t), (r));
+    STRATA_MMVQ_WIDE_VARIANTS(ST_WIDE_TEXT_)
+#undef ST_WIDE_TEXT_
     return buf;
 }
 
@@ -87,6 +100,8 @@ const char *st_mmvq_variant_name(int rows, char *buf, size_t n)
 {
     if (rows < 0)
         snprintf(buf, n, "mma%d", -rows);
+    else if (rows > STRATA_MMVQ_WIDE_BASE)
+        snprintf(buf, n, "wide%dx%d", (rows - STRATA_MMVQ_WIDE_BASE) / 10 * 32, (rows - STRATA_MMVQ_WIDE_BASE) % 10);
     else if (rows > STRATA_MMVQ_SPLIT_BASE)
         snprintf(buf, n, "split%d", rows - STRATA_MMVQ_SPLIT_BASE);
     else
@@ -310,6 +325,11 @@ st_status st_table_add_mmvq(st_table *t, const st_mmvq_key *key, int rows)
                        key->n_rows, key->n_cols, st_qtype_name(key->type));
     if (!st_mmvq_rows_valid(rows))
         return st_fail(ST_ERR_INVALID_ARG, "table: rows %d is not a compiled-in variant", rows);
+    if (!st_mmvq_rows_fit(rows, key->n_cols)) {
+        char vn[24];
+        return st_fail(ST_ERR_INVALID_ARG, "table: %s needs rows of at least %d values (128 streams); n_cols is %d",
+                       st_mmvq_variant_name(rows, vn, sizeof vn), ST_CANON_WIDE_UNITS * ST_CANON_UNIT, key->n_cols);
+    }
     st_table_row r;
     memset(&r, 0, sizeof r);
     r.kind = ST_ROW_MMVQ;

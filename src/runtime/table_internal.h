@@ -52,10 +52,17 @@ const char *st_table_comment_at(const st_table *t, size_t i);
 const char *st_mmvq_rows_list(char *buf, size_t n);
 const char *st_expert_rows_list(char *buf, size_t n);
 
-/* How a table row names mmvq variant ROWS: "R" (rows), "mmaW", "splitW". */
+/* Whether mmvq variant R is a wide-row one (STRATA_MMVQ_WIDE_VARIANTS), and
+ * whether R may run on rows of COLS values (a wide-row variant needs
+ * ST_CANON_WIDE_UNITS units: 128 streams). */
+bool st_mmvq_rows_is_wide(int r);
+bool st_mmvq_rows_fit(int r, int64_t cols);
+
+/* How a table row names mmvq variant ROWS: "R" (rows), "mmaW", "splitW",
+ * "wideTxR". */
 const char *st_mmvq_variant_name(int rows, char *buf, size_t n);
 /* The same as reports and the tables index name a choice: "rows R", "mmaW",
- * "splitW". */
+ * "splitW", "wideTxR". */
 const char *st_mmvq_choice_name(int rows, char *buf, size_t n);
 
 /* Space-separated names of the types of ST_QTYPES, for the unknown-type

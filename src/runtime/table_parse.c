@@ -386,14 +386,30 @@ static st_status parse_mmvq(pctx *c, const line_t *ln, st_table_row *r)
         tok w = {rt.s + 5, rt.n - 5};
         ST_TRY(field_rows(c, line, "rows", w, &r->rows));
         r->rows = r->rows > 0 && r->rows < STRATA_MMVQ_SPLIT_BASE ? STRATA_MMVQ_SPLIT_BASE + r->rows : 0;
+    } else if (rt.n > 4 && !memcmp(rt.s, "wide", 4)) {
+        /* a wide-row variant, "wideTxR": rows STRATA_MMVQ_WIDE_ROWS(T, R) */
+        const char *x = memchr(rt.s + 4, 'x', rt.n - 4);
+        int lanes = 0, per = 0;
+        r->rows = 0;
+        if (x && x > rt.s + 4 && x < rt.s + rt.n - 1) {
+            tok tt = {rt.s + 4, (size_t)(x - rt.s - 4)}, rr = {x + 1, (size_t)(rt.s + rt.n - x - 1)};
+            ST_TRY(field_rows(c, line, "rows", tt, &lanes));
+            ST_TRY(field_rows(c, line, "rows", rr, &per));
+            if (lanes > 0 && lanes % 32 == 0 && lanes <= 320 && per > 0 && per < 10)
+                r->rows = STRATA_MMVQ_WIDE_ROWS(lanes, per);
+        }
     } else {
         ST_TRY(field_rows(c, line, "rows", rt, &r->rows));
-        if (r->rows > STRATA_MMVQ_SPLIT_BASE) r->rows = 0; /* a split variant is named "splitW", never by number */
+        /* a split or wide-row variant is named ("splitW", "wideTxR"), never by number */
+        if (r->rows > STRATA_MMVQ_SPLIT_BASE) r->rows = 0;
     }
     ST_TRY(check_block(c, line, "n_cols", r->mmvq.n_cols, r->mmvq.type));
     if (!st_mmvq_rows_valid(r->rows))
         return say_line(c, ST_ERR_PARSE, line, "rows %s is not a compiled-in variant (%s)",
                         SHOW(b, ln->t[4]), st_mmvq_rows_list(list, sizeof list));
+    if (!st_mmvq_rows_fit(r->rows, r->mmvq.n_cols))
+        return say_line(c, ST_ERR_PARSE, line, "rows %s needs rows of at least %d values (128 streams); n_cols is %d",
+                        SHOW(b, ln->t[4]), ST_CANON_WIDE_UNITS * ST_CANON_UNIT, r->mmvq.n_cols);
     return ST_OK;
 }
 

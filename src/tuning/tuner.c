@@ -80,6 +80,15 @@ static void candidates(const st_tune_shape *s, st_tune_shape_result *res)
     snprintf(c[n++].name, sizeof c[0].name, "split%d", W);
         STRATA_MMVQ_SPLIT_VARIANTS(ST_ADD_SPLIT)
 #undef ST_ADD_SPLIT
+        /* the wide-row variants, on rows of 128 streams only */
+#define ST_ADD_WIDE(T, R)                                       \
+    memset(&c[n], 0, sizeof c[n]);                              \
+    c[n].rows = STRATA_MMVQ_WIDE_ROWS(T, R);                    \
+    snprintf(c[n++].name, sizeof c[0].name, "wide%dx%d", T, R);
+        if (s->cols / ST_CANON_UNIT >= ST_CANON_WIDE_UNITS) {
+            STRATA_MMVQ_WIDE_VARIANTS(ST_ADD_WIDE)
+        }
+#undef ST_ADD_WIDE
     } else {
 #define ST_ADD_EXPERT(GU, DN)                                   \
     memset(&c[n], 0, sizeof c[n]);                              \

@@ -9,7 +9,7 @@
 #include "strata/tuner.h"
 #include "strata/verify.h"
 
-#define ST_TUNE_MAX_CAND 16
+#define ST_TUNE_MAX_CAND 24
 #define ST_TUNE_MAX_NT ST_MAX_TOKENS
 
 /* The token counts a whole decode step is measured at (the gate, bench):

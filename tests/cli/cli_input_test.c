@@ -94,13 +94,21 @@ static void numeric_options_refuse_nan_infinity_and_out_of_range(void **state)
     }
     /* 104 is split4's rows value inside the library, never a name for it */
     static const char *const bad_variant[] = {"3", "4x", "4/4junk", "/4", "4/", "-4", "104", "split", "split3",
-                                              "split4x", "mma", "mma4", "mma-8"};
+                                              "split4x", "mma", "mma4", "mma-8", "wide", "wide64", "wide64x",
+                                              "wide64x3", "wide96x2", "widex2", "wide64x2y", "222"};
     for (size_t i = 0; i < sizeof bad_variant / sizeof bad_variant[0]; i++) {
         /* with a shape, so the refusal is the variant's own */
         cli_run r = cli(QUICK, "bench", "--shape", "mmvq q8_0 64 64", "--variant", bad_variant[i], NULL);
         char want[64];
         snprintf(want, sizeof want, "--variant '%s' is not a compiled-in variant", bad_variant[i]);
         cli_expect_usage(&r, want, bad_variant[i]);
+        cli_free(&r);
+    }
+    /* a wide-row variant on a row of one stream group */
+    {
+        cli_run r = cli(QUICK, "bench", "--shape", "mmvq q8_0 64 4096", "--variant", "wide64x2", NULL);
+        cli_expect_usage(&r, "--variant wide64x2 needs rows of at least 8192 values (128 streams); 'mmvq q8_0 64 4096' has 4096",
+                         "wide64x2 on 4096 columns");
         cli_free(&r);
     }
     static const char *const bad_kinds[] = {"expertmmvq", "mmvq,foo", "expert,"};
@@ -184,6 +192,7 @@ static void options_that_would_be_ignored_are_refused(void **state)
         {"bench", "--variant", "4", NULL},
         {"bench", "--shape", "mmvq q8_0 64 64", "--variant", "4/4", NULL},
         {"bench", "--shape", "expert q8_0 q8_0 64 64 1", "--variant", "split4", NULL},
+        {"bench", "--shape", "expert q8_0 q8_0 64 64 1", "--variant", "wide64x2", NULL},
         {"bench", "--no-suite", "--layers", "4", NULL},
         {"bench", "--shape", "mmvq q8_0 64 64", "--layers", "4", NULL},
     };

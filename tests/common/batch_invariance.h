@@ -83,6 +83,10 @@ static void bi_mmvq_sweep(st_backend b, const int *nts, int n_nts)
 #define BI_SPLIT_(W) paths[np++] = STRATA_MMVQ_SPLIT_BASE + (W);
     STRATA_MMVQ_SPLIT_VARIANTS(BI_SPLIT_)
 #undef BI_SPLIT_
+    const int np_short = np; /* the wide-row variants below run on the wide row only */
+#define BI_WIDE_(T, R) paths[np++] = STRATA_MMVQ_WIDE_ROWS(T, R);
+    STRATA_MMVQ_WIDE_VARIANTS(BI_WIDE_)
+#undef BI_WIDE_
     const st_qtype types[] = {
 #define BI_T_(id, name, ggml, qk, bytes) ST_##id,
         ST_QTYPES(BI_T_)
@@ -103,7 +107,7 @@ static void bi_mmvq_sweep(st_backend b, const int *nts, int n_nts)
         st_random_floats(&r, x, (size_t)ST_MAX_TOKENS * (size_t)cols, 1.0f);
         for (int k = 0; k < n_nts; k++) {
             const int nt = nts[k];
-            for (int p = 0; p < np; p++) {
+            for (int p = 0; p < (wide ? np : np_short); p++) {
                 bi_mmvq(c, w, x, nt, paths[p], y);
                 for (int j = 0; j < nt; j++) {
                     bi_mmvq(c, w, x + (size_t)j * (size_t)cols, 1, paths[p], y1);

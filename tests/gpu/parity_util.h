@@ -153,7 +153,7 @@ static void __attribute__((unused)) sweep(st_ctx *cpu, st_ctx *gpu, st_qtype t, 
     st_matrix *wc = NULL, *wg = NULL;
     CHECK_OK(st_matrix_create(cpu, t, rows, cols, wh, &wc));
     CHECK_OK(st_matrix_create(gpu, t, rows, cols, wh, &wg));
-    path paths[16];
+    path paths[32];
     int np = 0;
     paths[np++] = (path){"default", 0, 0, 0, -1};
 #define ADD_ROWS(R) paths[np++] = (path){"rows " #R, R, 0, 0, -1};
@@ -165,6 +165,12 @@ static void __attribute__((unused)) sweep(st_ctx *cpu, st_ctx *gpu, st_qtype t, 
 #define ADD_SPLIT(W) paths[np++] = (path){"split" #W, STRATA_MMVQ_SPLIT_BASE + (W), 0, 0, -1};
     STRATA_MMVQ_SPLIT_VARIANTS(ADD_SPLIT)
 #undef ADD_SPLIT
+    /* the wide-row variants, on rows of 128 streams only */
+#define ADD_WIDE(T, R) paths[np++] = (path){"wide" #T "x" #R, STRATA_MMVQ_WIDE_ROWS(T, R), 0, 0, -1};
+    if (cols / 32 >= ST_CANON_WIDE_UNITS) {
+        STRATA_MMVQ_WIDE_VARIANTS(ADD_WIDE)
+    }
+#undef ADD_WIDE
     paths[np++] = (path){"STRATA_OLD_IQ_MMVQ", 0, 0, 0, ST_KNOB_OLD_IQ_MMVQ};
     paths[np++] = (path){"STRATA_IQ_STAGE_GRID_MMVQ=1", 0, 0, 0, ST_KNOB_IQ_STAGE_GRID_MMVQ};
     for (int k = 0; k < n_nt; k++) {

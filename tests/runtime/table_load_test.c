@@ -183,7 +183,7 @@ static void table_load_prints_one_line_on_success_and_each_refusal(void **state)
         {other_rt, ST_ERR_REFUSED, NULL},
         {other_cc, ST_ERR_REFUSED, NULL},
         {body1, ST_ERR_PARSE, "line 2: unknown kernel kind 'bogus' (expected expert or mmvq)"},
-        {body2, ST_ERR_PARSE, "line 2: rows 3 is not a compiled-in variant (1 2 4 8 16 mma8 mma16 mma32 split2 split4 split8)"},
+        {body2, ST_ERR_PARSE, "line 2: rows 3 is not a compiled-in variant (1 2 4 8 16 mma8 mma16 mma32 split2 split4 split8 wide64x1 wide64x2 wide64x4 wide128x1 wide128x2 wide128x4)"},
         {body3, ST_ERR_PARSE, NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -18,6 +18,9 @@ static void rows_list(char *buf, size_t n)
 #define T_SPLIT_(w) at += (size_t)snprintf(buf + at, n - at, " split%d", (w));
     STRATA_MMVQ_SPLIT_VARIANTS(T_SPLIT_)
 #undef T_SPLIT_
+#define T_WIDE_(t, r) at += (size_t)snprintf(buf + at, n - at, " wide%dx%d", (t), (r));
+    STRATA_MMVQ_WIDE_VARIANTS(T_WIDE_)
+#undef T_WIDE_
 }
 
 static void pairs_list(char *buf, size_t n)
@@ -160,6 +163,82 @@ static void table_accepts_exactly_the_compiled_in_split_variants(void **state)
                    "line 2: rows split104 is not a compiled-in variant (%s)", list);
 }
 
+static bool in_wide(int t, int r)
+{
+#define T_INW_(a, b) if (t == (a) && r == (b)) return true;
+    STRATA_MMVQ_WIDE_VARIANTS(T_INW_)
+#undef T_INW_
+    return false;
+}
+
+/* "wideTxR" names a wide-row variant (rows STRATA_MMVQ_WIDE_ROWS(T, R)) on a
+ * shape of 8192 columns or more: exactly the compiled-in (T, R) engage and
+ * write back the same way; a shorter shape refuses them, naming the length;
+ * malformed names and the number itself are refused with the list. */
+static void table_accepts_exactly_the_compiled_in_wide_variants_on_wide_rows(void **state)
+{
+    (void)state;
+    char list[256], body[128];
+    rows_list(list, sizeof list);
+    int accepted = 0, n = 0;
+#define T_COUNTW_(t, r) n++;
+    STRATA_MMVQ_WIDE_VARIANTS(T_COUNTW_)
+#undef T_COUNTW_
+    for (int t = 0; t <= 160; t += 16)
+        for (int r = 0; r <= 9; r++) {
+            snprintf(body, sizeof body, "mmvq iq3_s 4096 14336 wide%dx%d\n", t, r);
+            const char *text = tbl(body);
+            if (!in_wide(t, r)) {
+                expect_refusal(text, ST_ERR_PARSE, "line 2: rows wide%dx%d is not a compiled-in variant (%s)", t, r,
+                               list);
+                continue;
+            }
+            const int rows = STRATA_MMVQ_WIDE_ROWS(t, r);
+            assert_true(st_mmvq_rows_valid(rows));
+            st_table *tb = NULL;
+            char msg[ST_TABLE_MSG_MAX];
+            assert_int_equal(parse_cfg(text, strlen(text), NULL, &tb, msg), ST_OK);
+            st_mmvq_key k = {ST_IQ3_S, 4096, 14336};
+            int got = 0;
+            assert_true(st_table_lookup_mmvq(tb, &k, &got));
+            assert_int_equal(got, rows);
+            char *out = NULL;
+            size_t len = 0;
+            assert_int_equal(st_table_format(tb, &out, &len), ST_OK);
+            char want[64];
+            snprintf(want, sizeof want, "mmvq iq3_s 4096 14336 wide%dx%d\n", t, r);
+            assert_non_null(strstr(out, want));
+            free(out);
+            st_table_destroy(tb);
+            /* one unit short of 128 streams per row: refused, and by add too */
+            snprintf(body, sizeof body, "mmvq iq3_s 4096 7936 wide%dx%d\n", t, r);
+            expect_refusal(tbl(body), ST_ERR_PARSE,
+                           "line 2: rows wide%dx%d needs rows of at least 8192 values (128 streams); n_cols is 7936", t,
+                           r);
+            st_table *e = NULL;
+            assert_int_equal(st_table_create(&g_id, &e), ST_OK);
+            st_mmvq_key short_k = {ST_IQ3_S, 4096, 7936};
+            assert_int_equal(st_table_add_mmvq(e, &short_k, rows), ST_ERR_INVALID_ARG);
+            assert_non_null(strstr(st_last_error(), "needs rows of at least 8192 values"));
+            assert_int_equal(st_table_add_mmvq(e, &k, rows), ST_OK);
+            st_table_destroy(e);
+            accepted++;
+        }
+    assert_int_equal(accepted, n);
+    const char *bad[] = {"wide", "wide64", "wide64x", "widex2", "wide64x2x", "wide64y2", "wide-64x2", "wide64x02a"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(body, sizeof body, "mmvq iq3_s 4096 14336 %s\n", bad[i]);
+        st_table *tb = NULL;
+        char msg[ST_TABLE_MSG_MAX];
+        const char *text = tbl(body);
+        assert_int_equal(parse_cfg(text, strlen(text), NULL, &tb, msg), ST_ERR_PARSE);
+        assert_null(tb);
+    }
+    snprintf(body, sizeof body, "mmvq iq3_s 4096 14336 %d\n", STRATA_MMVQ_WIDE_ROWS(64, 2));
+    expect_refusal(tbl(body), ST_ERR_PARSE, "line 2: rows %d is not a compiled-in variant (%s)",
+                   STRATA_MMVQ_WIDE_ROWS(64, 2), list);
+}
+
 static void table_accepts_exactly_the_compiled_in_expert_pairs(void **state)
 {
     (void)state;
@@ -193,10 +272,10 @@ static void table_refuses_rows_not_compiled_in_with_documented_wording(void **st
     char list[256], plist[256];
     rows_list(list, sizeof list);
     pairs_list(plist, sizeof plist);
-    assert_string_equal(list, "1 2 4 8 16 mma8 mma16 mma32 split2 split4 split8");
+    assert_string_equal(list, "1 2 4 8 16 mma8 mma16 mma32 split2 split4 split8 wide64x1 wide64x2 wide64x4 wide128x1 wide128x2 wide128x4");
     assert_string_equal(plist, "1/1 2/2 4/2 4/4 8/4 8/8");
     const char *text = tbl("# a\n#b\n\nmmvq q8_0 32 32 1\nmmvq q8_0 64 32 2\nmmvq q8_0 96 32 3\n");
-    expect_refusal(text, ST_ERR_PARSE, "line 7: rows 3 is not a compiled-in variant (1 2 4 8 16 mma8 mma16 mma32 split2 split4 split8)");
+    expect_refusal(text, ST_ERR_PARSE, "line 7: rows 3 is not a compiled-in variant (1 2 4 8 16 mma8 mma16 mma32 split2 split4 split8 wide64x1 wide64x2 wide64x4 wide128x1 wide128x2 wide128x4)");
     text = tbl("# a\n#b\n\nmmvq q8_0 32 32 1\nmmvq q8_0 64 32 2\nexpert q8_0 q8_0 32 32 1 3 5\n");
     expect_refusal(text, ST_ERR_PARSE,
                    "line 7: rows 3/5 is not a compiled-in variant (1/1 2/2 4/2 4/4 8/4 8/8)");
@@ -418,7 +497,7 @@ static void table_parse_any_skips_identity_and_knob_checks(void **state)
     } bad[] = {
         {"a b c d e\n", "decode tuning: o.table: line 1: header must have 4 tokens (<arch> <runtime> <compiler> <space>), found 5"},
         {"a b c x\n", "decode tuning: o.table: line 1: space token 'x' is not a number"},
-        {"a b c 1\nmmvq iq3_s 2560 2560 3\n", "decode tuning: o.table: line 2: rows 3 is not a compiled-in variant (1 2 4 8 16 mma8 mma16 mma32 split2 split4 split8)"},
+        {"a b c 1\nmmvq iq3_s 2560 2560 3\n", "decode tuning: o.table: line 2: rows 3 is not a compiled-in variant (1 2 4 8 16 mma8 mma16 mma32 split2 split4 split8 wide64x1 wide64x2 wide64x4 wide128x1 wide128x2 wide128x4)"},
         {"a b c\n", "decode tuning: o.table: made before the kernel selection space was tracked - the kernels have changed since"},
         {"#\n", "decode tuning: o.table: empty file (no header line)"},
     };
@@ -584,6 +663,7 @@ int main(void)
         cmocka_unit_test(table_accepts_exactly_the_compiled_in_mmvq_rows),
         cmocka_unit_test(table_accepts_exactly_the_compiled_in_mma_variants),
         cmocka_unit_test(table_accepts_exactly_the_compiled_in_split_variants),
+        cmocka_unit_test(table_accepts_exactly_the_compiled_in_wide_variants_on_wide_rows),
         cmocka_unit_test(table_accepts_exactly_the_compiled_in_expert_pairs),
         cmocka_unit_test(table_refuses_rows_not_compiled_in_with_documented_wording),
         cmocka_unit_test(table_refuses_rows_with_wrong_token_count),

@@ -42,14 +42,17 @@
 enum {
     N_MMVQ_VARIANTS = 0 STRATA_MMVQ_ROWS_VARIANTS(COUNT_ONE_) STRATA_MMVQ_MMA_VARIANTS(COUNT_ONE_)
         STRATA_MMVQ_SPLIT_VARIANTS(COUNT_ONE_),
+    N_WIDE_VARIANTS = 0 STRATA_MMVQ_WIDE_VARIANTS(COUNT_ONE_), /* rows of 128 streams only, after the others */
     N_EXPERT_VARIANTS = 0 STRATA_EXPERT_ROWS_VARIANTS(COUNT_ONE_)
 };
 #undef COUNT_ONE_
 #define MMVQ_ROWS_(R) R,
 #define MMVQ_MMA_(W) -(W),
 #define MMVQ_SPLIT_(W) STRATA_MMVQ_SPLIT_BASE + (W),
+#define MMVQ_WIDE_(T, R) STRATA_MMVQ_WIDE_ROWS(T, R),
 static const int MMVQ_ROWS[] = {STRATA_MMVQ_ROWS_VARIANTS(MMVQ_ROWS_) STRATA_MMVQ_MMA_VARIANTS(MMVQ_MMA_)
-                                    STRATA_MMVQ_SPLIT_VARIANTS(MMVQ_SPLIT_)};
+                                    STRATA_MMVQ_SPLIT_VARIANTS(MMVQ_SPLIT_) STRATA_MMVQ_WIDE_VARIANTS(MMVQ_WIDE_)};
+#undef MMVQ_WIDE_
 #undef MMVQ_SPLIT_
 #undef MMVQ_MMA_
 #undef MMVQ_ROWS_
@@ -207,9 +210,12 @@ static void check_report_shape(const cJSON *shape)
     assert_true(mmvq || !strcmp(kind, "expert"));
     const cJSON *cands = field(shape, "candidates");
     assert_true(cJSON_IsArray(cands));
-    const int want = 1 + (mmvq ? N_MMVQ_VARIANTS : N_EXPERT_VARIANTS);
+    /* rows of 128 streams (8192 values or more) also sweep the wide-row variants */
+    const bool wide = mmvq && int_field(shape, "n_cols") / 32 >= ST_CANON_WIDE_UNITS;
+    const int n_mmvq = N_MMVQ_VARIANTS + (wide ? N_WIDE_VARIANTS : 0);
+    const int want = 1 + (mmvq ? n_mmvq : N_EXPERT_VARIANTS);
     assert_int_equal(cJSON_GetArraySize(cands), want);
-    int seen[16] = {0};
+    int seen[32] = {0};
     int i = 0;
     const cJSON *c;
     cJSON_ArrayForEach(c, cands)
@@ -227,7 +233,7 @@ static void check_report_shape(const cJSON *shape)
             int match = -1;
             if (mmvq) {
                 const int rows = int_field(c, "rows");
-                for (int k = 0; k < N_MMVQ_VARIANTS; k++)
+                for (int k = 0; k < n_mmvq; k++)
                     if (MMVQ_ROWS[k] == rows) match = k;
             } else {
                 const int gu = int_field(c, "gu_rows"), dn = int_field(c, "down_rows");
@@ -241,6 +247,45 @@ static void check_report_shape(const cJSON *shape)
     }
     for (int k = 0; k < want - 1; k++) assert_int_equal(seen[k], 1);
     assert_true(cJSON_IsObject(field(shape, "decision")));
+}
+
+/* Hand-given shapes on both sides of the wide-row length: the 8192-value
+ * row sweeps every candidate and the wide-row variants too, all
+ * byte-identical to the default; the 4096-value row sweeps no wide one. */
+static void tune_sweeps_the_wide_row_variants_on_wide_rows_only(void **state)
+{
+    (void)state;
+    const char *dir = make_dir();
+    st_ctx *ctx = cpu_ctx();
+    st_tune_options o;
+    const int nts[] = {1, 3};
+    tune_opts(&o, dir, nts, 2, nts, 2);
+    const char *const shapes[] = {"mmvq iq4_nl 8 8192", "mmvq q4_K 8 4096"};
+    o.shapes = shapes;
+    o.n_shapes = 2;
+    st_tune_result res;
+    st_status s = st_tune_run(ctx, &o, &res);
+    if (s != ST_OK) fail_msg("st_tune_run: %s: %s", st_status_name(s), st_last_error());
+    assert_int_equal(res.shapes, 2);
+    assert_int_equal(res.mismatches, 0);
+    char *text = slurp(res.report_path, NULL);
+    cJSON *root = cJSON_Parse(text);
+    if (!root) fail_msg("the report %s is not JSON", res.report_path);
+    int wide_seen = 0;
+    const cJSON *sh;
+    cJSON_ArrayForEach(sh, field(root, "shapes"))
+    {
+        check_report_shape(sh);
+        const cJSON *c;
+        int n_wide = 0;
+        cJSON_ArrayForEach(c, field(sh, "candidates")) n_wide += !strncmp(str_field(c, "name"), "wide", 4);
+        assert_int_equal(n_wide, int_field(sh, "n_cols") >= 8192 ? N_WIDE_VARIANTS : 0);
+        wide_seen += n_wide;
+    }
+    assert_int_equal(wide_seen, N_WIDE_VARIANTS);
+    cJSON_Delete(root);
+    free(text);
+    st_ctx_destroy(ctx);
 }
 
 static void tune_writes_a_table_that_engages_and_a_report_listing_every_candidate(void **state)
@@ -675,6 +720,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(tune_writes_a_table_that_engages_and_a_report_listing_every_candidate),
+        cmocka_unit_test(tune_sweeps_the_wide_row_variants_on_wide_rows_only),
         cmocka_unit_test(coverage_reports_every_model_shape_covered),
         cmocka_unit_test(killing_the_tuner_never_leaves_a_partial_table),
         cmocka_unit_test(tune_refuses_to_overwrite_a_table_for_another_identity),

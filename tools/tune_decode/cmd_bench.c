@@ -439,8 +439,8 @@ static st_status bench_model(st_ctx *c, bench_env *e, const st_verify_options *v
     return s;
 }
 
-/* "R", "mmaW" or "splitW" (an mmvq variant) or "G/D" (an expert pair),
- * nothing else. */
+/* "R", "mmaW", "splitW" or "wideTxR" (an mmvq variant) or "G/D" (an expert
+ * pair), nothing else. */
 static bool parse_variant(const char *v, int *out)
 {
     const char *slash = strchr(v, '/');
@@ -448,6 +448,15 @@ static bool parse_variant(const char *v, int *out)
     char first[16];
     if (!slash) {
         out[1] = 0;
+        if (!strncmp(v, "wide", 4)) {
+            const char *x = strchr(v + 4, 'x');
+            const size_t n = x ? (size_t)(x - v - 4) : 0;
+            if (!n || n >= sizeof first) return false;
+            memcpy(first, v + 4, n);
+            first[n] = '\0';
+            return td_parse_int(first, 32, 320, &a) && a % 32 == 0 && td_parse_int(x + 1, 1, 9, &b) &&
+                   st_mmvq_rows_valid(out[0] = STRATA_MMVQ_WIDE_ROWS((int)a, (int)b));
+        }
         if (!strncmp(v, "mma", 3))
             return td_parse_int(v + 3, 1, 64, &a) && st_mmvq_rows_valid(out[0] = -(int)a);
         if (!strncmp(v, "split", 5))
@@ -521,7 +530,13 @@ int cmd_bench(int argc, char **argv, const td_global *g)
             const bool ex = parsed[i].kind == ST_SHAPE_EXPERT;
             if (ex != (variant[v][1] != 0))
                 return td_usage_error("bench: --variant: '%s' is %s shape, the variants of it are %s", specs[i],
-                                      ex ? "an expert" : "an mmvq", ex ? "G/D pairs" : "R, mmaW or splitW");
+                                      ex ? "an expert" : "an mmvq", ex ? "G/D pairs" : "R, mmaW, splitW or wideTxR");
+            if (!ex && !st_mmvq_rows_fit(variant[v][0], parsed[i].cols)) {
+                char vn[24];
+                return td_usage_error("bench: --variant %s needs rows of at least %d values (128 streams); '%s' has %d",
+                                      st_mmvq_variant_name(variant[v][0], vn, sizeof vn),
+                                      ST_CANON_WIDE_UNITS * ST_CANON_UNIT, specs[i], parsed[i].cols);
+            }
         }
     if (model) {
         st_model *m = NULL;

@@ -306,6 +306,16 @@ int cmd_variants(int argc, char **argv, const td_global *g)
 #define TD_SPLIT_JSON_(w) cJSON_AddItemToArray(spl, cJSON_CreateNumber(w));
         STRATA_MMVQ_SPLIT_VARIANTS(TD_SPLIT_JSON_)
 #undef TD_SPLIT_JSON_
+        cJSON *wide = cJSON_AddArrayToObject(o, "mmvq_wide");
+#define TD_WIDE_JSON_(t, r)                                   \
+    {                                                         \
+        cJSON *p = cJSON_CreateObject();                      \
+        cJSON_AddNumberToObject(p, "lanes", t);               \
+        cJSON_AddNumberToObject(p, "rows_per_group", r);      \
+        cJSON_AddItemToArray(wide, p);                        \
+    }
+        STRATA_MMVQ_WIDE_VARIANTS(TD_WIDE_JSON_)
+#undef TD_WIDE_JSON_
         cJSON *ex = cJSON_AddArrayToObject(o, "expert_rows");
 #define TD_PAIR_JSON_(gu, dn)                                 \
     {                                                         \
@@ -331,6 +341,8 @@ int cmd_variants(int argc, char **argv, const td_global *g)
     char list[256];
     printf("kernel selection space: %d\n", STRATA_SELECTION_SPACE);
     printf("mmvq rows variants: %s\n", st_mmvq_rows_list(list, sizeof list));
+    printf("  (wideTxR: T lanes and R rows per lane group, on rows of %d values or more only)\n",
+           ST_CANON_WIDE_UNITS * ST_CANON_UNIT);
     printf("expert rows variants (gate-up/down): %s\n", st_expert_rows_list(list, sizeof list));
     printf("dispatch knobs (a table is refused while any is active):\n");
     for (int k = 0; k < ST_KNOB_COUNT; k++)
