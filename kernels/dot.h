@@ -83,7 +83,7 @@ ST_DEV void st_add_unit(const st_dunit (&un)[RW], const st_xvec *xv, int n, int 
 /* Issues the weight loads of batch U0 (units U0 + S b + lane + T j, S = T J
  * the streams). */
 template <int TYPE, int T, int B, int J, int RW>
-ST_DEV void st_load_batch(const st_mat_dev &m, int64_t row0, int64_t stride, int u0, int lane,
+ST_DEV void st_load_batch(const st_mat_dev &m, int64_t row0, int kmax, int u0, int lane,
                           typename st_unit_dec<TYPE>::raw (&r)[B][J][RW])
 {
 #pragma unroll
@@ -93,7 +93,7 @@ ST_DEV void st_load_batch(const st_mat_dev &m, int64_t row0, int64_t stride, int
             const int u = u0 + T * J * b + lane + T * j;
             if (u < m.nu)
 #pragma unroll
-                for (int k = 0; k < RW; k++) st_unit_dec<TYPE>::load(m, row0 + k * stride, u, r[b][j][k]);
+                for (int k = 0; k < RW; k++) st_unit_dec<TYPE>::load(m, row0 + (k < kmax ? k : kmax), u, r[b][j][k]);
         }
 }
 
@@ -119,7 +119,8 @@ ST_DEV void st_run_batch(int nu, const st_xvec *xv, int n, const st_grids &g, in
 
 /* (A kernel launched by st_launch_dependent reaches st_grid_dep_wait here
  * before its first activation load: only weight loads come before it.)
- * RW rows (ROW0, ROW0 + STRIDE, ...) at once: each lane decodes the RW rows'
+ * RW rows at once, row k = ROW0 + min(k, KMAX) (KMAX: the last row of the
+ * group that exists; the rows past it repeat it and are not stored): each lane decodes the RW rows'
  * units and loads each activation block once for all of them, so activation
  * traffic is divided by RW (it dominates for several tokens). PIPE (the
  * iq_mmvq kernels): with one unit per lane per step and 1-2 tokens the
@@ -130,7 +131,7 @@ ST_DEV void st_run_batch(int nu, const st_xvec *xv, int n, const st_grids &g, in
  * (2-3 units per lane) it was slower (29.1 -> 31.2 us per MoE call) and
  * costs gfx1100 registers, so they do not use it. */
 template <int TYPE, int T, int NT, int RW, bool XBLOCKS = false, bool WRONG_ORDER = false, bool PIPE = false, int NG = 1>
-ST_DEV void st_rows_dot(const st_mat_dev &m, int64_t row0, int64_t stride, const st_xvec *xv, int n,
+ST_DEV void st_rows_dot(const st_mat_dev &m, int64_t row0, int kmax, const st_xvec *xv, int n,
                         const st_grids &g, int lane, float (*out)[NT], float *xw = nullptr)
 {
     constexpr int S = 32 * NG;
@@ -158,13 +159,13 @@ ST_DEV void st_rows_dot(const st_mat_dev &m, int64_t row0, int64_t stride, const
          * those keep the loop below. */
         constexpr int B = RW == 1 && NT <= 2 ? 2 : 1, STEP = S * B;
         typename st_unit_dec<TYPE>::raw r0[B][J][RW], r1[B][J][RW];
-        st_load_batch<TYPE, T, B, J, RW>(m, row0, stride, 0, lane, r0);
+        st_load_batch<TYPE, T, B, J, RW>(m, row0, kmax, 0, lane, r0);
         st_grid_dep_wait(); /* the activations are read from here on */
         for (int u0 = 0; u0 < m.nu; u0 += 2 * STEP) {
-            st_load_batch<TYPE, T, B, J, RW>(m, row0, stride, u0 + STEP, lane, r1);
+            st_load_batch<TYPE, T, B, J, RW>(m, row0, kmax, u0 + STEP, lane, r1);
             st_run_batch<TYPE, T, NT, B, J, RW, XBLOCKS>(m.nu, xv, n, g, u0, lane, r0, acc);
             if (u0 + STEP >= m.nu) break;
-            st_load_batch<TYPE, T, B, J, RW>(m, row0, stride, u0 + 2 * STEP, lane, r0);
+            st_load_batch<TYPE, T, B, J, RW>(m, row0, kmax, u0 + 2 * STEP, lane, r0);
             st_run_batch<TYPE, T, NT, B, J, RW, XBLOCKS>(m.nu, xv, n, g, u0 + STEP, lane, r1, acc);
         }
     } else if constexpr (J == 1) {
@@ -174,7 +175,7 @@ ST_DEV void st_rows_dot(const st_mat_dev &m, int64_t row0, int64_t stride, const
         st_grid_dep_wait();
         for (int u0 = 0; u0 < m.nu; u0 += S) {
             typename st_unit_dec<TYPE>::raw r[1][J][RW];
-            st_load_batch<TYPE, T, 1, J, RW>(m, row0, stride, u0, lane, r);
+            st_load_batch<TYPE, T, 1, J, RW>(m, row0, kmax, u0, lane, r);
             st_run_batch<TYPE, T, NT, 1, J, RW, XBLOCKS>(m.nu, xv, n, g, u0, lane, r, acc);
         }
     } else {
@@ -190,7 +191,7 @@ ST_DEV void st_rows_dot(const st_mat_dev &m, int64_t row0, int64_t stride, const
                 if (u < m.nu) {
                     st_dunit un[RW];
 #pragma unroll
-                    for (int k = 0; k < RW; k++) st_unit_dec<TYPE>::get(m, row0 + k * stride, u, g, un[k]);
+                    for (int k = 0; k < RW; k++) st_unit_dec<TYPE>::get(m, row0 + (k < kmax ? k : kmax), u, g, un[k]);
                     st_add_unit<TYPE, NT, J, RW, XBLOCKS>(un, xv, n, u, j, acc);
                 }
             }

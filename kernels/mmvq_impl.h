@@ -28,15 +28,17 @@ ST_DEV void st_mmvq_body(const st_mat_dev &m, const st_xvec *xv, int nt, float *
     /* Rows past the end still run the dot (on the last row) so every lane
      * takes part in the shuffles; they do not store. */
     const int64_t r0 = row0 < m.rows ? row0 : m.rows - 1;
-    const int64_t stride = (RW > 1 && r0 + RW - 1 < m.rows) ? 1 : 0;
-    st_rows_dot<TYPE, T, NT, RW, XBLOCKS, WRONG, PIPE, NG>(m, r0, stride, xv, nt, g, lane, out,
+    /* the group's last row that exists: each row computed on its own (a
+     * partial last group of 4 can hold 2 or 3 rows) */
+    const int kmax = m.rows - 1 - r0 < RW - 1 ? (int)(m.rows - 1 - r0) : RW - 1;
+    st_rows_dot<TYPE, T, NT, RW, XBLOCKS, WRONG, PIPE, NG>(m, r0, kmax, xv, nt, g, lane, out,
                                                          xw ? xw + (threadIdx.x / T) * RW * NT * (T / 32) : nullptr);
     if (lane == 0) {
 #pragma unroll
         for (int k = 0; k < RW; k++)
 #pragma unroll
             for (int i = 0; i < NT; i++)
-                if (i < nt && row0 + k < m.rows) y[(int64_t)i * m.rows + row0 + k] = stride ? out[k][i] : out[0][i];
+                if (i < nt && row0 + k < m.rows) y[(int64_t)i * m.rows + row0 + k] = out[k][i];
     }
 }
 

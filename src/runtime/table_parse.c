@@ -388,15 +388,16 @@ static st_status parse_mmvq(pctx *c, const line_t *ln, st_table_row *r)
         r->rows = r->rows > 0 && r->rows < STRATA_MMVQ_SPLIT_BASE ? STRATA_MMVQ_SPLIT_BASE + r->rows : 0;
     } else if (rt.n > 4 && !memcmp(rt.s, "wide", 4)) {
         /* a wide-row variant, "wideTxR": rows STRATA_MMVQ_WIDE_ROWS(T, R) */
+        /* anything else than two decimals around the x is refused below as
+         * "rows <the whole token> is not a compiled-in variant" */
         const char *x = memchr(rt.s + 4, 'x', rt.n - 4);
-        int lanes = 0, per = 0;
+        long long lanes = 0, per = 0;
         r->rows = 0;
         if (x && x > rt.s + 4 && x < rt.s + rt.n - 1) {
             tok tt = {rt.s + 4, (size_t)(x - rt.s - 4)}, rr = {x + 1, (size_t)(rt.s + rt.n - x - 1)};
-            ST_TRY(field_rows(c, line, "rows", tt, &lanes));
-            ST_TRY(field_rows(c, line, "rows", rr, &per));
-            if (lanes > 0 && lanes % 32 == 0 && lanes <= 320 && per > 0 && per < 10)
-                r->rows = STRATA_MMVQ_WIDE_ROWS(lanes, per);
+            if (parse_num(tt, 0, 320, &lanes) == NUM_OK && parse_num(rr, 0, 9, &per) == NUM_OK && lanes > 0 &&
+                lanes % 32 == 0 && per > 0)
+                r->rows = STRATA_MMVQ_WIDE_ROWS((int)lanes, (int)per);
         }
     } else {
         ST_TRY(field_rows(c, line, "rows", rt, &r->rows));

@@ -285,10 +285,13 @@ static st_status tune_shape(st_ctx *ctx, const st_tune_options *o, const st_tune
     }
     rp->s = s;
     run_ctx r = *rp;
-    /* which variant is the default's own launch. iq_mmvq has none: on the
-     * GPU its default pipelines the weight loads at 1-2 tokens (the rows
-     * variants do not) or is a sub-warp kernel, on the CPU it splits rows
-     * by core count, so every rows variant is a real alternative. */
+    /* which variant is the default's own launch. iq_mmvq has none over a
+     * whole mix: on the GPU its default pipelines the weight loads at 1-2
+     * tokens (the rows variants do not) or is a sub-warp kernel, and on a
+     * wide row it changes its geometry with the token count, so a wide-row
+     * variant is its launch at some token counts only (it is timed like any
+     * other: the keep threshold decides); on the CPU it splits rows by core
+     * count. */
     if (st == ST_OK && s->kind == ST_SHAPE_EXPERT) {
         int gu, dn;
         st_experts ex = {r.m[0], r.m[1], r.m[2], s->n_expert};

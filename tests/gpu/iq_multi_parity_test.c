@@ -24,11 +24,12 @@ static void iq_mmvq_multi_token_gpu_matches_cpu_bitwise(void **state)
         /* 8192 rows: the default's two-rows-per-lane-group kernels
          * (st_mmvq_rows_per_group), on short rows to stay cheap; the
          * 8224 / 8448 columns: wide rows (257 / 264 units: 128 streams,
-         * ST_CANON_WIDE_UNITS), uneven over the streams; 8192 x 8192 (below,
+         * ST_CANON_WIDE_UNITS), uneven over the streams, 78 and 3 of them: a
+         * last lane group of 4 rows holding 2 or 3; 8192 x 8192 (below,
          * at 2, 5 and 8 tokens): the wide rows' two-rows kernels */
         const int shapes[][2] = {{5, big ? 512 : 96}, {333, big ? 2560 : 640}, {4096, big ? 1024 : 288},
-                                 {8192, big ? 256 : 64}, {77, big ? 8448 : 8224}};
-        const int few[][2] = {{5, big ? 512 : 96}, {33, 2560}, {8192, big ? 256 : 32}, {77, big ? 8448 : 8224}};
+                                 {8192, big ? 256 : 64}, {78, big ? 8448 : 8224}, {3, big ? 8448 : 8224}};
+        const int few[][2] = {{5, big ? 512 : 96}, {33, 2560}, {8192, big ? 256 : 32}, {78, big ? 8448 : 8224}, {3, big ? 8448 : 8224}};
         const size_t ns = small ? sizeof few / sizeof few[0] : sizeof shapes / sizeof shapes[0];
         for (size_t s = 0; s < ns; s++) {
             const int rows = small ? few[s][0] : shapes[s][0], cols = small ? few[s][1] : shapes[s][1];

@@ -53,7 +53,8 @@ static const char BENCH_HELP[] =
     "one at its N_TOKENS).\n"
     "SPEC: 'mmvq TYPE ROWS COLS' or 'expert GU DN N_EMBD N_FF N_TOKENS'.\n"
     "--variant V (up to 8, with --shape): also time variant V of the --shape rows in the same\n"
-    "round-robin: R, mmaW or splitW for mmvq shapes, G/D for expert shapes (tune_decode variants).\n"
+    "round-robin: R, mmaW, splitW or wideTxR (rows of 8192 values or more) for mmvq shapes, G/D\n"
+    "for expert shapes (tune_decode variants).\n"
     "--html FILE.html: the figures as a page (one chart per shape), and their JSON beside it\n"
     "(FILE.json, the --json document; tune_decode report FILE.json renders it again).\n";
 

@@ -15,9 +15,10 @@
 
 #define MAX_TOK ST_MAX_PAIRS /* vectors sharing one row pass (expert pairs included) */
 
-/* Adds unit U (decoded: UN) of a row to stream accumulators ACC[i] (one per
- * vector) with N q8_1 vectors XQ[i], in canonical order. */
-static void unit_into_streams(const st_unit *un, int64_t u, const uint8_t *const *xq, int n, float *acc, int stride)
+/* Adds unit U (decoded: UN) of a row to stream S of N vectors' accumulators
+ * ACC[i * NS + S] with the q8_1 vectors XQ[i], in canonical order. */
+static void unit_into_streams(const st_unit *un, int64_t u, const uint8_t *const *xq, int n, float *acc, int ns,
+                              int s)
 {
     for (int i = 0; i < n; i++) {
         const uint8_t *blk = xq[i] + u * ST_Q8_1_BLOCK_BYTES;
@@ -25,7 +26,7 @@ static void unit_into_streams(const st_unit *un, int64_t u, const uint8_t *const
         const int8_t *q = (const int8_t *)(blk + 4);
         int32_t isum = 0;
         for (int j = 0; j < 32; j++) isum += (int32_t)un->w[j] * q[j];
-        float a = st_canon_unit(un->W, da, isum, acc[i * stride]);
+        float a = st_canon_unit(un->W, da, isum, acc[i * ns + s]);
         if (un->has_min) {
             int32_t q0 = 0, q1 = 0;
             for (int j = 0; j < 16; j++) {
@@ -34,7 +35,7 @@ static void unit_into_streams(const st_unit *un, int64_t u, const uint8_t *const
             }
             a = st_canon_unit_min(un->M, da, un->mf[0] * q0 + un->mf[1] * q1, a);
         }
-        acc[i * stride] = a;
+        acc[i * ns + s] = a;
     }
 }
 
@@ -46,25 +47,25 @@ static void row_dot(st_qtype t, const uint8_t *row, int64_t k, const uint8_t *co
     const int64_t nu = k / ST_CANON_UNIT;
     st_unit un;
     if (ng == 1) {
-        float acc[MAX_TOK][ST_CANON_STREAMS];
+        float acc[MAX_TOK * ST_CANON_STREAMS];
         memset(acc, 0, sizeof(float) * ST_CANON_STREAMS * (size_t)n);
         for (int64_t u = 0; u < nu; u++) {
             st_unit_decode(t, row, u, &un);
-            unit_into_streams(&un, u, xq, n, &acc[0][u % ST_CANON_STREAMS], ST_CANON_STREAMS);
+            unit_into_streams(&un, u, xq, n, acc, ST_CANON_STREAMS, (int)(u % ST_CANON_STREAMS));
         }
-        for (int i = 0; i < n; i++) y[i] = st_canon_combine32(acc[i]);
+        for (int i = 0; i < n; i++) y[i] = st_canon_combine32(acc + (size_t)i * ST_CANON_STREAMS);
         return;
     }
     enum { S = ST_CANON_STREAMS * ST_CANON_WIDE_GROUPS };
-    float acc[ST_MAX_TOKENS][S];
+    float acc[ST_MAX_TOKENS * S];
     memset(acc, 0, sizeof(float) * S * (size_t)n);
     for (int64_t u = 0; u < nu; u++) {
         st_unit_decode(t, row, u, &un);
-        unit_into_streams(&un, u, xq, n, &acc[0][u % S], S);
+        unit_into_streams(&un, u, xq, n, acc, S, (int)(u % S));
     }
     for (int i = 0; i < n; i++) {
         float g[ST_CANON_WIDE_GROUPS];
-        for (int q = 0; q < ST_CANON_WIDE_GROUPS; q++) g[q] = st_canon_combine32(acc[i] + ST_CANON_STREAMS * q);
+        for (int q = 0; q < ST_CANON_WIDE_GROUPS; q++) g[q] = st_canon_combine32(acc + (size_t)i * S + ST_CANON_STREAMS * q);
         y[i] = st_canon_groups4(g[0], g[1], g[2], g[3]);
     }
 }
