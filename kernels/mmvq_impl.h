@@ -61,18 +61,33 @@ ST_DEV void st_xvecs(const int8_t *qs, const float *d, int nu, int nt, bool bloc
  * at 64 (8 blocks of 4 warps per SM): at 72 the 1024 blocks of a 4096-row
  * matrix no longer fit one wave on the H200 (IQ3_S n_tokens 2: 35.2 us,
  * 28.7 us without the pipeline). */
-template <int TYPE, int T, int NT, int RW, bool STAGE, int NG = 1>
-__global__ void ST_LAUNCH_BOUNDS(128, NT <= 2 && (NG == 1 || (NT == 2 && st_unit_dec<TYPE>::grid_bytes > 0)) ? 8 : 0)
+template <int TYPE, int T, int NT, int RW, bool STAGE, int NG = 1, int MINB = -1>
+__global__ void ST_LAUNCH_BOUNDS(128, MINB >= 0 ? MINB : NT <= 2 && (NG == 1 || (NT == 2 && st_unit_dec<TYPE>::grid_bytes > 0)) ? 8 : 0)
     st_mmvq_default_kernel(st_mat_dev m, const int8_t *__restrict__ qs,
                                                               const float *__restrict__ d, int nt,
                                                               float *__restrict__ y, st_grids gg)
 {
     __shared__ uint32_t s_grid[st_grid_bytes<TYPE>::n / 4 + 1];
     __shared__ float s_xw[T > 32 ? 4 * RW * NT : 1]; /* (128 / T) lane groups x RW x NT x T / 32 */
+    /* The q8_1 kernel of the next call is a dependent of this one (it
+     * waits for this grid's end before it reads or writes anything): it
+     * may launch once every block of this grid has released it. Released
+     * at the start (so it is resident when this grid ends) for one token,
+     * and for two on one-group rows, of formats without a grid table; at
+     * the end of each block otherwise. Measured on the H200 (us, eager,
+     * start / end, each pair in one run): 4096x14336 n_tokens 1 iq4_xs
+     * 15.84 / 16.13, iq4_nl 14.62 / 14.97; 14336x4096 n_tokens 2 iq4_nl
+     * 17.53 / 18.04, iq4_xs 18.17 / 18.77; but 4096x14336 n_tokens 2 (128
+     * streams) iq4_xs 18.63 / 16.87, iq4_nl 18.02 / 16.24; iq3_s
+     * 4096x14336 n_tokens 1 17.93 / 17.45, 2 21.11 / 19.91; n_tokens 8
+     * iq4_nl 14336x4096 39.73 / 35.89, 4096x14336 32.28 / 30.55. */
+    constexpr bool early = NT <= 2 && st_unit_dec<TYPE>::grid_bytes == 0 && (NG == 1 || NT == 1);
+    if (early) st_grid_dep_release();
     const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
     st_xvec xv[NT];
     st_xvecs<NT>(qs, d, m.nu, nt, false, xv);
     st_mmvq_body<TYPE, T, NT, RW, false, false, true, NG>(m, xv, nt, y, 4 * 32 / T * RW, g, s_xw);
+    if (!early) st_grid_dep_release();
 }
 
 template <int TYPE, int NT, int R, int NG>
@@ -111,13 +126,18 @@ __global__ void __launch_bounds__(32) st_mmvq_legacy_kernel(st_mat_dev m, const 
  *     formats without a grid are better without: iq4_xs 19.23 -> 18.42);
  *   4 tokens: RW 4, T 64 (iq4_nl 21.74, iq4_xs 21.96), T 128 with a grid
  *     (iq3_s 30.75; 38.3 at T 64);
- *   8 tokens: T 128, RW 4 (iq4_nl 44.6 at RW 2 -> 40.5, iq3_s 45.2 -> 43.0),
- *     IQ4_XS RW 2 (38.8; 41.0 at RW 4).
+ *   8 tokens: T 64, RW 4 with at most 128 registers (4 blocks of 4 warps
+ *     per SM: the 512 blocks of a 4096-row matrix in one wave); a second
+ *     run against the geometry before (T 128, RW 4, 157 registers; IQ4_XS
+ *     RW 2): iq4_nl 40.3 -> 32.3, iq4_xs 38.2 -> 33.6, iq3_s 43.1 -> 37.8
+ *     (T 128 RW 4 at 128 registers: 33.5 / 33.7 / 37.2; at 96 registers,
+ *     spilling: 37.8 / 40.2 / 43.1).
  * Every one is launched as a dependent of the q8_1 kernel (NVIDIA sm_90+;
  * at 8 tokens 49.3 -> 48.0 us for iq4_xs, T 128).
  * gfx1100 (not measured: no AMD card here) takes RW 2 where the H200 takes
- * 4: four rows held 125-202 VGPRs there (10 or fewer waves per SIMD) against
- * the default chain's budget of 96. */
+ * 4, and at 8 tokens the geometry before (T 128, RW 2): four rows held
+ * 125-202 VGPRs there (10 or fewer waves per SIMD) against the default
+ * chain's budget of 96. */
 #if ST_HIP
 #define ST_WIDE_RW4 2
 #else
@@ -125,21 +145,28 @@ __global__ void __launch_bounds__(32) st_mmvq_legacy_kernel(st_mat_dev m, const 
 #endif
 template <int TYPE, int NT> struct st_wide_geom {
     static constexpr bool grid = st_unit_dec<TYPE>::grid_bytes > 0;
+#if ST_HIP
     static constexpr int T = NT == 2 || (NT == 4 && !grid) ? 64 : 128;
-    static constexpr int RW4 = ST_WIDE_RW4;
-    static constexpr int RW = NT == 1 ? (grid ? 2 : 1) : NT == 2 ? 2 : NT == 4 ? RW4 : TYPE == ST_IQ4_XS ? 2 : RW4;
+    static constexpr int RW = NT == 1 ? (grid ? 2 : 1) : ST_WIDE_RW4;
+    static constexpr int MINB = -1;
+#else
+    static constexpr int T = NT == 2 || NT == 8 || (NT == 4 && !grid) ? 64 : 128;
+    static constexpr int RW = NT == 1 ? (grid ? 2 : 1) : NT == 2 ? 2 : ST_WIDE_RW4;
+    static constexpr int MINB = NT == 8 ? 4 : -1; /* the default cap otherwise */
+#endif
 };
 
-/* T lanes per wide row, RW rows per lane group, as a dependent launch. */
-template <int TYPE, int NT, int T, int RW>
+/* T lanes per wide row, RW rows per lane group (MINB: at least MINB blocks
+ * per SM, a register cap), as a dependent launch. */
+template <int TYPE, int NT, int T, int RW, int MINB = -1>
 static st_rt_error st_mmvq_wide_launch(const st_launch &L, const st_mat_dev &m, const st_xplanes &x, int nt, float *y,
                                        bool stage)
 {
     const int rpb = 4 * 32 / T * RW;
     const unsigned grid = (unsigned)((m.rows + rpb - 1) / rpb);
     if (stage)
-        return st_launch_dependent(L, true, st_mmvq_default_kernel<TYPE, T, NT, RW, true, 4>, grid, 128, m, x.qs, x.d, nt, y, L.grids);
-    return st_launch_dependent(L, true, st_mmvq_default_kernel<TYPE, T, NT, RW, false, 4>, grid, 128, m, x.qs, x.d, nt, y, L.grids);
+        return st_launch_dependent(L, true, st_mmvq_default_kernel<TYPE, T, NT, RW, true, 4, MINB>, grid, 128, m, x.qs, x.d, nt, y, L.grids);
+    return st_launch_dependent(L, true, st_mmvq_default_kernel<TYPE, T, NT, RW, false, 4, MINB>, grid, 128, m, x.qs, x.d, nt, y, L.grids);
 }
 
 template <int TYPE, int NT>
@@ -147,7 +174,7 @@ static st_rt_error st_mmvq_wide(const st_launch &L, const st_mat_dev &m, const s
                                 bool stage)
 {
     using G = st_wide_geom<TYPE, NT>;
-    return st_mmvq_wide_launch<TYPE, NT, G::T, G::RW>(L, m, x, nt, y, stage);
+    return st_mmvq_wide_launch<TYPE, NT, G::T, G::RW, G::MINB>(L, m, x, nt, y, stage);
 }
 
 /* The wide-row variant ROWS (STRATA_MMVQ_WIDE_VARIANTS); a row of one

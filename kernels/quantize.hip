@@ -9,6 +9,10 @@ __global__ void __launch_bounds__(256) st_quantize_kernel(const float *__restric
     /* the iq_mmvq default kernel after it may launch now (it waits for
      * this grid's end before it reads the activations) */
     st_grid_dep_release();
+    /* launched as a dependent itself (st_launch_quantize): the kernel
+     * before it (the engine's, or the previous call's iq_mmvq) may still
+     * run, so nothing is read or written before it has finished */
+    st_grid_dep_wait();
     const int lane = threadIdx.x & 31;
     const int64_t nbk = k / 32;
     const int64_t gw = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
@@ -59,9 +63,12 @@ st_rt_error st_launch_quantize(const st_launch &L, const float *x, int64_t k, in
     const int64_t warps = (k / 32) * n;
     const int per_block = 8;
     const unsigned grid = (unsigned)((warps + per_block - 1) / per_block);
-    if (blocks)
-        st_quantize_kernel<true><<<grid, 32 * per_block, 0, L.stream>>>(x, k, n, xp, blocks);
-    else
-        st_quantize_kernel<false><<<grid, 32 * per_block, 0, L.stream>>>(x, k, n, xp, blocks);
-    return st_rt_get_last_error();
+    /* a programmatic dependent of whatever kernel precedes it in the
+     * stream (it waits for that kernel's end before its first read): its
+     * launch overlaps that kernel's last blocks. Measured on the H200 in
+     * one run against a plain launch (us, eager, 4096x14336 / 14336x4096):
+     * iq4_xs n_tokens 1 17.2 -> 15.4 / 16.7 -> 14.9, iq4_nl 14336x4096
+     * n_tokens 2 19.2 -> 17.5, the MoE layer n_tokens 1 27.2 -> 26.0 */
+    if (blocks) return st_launch_dependent(L, true, st_quantize_kernel<true>, grid, 32 * per_block, x, k, n, xp, blocks);
+    return st_launch_dependent(L, true, st_quantize_kernel<false>, grid, 32 * per_block, x, k, n, xp, blocks);
 }
