@@ -78,9 +78,10 @@ __global__ void ST_LAUNCH_BOUNDS(128, MINB >= 0 ? MINB : NT <= 2 && (NG == 1 || 
      * start / end, each pair in one run): 4096x14336 n_tokens 1 iq4_xs
      * 15.84 / 16.13, iq4_nl 14.62 / 14.97; 14336x4096 n_tokens 2 iq4_nl
      * 17.53 / 18.04, iq4_xs 18.17 / 18.77; but 4096x14336 n_tokens 2 (128
-     * streams) iq4_xs 18.63 / 16.87, iq4_nl 18.02 / 16.24; iq3_s
-     * 4096x14336 n_tokens 1 17.93 / 17.45, 2 21.11 / 19.91; n_tokens 8
-     * iq4_nl 14336x4096 39.73 / 35.89, 4096x14336 32.28 / 30.55. */
+     * streams) iq4_xs 18.63 / 16.87, iq4_nl 18.02 / 16.24; iq3_s n_tokens
+     * 1 17.93 / 17.45 (4096x14336), 2 20.61 / 20.20 (14336x4096); n_tokens
+     * 8 iq4_nl 14336x4096 39.73 / 35.89, 4096x14336 32.28 / 30.55
+     * (docs/PERFORMANCE.md, fourth run). */
     constexpr bool early = NT <= 2 && st_unit_dec<TYPE>::grid_bytes == 0 && (NG == 1 || NT == 1);
     if (early) st_grid_dep_release();
     const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
