@@ -33,8 +33,12 @@
  * (ST_CANON_WIDE_UNITS): other bits on those rows, and a default that puts
  * several warps on one such row, and the wide-row variants
  * STRATA_MMVQ_WIDE_VARIANTS ("wideTxR"); the IQ4_XS device layout keeps a
- * block's d, scales_h and scales_l in one 8-byte plane. */
-#define STRATA_SELECTION_SPACE 7
+ * block's d, scales_h and scales_l in one 8-byte plane; 8 = the same bits
+ * and variants, but another default: at 8 tokens on wide rows NVIDIA takes
+ * T 64, RW 4 at most 128 registers, and the q8_1 kernel is a dependent of
+ * the kernel before it (a table of space 7 compared its variants with the
+ * slower default). */
+#define STRATA_SELECTION_SPACE 8
 
 /* Exactness contract (docs/DESIGN.md section 2). A row's K values are split into
  * units of ST_CANON_UNIT values (one q8_1 activation block). Unit u belongs
@@ -78,7 +82,9 @@
  * row (2 or 4 warps) and R rows per lane group (each activation load shared
  * by R rows), for every n_tokens: the choices the default makes per token
  * bucket and format family (kernels/mmvq_impl.h st_wide_geom), for the tuner
- * to make per machine. A rows argument names one as STRATA_MMVQ_WIDE_ROWS(T,
+ * to make per machine. They carry no register cap of their own: on NVIDIA
+ * the default at 8 tokens is T 64, R 4 capped at 128 registers, which
+ * wide64x4 is not. A rows argument names one as STRATA_MMVQ_WIDE_ROWS(T,
  * R); a table row as "wideTxR" (wide64x2). Only for rows of 128 streams: a
  * shorter row refuses them. X(T, R). */
 #define STRATA_MMVQ_WIDE_BASE 200
