@@ -1,16 +1,20 @@
 # cmake --install [--prefix P] lays out:
-#   <libdir>/libstrata_tune.so.<version> + the SONAME and dev links (or the .a)
-#   include/strata/*.h                     the public API
+#   <libdir>/libstrata_tune.so.<version>   the engine library + the SONAME and dev links (or the .a)
+#   <libdir>/libstrata_tools.so.<version>  the tools library (links the engine library)
+#   include/strata/*.h                     the engine library's API (<strata/strata.h>)
+#   include/strata/tools/*.h, strata/tools.h  the tools library's API
 #   bin/tune_decode
-#   <libdir>/cmake/strata_tune/            find_package(strata_tune): target strata_tune::strata_tune
+#   <libdir>/cmake/strata_tune/            find_package(strata_tune): targets strata_tune::strata_tune
+#                                          and strata_tune::strata_tools
 #   <libdir>/pkgconfig/strata_tune.pc      pkg-config --cflags --libs strata_tune
+#   <libdir>/pkgconfig/strata_tools.pc     pkg-config --cflags --libs strata_tools
 # Every path is relative to the prefix, so the tree can be installed with
 # --prefix or moved as a whole.
 include(CMakePackageConfigHelpers)
 
 set(STRATA_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/strata_tune)
 
-install(TARGETS strata_tune EXPORT strata_tuneTargets
+install(TARGETS strata_tune strata_tools EXPORT strata_tuneTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -47,12 +51,15 @@ else()
   set(STRATA_PC_LIBDIR "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
   set(STRATA_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
 endif()
-# What a static libstrata_tune needs at the final link (pkg-config --static).
-set(STRATA_PC_LIBS_PRIVATE "-lcjson -lpthread -lm")
+# What a static libstrata_tune needs at the final link (pkg-config --static);
+# the static libstrata_tools adds cJSON.
+set(STRATA_PC_LIBS_PRIVATE "-lpthread -lm")
 if(STRATA_GPU_BACKEND STREQUAL "CUDA")
   string(APPEND STRATA_PC_LIBS_PRIVATE " -lcudart_static -ldl -lrt -lstdc++")
 elseif(STRATA_GPU_BACKEND STREQUAL "HIP")
   string(APPEND STRATA_PC_LIBS_PRIVATE " -lamdhip64 -lstdc++")
 endif()
 configure_file(${CMAKE_CURRENT_LIST_DIR}/strata_tune.pc.in ${PROJECT_BINARY_DIR}/strata_tune.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/strata_tune.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/strata_tools.pc.in ${PROJECT_BINARY_DIR}/strata_tools.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/strata_tune.pc ${PROJECT_BINARY_DIR}/strata_tools.pc
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

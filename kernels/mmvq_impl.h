@@ -185,13 +185,12 @@ static st_rt_error st_mmvq_wide_variant(const st_launch &L, const st_mat_dev &m,
                                         int rows, bool stage)
 {
     if (st_canon_mmvq_groups(m.nu) != 4) return ST_RT_INVALID_VALUE;
-    switch (rows) {
+    const st_mmvq_variant v = st_mmvq_variant_of(rows);
 #define ST_WIDE_CASE_(T, R) \
-    case STRATA_MMVQ_WIDE_ROWS(T, R): return st_mmvq_wide_launch<TYPE, NT, T, R>(L, m, x, nt, y, stage);
-        STRATA_MMVQ_WIDE_VARIANTS(ST_WIDE_CASE_)
+    if (v.lanes == (T) && v.rows == (R)) return st_mmvq_wide_launch<TYPE, NT, T, R>(L, m, x, nt, y, stage);
+    STRATA_MMVQ_WIDE_VARIANTS(ST_WIDE_CASE_)
 #undef ST_WIDE_CASE_
-    default: return ST_RT_INVALID_VALUE;
-    }
+    return ST_RT_INVALID_VALUE;
 }
 
 template <int TYPE, int NT>
@@ -203,8 +202,9 @@ static st_rt_error st_mmvq_nt(const st_launch &L, const st_mat_dev &m, const st_
             st_mmvq_legacy_kernel<TYPE, NT, decltype(ng)::value><<<(unsigned)m.rows, 32, 0, L.stream>>>(m, xblocks, nt, y, L.grids);
             return st_rt_get_last_error();
         });
-    if (rows > STRATA_MMVQ_WIDE_BASE) return st_mmvq_wide_variant<TYPE, NT>(L, m, x, nt, y, rows, stage);
-    if (rows > STRATA_MMVQ_SPLIT_BASE) return st_mmvq_split_nt<TYPE, NT>(L, m, x, nt, y, rows - STRATA_MMVQ_SPLIT_BASE, stage);
+    const st_mmvq_variant v = st_mmvq_variant_of(rows);
+    if (v.family == ST_MMVQ_WIDE) return st_mmvq_wide_variant<TYPE, NT>(L, m, x, nt, y, rows, stage);
+    if (v.family == ST_MMVQ_SPLIT) return st_mmvq_split_nt<TYPE, NT>(L, m, x, nt, y, v.warps, stage);
     /* The default chain with 1-4 tokens is launched as a programmatic
      * dependent of the q8_1 kernel before it (NVIDIA sm_90+): its blocks
      * start while the activations are quantized and issue their first
@@ -216,8 +216,8 @@ static st_rt_error st_mmvq_nt(const st_launch &L, const st_mat_dev &m, const st_
      * 47.3 -> 51.4, iq3_s 52.3 -> 54.2) and faster with two (14336 rows:
      * iq4_nl 38.3 -> 37.0, iq4_xs 37.1 -> 35.9), so 8 tokens launch as
      * dependents only with row pairs. */
-    if (rows == 0 && st_canon_mmvq_groups(m.nu) == 4) return st_mmvq_wide<TYPE, NT>(L, m, x, nt, y, stage);
-    if (rows == 0) {
+    if (v.family == ST_MMVQ_DEFAULT && st_canon_mmvq_groups(m.nu) == 4) return st_mmvq_wide<TYPE, NT>(L, m, x, nt, y, stage);
+    if (v.family == ST_MMVQ_DEFAULT) {
         const int t = st_lanes_for_units(m.nu, 8);
         const bool rw2 = st_mmvq_rows_per_group(NT, m.rows) == 2;
         const int rpb = 4 * 32 / t * (rw2 ? 2 : 1);
@@ -240,7 +240,8 @@ static st_rt_error st_mmvq_nt(const st_launch &L, const st_mat_dev &m, const st_
     }
     return st_by_groups(m.nu, [&](auto ng) {
         constexpr int NG = decltype(ng)::value;
-        switch (rows) {
+        if (v.family != ST_MMVQ_ROWS) return ST_RT_INVALID_VALUE;
+        switch (v.rows) {
 #define ST_ROWS_CASE(R)                                                                                       \
     case R:                                                                                                   \
         st_mmvq_rows_kernel<TYPE, NT, R, NG><<<(unsigned)((m.rows + R - 1) / R), 32 * R, 0, L.stream>>>(m, x.qs, x.d, nt, \
@@ -258,13 +259,14 @@ template <int TYPE>
 st_rt_error st_launch_mmvq(const st_launch &L, const st_mat_dev &m, const st_xplanes &x, const uint8_t *xblocks,
                            int nt, float *y, int rows, bool stage, bool legacy)
 {
-    if (rows < 0) return st_launch_mmvq_mma<TYPE>(L, m, x, nt, y, -rows, stage);
+    const st_mmvq_variant v = st_mmvq_variant_of(rows);
+    if (v.family == ST_MMVQ_MMA) return st_launch_mmvq_mma<TYPE>(L, m, x, nt, y, v.warps, stage);
     if (nt > 8) {
         /* verify batches: the default chain takes the matrix units (each
          * weight decoded once for every token); a rows variant and the
          * legacy path run in chunks of 8 tokens, exact because a token's
          * bytes never depend on the other tokens of a call */
-        if (rows == 0 && !legacy) return st_launch_mmvq_mma<TYPE>(L, m, x, nt, y, 16, stage);
+        if (v.family == ST_MMVQ_DEFAULT && !legacy) return st_launch_mmvq_mma<TYPE>(L, m, x, nt, y, 16, stage);
         for (int t0 = 0; t0 < nt; t0 += 8) {
             const int64_t nu = m.nu;
             st_xplanes c = x;

@@ -30,7 +30,7 @@
  * runtime for the stream and the graph). Errors: one line with
  * st_status_str() and st_last_error(), exit status 1. */
 #include <strata/strata.h>
-#include <strata/model.h>
+#include <strata/tools/model.h>
 
 #include <inttypes.h>
 #include <math.h>

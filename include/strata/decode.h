@@ -141,6 +141,13 @@ ST_API st_status st_ctx_load_table_env(st_ctx *ctx);
 ST_API void st_ctx_drop_table(st_ctx *ctx);
 /* The engaged table or NULL. */
 ST_API const st_table *st_ctx_table(const st_ctx *ctx);
+/* Engages table T, already parsed (st_table_parse, st_table_load_msg),
+ * without a log line: the context takes T, and the table engaged before
+ * (or NULL) goes to *PREVIOUS for the caller to destroy or engage again. T
+ * NULL engages none. Refused (ST_ERR_REFUSED, nothing changes) when T's
+ * header and device line are not the context's, or while a dispatch knob
+ * is active: the same guard as st_ctx_load_table. */
+ST_API st_status st_ctx_swap_table(st_ctx *ctx, st_table *t, st_table **previous);
 
 /* Backend memory (not decode calls: these may allocate and wait). */
 ST_API st_status st_ctx_alloc(st_ctx *ctx, size_t bytes, void **ptr);
@@ -205,6 +212,11 @@ ST_API st_status st_expert_grouped(st_ctx *ctx, const st_experts *ex, const floa
 ST_API st_status st_expert_grouped_variant(st_ctx *ctx, const st_experts *ex, const float *x,
                                            const int32_t *ids, const float *wts, int nt, int topk,
                                            float *out, int gu_rows, int down_rows);
+
+/* The expert rows pair whose launches equal the default chain's for the
+ * experts EX under the context's dispatch, or 0/0 when none does: a tuner
+ * need not time that pair against the default (it is the same launch). */
+ST_API void st_ctx_default_expert_equiv(st_ctx *ctx, const st_experts *ex, int *gu_rows, int *down_rows);
 
 /* Counters of where launches came from, so callers and tests can prove a
  * table engaged. */

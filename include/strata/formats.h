@@ -75,6 +75,12 @@ ST_API uint16_t st_f32_to_f16(float f);
  * bit as ggml's to_float does. K must be a multiple of the block size. */
 ST_API st_status st_dequantize_row(st_qtype t, const void *src, float *dst, int64_t k);
 
+/* Makes one block of random bytes a valid block of type T: overwrites its
+ * float scale fields (f16 or e8m0, as the type stores them) from D, a value
+ * of magnitude about 1e-3 of either sign, so every value is finite (test
+ * and benchmark inputs: random quant bits, sane scales). */
+ST_API st_status st_block_set_scales(st_qtype t, void *block, float d);
+
 /* Quantizes K f32 values (K a multiple of 32) to q8_1 blocks
  * (K/32 * 36 bytes): d = max|x|/127 (IEEE division), q = roundf(x/d),
  * s = butterfly sum of x (lane i adds lane i^o for o = 16,8,4,2,1), d and s

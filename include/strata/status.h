@@ -55,6 +55,20 @@ ST_API const char *st_last_error(void);
 typedef void (*st_log_fn)(void *user, const char *line);
 ST_API void st_set_log(st_log_fn fn, void *user);
 
+/* For libraries and engines built on this one (the tools library uses
+ * them), so that a failure anywhere reads through one st_last_error():
+ * st_fail records the formatted message as this thread's last error and
+ * returns S; st_clear_error empties it; st_log sends one formatted line to
+ * the sink st_set_log installed. */
+#if defined(__GNUC__) || defined(__clang__)
+#define ST_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define ST_PRINTF(a, b)
+#endif
+ST_API st_status st_fail(st_status s, const char *fmt, ...) ST_PRINTF(2, 3);
+ST_API void st_clear_error(void);
+ST_API void st_log(const char *fmt, ...) ST_PRINTF(1, 2);
+
 #ifdef __cplusplus
 }
 #endif

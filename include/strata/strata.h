@@ -1,4 +1,7 @@
-/* strata-tune: exact, tuned LLM decode kernels. The whole public API. */
+/* strata-tune: exact, tuned LLM decode kernels. The engine library
+ * (libstrata_tune): everything an inference engine links. The tuner, the
+ * gate, reports and GGUF reading are the tools library's
+ * (libstrata_tools, <strata/tools.h>). */
 #ifndef STRATA_STRATA_H
 #define STRATA_STRATA_H
 #include "strata/version.h"
@@ -8,10 +11,10 @@
 #include "strata/knobs.h"
 #include "strata/identity.h"
 #include "strata/formats.h"
+#include "strata/files.h"
 #include "strata/table.h"
+#include "strata/table_meta.h"
 #include "strata/reference.h"
 #include "strata/decode.h"
-#include "strata/model.h"
-#include "strata/tuner.h"
-#include "strata/verify.h"
+#include "strata/probe.h"
 #endif

@@ -17,11 +17,13 @@
 
 #include "strata/version.h"
 
+#include "strata/files.h"
 #include "strata/formats.h"
 #include "strata/identity.h"
 #include "strata/knobs.h"
 #include "strata/limits.h"
 #include "strata/status.h"
+#include "strata/variants.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -74,6 +76,9 @@ ST_API st_status st_table_parse_any(const char *buf, size_t len, const char *pat
 ST_API st_status st_table_load(const char *path, const st_identity *id,
                                const st_dispatch_config *cfg, st_table **out);
 
+/* Every line the loader and the parser give starts with this. */
+#define ST_TABLE_MSG_PREFIX "decode tuning: "
+
 /* The same without printing: the one line (engagement or refusal, at most
  * MSGLEN - 1 bytes) is written to MSG instead. This is how a caller with its
  * own log (a context, a tool) gets the line; nothing process-wide is
@@ -83,15 +88,17 @@ ST_API st_status st_table_load_msg(const char *path, const st_identity *id,
                                    const st_dispatch_config *cfg, st_table **out,
                                    char *msg, size_t msglen);
 
-/* The largest table file the loader, st_read_file and the tools read
- * (16 MiB; a table of every decode shape of a large model is a few KB). */
+/* The largest table file the loader, st_read_file (strata/files.h) and
+ * the tools read (16 MiB; a table of every decode shape of a large model
+ * is a few KB). */
 #define ST_TABLE_MAX_BYTES ((size_t)16 << 20)
 
-/* Reads the whole file at PATH into a malloc'd, NUL-terminated buffer (the
- * caller frees; the NUL is not counted in *LEN). Refuses, without reading
- * and without blocking, anything that is not a regular file (a FIFO, a
- * device, a directory) and a file larger than ST_TABLE_MAX_BYTES. */
-ST_API st_status st_read_file(const char *path, char **buf, size_t *len);
+/* Finds the header of table text BUF[0..LEN) without checking anything
+ * else: ST_OK and its four tokens (and the device line's model, empty when
+ * there is none) in *HDR when the first non-comment line is a well-formed
+ * header; otherwise ST_ERR_PARSE. Silent: no message, no st_last_error (how
+ * a folder's tables are told apart before one is parsed). */
+ST_API st_status st_table_read_header(const char *buf, size_t len, st_identity *hdr);
 
 ST_API void st_table_destroy(st_table *t);
 
@@ -128,17 +135,31 @@ ST_API void st_table_mmvq_at(const st_table *t, size_t i, st_mmvq_key *key, int 
 ST_API void st_table_expert_at(const st_table *t, size_t i, st_expert_key *key,
                                int *gu_rows, int *down_rows);
 
-/* The table as text (header, comments, rows); malloc'd, caller frees. */
+/* The *.table regular files of DIR (names without the folder; not hidden
+ * files), sorted by name: the files the loader chooses among. The caller
+ * frees the list with st_table_dir_list_free. On failure WHY
+ * (ST_FILE_WHY_MAX bytes; may be NULL) holds the system's reason. */
+ST_API st_status st_table_dir_list(const char *dir, char ***names, size_t *n, char *why);
+ST_API void st_table_dir_list_free(char **names, size_t n);
+/* Whether the file at PATH is a table whose header and device line are
+ * ID's (quietly: the test the loader applies to a folder's files). */
+ST_API bool st_table_file_is_for(const char *path, const st_identity *id);
+
+/* Shapes the tuner measured and kept the default for ("tuned defaults",
+ * strata/table_meta.h), in the order their comments came: I from 0 below
+ * st_table_tuned_default_count; *EXPERT says which key is filled. */
+ST_API size_t st_table_tuned_default_count(const st_table *t);
+ST_API void st_table_tuned_default_at(const st_table *t, size_t i, bool *expert, st_mmvq_key *mmvq,
+                                      st_expert_key *exp);
+
+/* The comment lines in file order, without the "# " (NULL past the end). */
+ST_API size_t st_table_comment_count(const st_table *t);
+ST_API const char *st_table_comment_at(const st_table *t, size_t i);
+
+/* The table as text (header, comments, rows); malloc'd, caller frees.
+ * Writing it to a file is the tools library's (st_table_write_atomic,
+ * strata/tools/output.h). */
 ST_API st_status st_table_format(const st_table *t, char **text, size_t *len);
-
-/* Writes the table to PATH atomically: a temporary file in the same
- * directory, fsync, rename over PATH, fsync of the directory. On any failure
- * PATH is untouched and the temporary file removed. */
-ST_API st_status st_table_write_atomic(const st_table *t, const char *path);
-
-/* Whether rows value R is a compiled-in mmvq variant; likewise the pair. */
-ST_API bool st_mmvq_rows_valid(int r);
-ST_API bool st_expert_rows_valid(int gu, int dn);
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,16 @@
 #ifndef STRATA_VARIANTS_H
 #define STRATA_VARIANTS_H
 
+#include "strata/version.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Kernel-selection-space token, written in every table header and compared
  * on load. History: 1 = the 2026-11 prototype (docs/DESIGN.md section 8), never
  * shipped; 2 = S=32 canonical streams, row-planar device layout, the lists
@@ -62,19 +72,15 @@
 
 /* iq_mmvq matrix-instruction variants: 16 rows per block on W warps, warp w
  * taking the canonical streams w, w + W, ... (W divides 32), every weight
- * decoded once for all tokens of the call (kernels/mmvq_mma.h). A rows
- * argument names one as -W (st_iq_mmvq_variant); a table row as "mmaW".
- * X(W). */
+ * decoded once for all tokens of the call (kernels/mmvq_mma.h). Table
+ * name "mmaW". X(W). */
 #define STRATA_MMVQ_MMA_VARIANTS(X) X(8) X(16) X(32)
 
 /* iq_mmvq split variants: W warps on one row (a block per row). Lane s of
  * warp k % W decodes unit 32 k + s (the k-th unit of stream s) and forms
  * its exact integer dot and factor for every token; after a barrier one
  * thread per (stream, token) adds them in increasing k with the contract's
- * fma (kernels/mmvq_split.h). A rows argument names one as
- * STRATA_MMVQ_SPLIT_BASE + W (st_iq_mmvq_variant); a table row as "splitW".
- * X(W). */
-#define STRATA_MMVQ_SPLIT_BASE 100
+ * fma (kernels/mmvq_split.h). Table name "splitW". X(W). */
 #define STRATA_MMVQ_SPLIT_VARIANTS(X) X(2) X(4) X(8)
 
 /* iq_mmvq wide-row variants: the default chain's kernel on a row of 128
@@ -84,17 +90,92 @@
  * bucket and format family (kernels/mmvq_impl.h st_wide_geom), for the tuner
  * to make per machine. They carry no register cap of their own: on NVIDIA
  * the default at 8 tokens is T 64, R 4 capped at 128 registers, which
- * wide64x4 is not. A rows argument names one as STRATA_MMVQ_WIDE_ROWS(T,
- * R); a table row as "wideTxR" (wide64x2). Only for rows of 128 streams: a
- * shorter row refuses them. X(T, R). */
-#define STRATA_MMVQ_WIDE_BASE 200
-#define STRATA_MMVQ_WIDE_ROWS(T, R) (STRATA_MMVQ_WIDE_BASE + (T) / 32 * 10 + (R))
+ * wide64x4 is not. Table name "wideTxR" (wide64x2). Only for rows of 128
+ * streams: a shorter row refuses them. X(T, R). */
 #define STRATA_MMVQ_WIDE_VARIANTS(X) X(64, 1) X(64, 2) X(64, 4) X(128, 1) X(128, 2) X(128, 4)
 
 /* expert_grouped table variants: plain one-warp-per-row gate-up kernel with
  * GU rows per block, and down kernel with DN rows per block. X(GU, DN). */
 #define STRATA_EXPERT_ROWS_VARIANTS(X) \
     X(1, 1) X(2, 2) X(4, 2) X(4, 4) X(8, 4) X(8, 8)
+
+/* ---- the variant id: one encoding, owned here -------------------------
+ *
+ * A table row stores, st_iq_mmvq_variant takes and st_table_lookup_mmvq
+ * gives an iq_mmvq variant as one int, its id:
+ *
+ *   0                              the default chain (never a table row)
+ *   R          (1 .. 99)           ST_MMVQ_ROWS: R rows (warps) per block
+ *   -W                             ST_MMVQ_MMA: W warps
+ *   STRATA_MMVQ_SPLIT_BASE + W     ST_MMVQ_SPLIT: W warps on one row (W < 100)
+ *   STRATA_MMVQ_WIDE_BASE + T / 32 * 10 + R
+ *                                  ST_MMVQ_WIDE: T lanes per row, R rows per
+ *                                  lane group (R < 10, T a multiple of 32)
+ *
+ * Ids never change meaning (a stored table names them; a new family takes
+ * a new range, as MIOpen's solver ids are append-only). Code elsewhere goes
+ * through st_mmvq_variant_of / st_mmvq_variant_id and the text functions
+ * below (src/contract/variant.c), never through the numbers: renaming or
+ * adding a family is this header and that file. An expert variant is the
+ * (gate-up rows, down rows) pair itself; "0/0" is the default. */
+#define STRATA_MMVQ_SPLIT_BASE 100
+#define STRATA_MMVQ_WIDE_BASE 200
+
+typedef enum {
+    ST_MMVQ_DEFAULT = 0, /* id 0 */
+    ST_MMVQ_ROWS,        /* rows: R rows per block */
+    ST_MMVQ_MMA,         /* warps: W */
+    ST_MMVQ_SPLIT,       /* warps: W on one row */
+    ST_MMVQ_WIDE,        /* lanes: T per row; rows: R per lane group */
+    ST_MMVQ_INVALID      /* an id no family encodes */
+} st_mmvq_family;
+
+typedef struct {
+    st_mmvq_family family;
+    int rows;  /* ROWS: rows per block; WIDE: rows per lane group */
+    int warps; /* MMA, SPLIT */
+    int lanes; /* WIDE */
+} st_mmvq_variant;
+
+/* The id of V (no check that it is compiled in: st_mmvq_rows_valid). */
+static inline int st_mmvq_variant_id(st_mmvq_variant v)
+{
+    switch (v.family) {
+    case ST_MMVQ_ROWS: return v.rows;
+    case ST_MMVQ_MMA: return -v.warps;
+    case ST_MMVQ_SPLIT: return STRATA_MMVQ_SPLIT_BASE + v.warps;
+    case ST_MMVQ_WIDE: return STRATA_MMVQ_WIDE_BASE + v.lanes / 32 * 10 + v.rows;
+    default: return 0;
+    }
+}
+
+/* The family and parameters id ID encodes (ST_MMVQ_INVALID for none; no
+ * check that it is compiled in). Pure: the GPU launchers decode with it. */
+static inline st_mmvq_variant st_mmvq_variant_of(int id)
+{
+    st_mmvq_variant v = {ST_MMVQ_INVALID, 0, 0, 0};
+    if (id == 0) v.family = ST_MMVQ_DEFAULT;
+    else if (id < 0) v.family = ST_MMVQ_MMA, v.warps = -id;
+    else if (id < STRATA_MMVQ_SPLIT_BASE) v.family = ST_MMVQ_ROWS, v.rows = id;
+    else if (id < STRATA_MMVQ_WIDE_BASE) v.family = ST_MMVQ_SPLIT, v.warps = id - STRATA_MMVQ_SPLIT_BASE;
+    else if ((id - STRATA_MMVQ_WIDE_BASE) % 10 && (id - STRATA_MMVQ_WIDE_BASE) / 10)
+        v.family = ST_MMVQ_WIDE, v.lanes = (id - STRATA_MMVQ_WIDE_BASE) / 10 * 32, v.rows = (id - STRATA_MMVQ_WIDE_BASE) % 10;
+    return v;
+}
+
+/* How many variants the lists hold (the default not counted). */
+#define STRATA_VARIANT_COUNT1_(a) +1
+#define STRATA_VARIANT_COUNT2_(a, b) +1
+#define STRATA_MMVQ_VARIANT_COUNT                                                                              \
+    (0 STRATA_MMVQ_ROWS_VARIANTS(STRATA_VARIANT_COUNT1_) STRATA_MMVQ_MMA_VARIANTS(STRATA_VARIANT_COUNT1_)     \
+         STRATA_MMVQ_SPLIT_VARIANTS(STRATA_VARIANT_COUNT1_) STRATA_MMVQ_WIDE_VARIANTS(STRATA_VARIANT_COUNT2_))
+#define STRATA_EXPERT_VARIANT_COUNT (0 STRATA_EXPERT_ROWS_VARIANTS(STRATA_VARIANT_COUNT2_))
+
+/* The id of one entry of each list, for the X-macro expansions. */
+#define STRATA_MMVQ_ID_ROWS(R) (R)
+#define STRATA_MMVQ_ID_MMA(W) (-(W))
+#define STRATA_MMVQ_ID_SPLIT(W) (STRATA_MMVQ_SPLIT_BASE + (W))
+#define STRATA_MMVQ_ID_WIDE(T, R) (STRATA_MMVQ_WIDE_BASE + (T) / 32 * 10 + (R))
 
 /* Dispatch knobs: environment variables that reroute the default decode
  * dispatch to an alternative path (which keeps the exactness contract). A
@@ -121,4 +202,49 @@
     X(GROUPED_V1, "STRATA_GROUPED_V1", NULL,                                       \
       "first-generation grouping: a separate launch builds the expert lists")
 
+
+/* ---- the variants as ids, names and lists (src/contract/variant.c) ---- */
+
+/* Whether ID is a compiled-in iq_mmvq variant (0, the default, is not). */
+ST_API bool st_mmvq_rows_valid(int id);
+/* The fewest values a row must have for variant ID (0 for most; a
+ * wide-row variant needs ST_CANON_WIDE_UNITS units: 128 streams), or -1
+ * when ID is not compiled in. */
+ST_API int st_mmvq_variant_min_cols(int id);
+/* Whether variant ID is compiled in and runs on rows of COLS values. */
+ST_API bool st_mmvq_variant_fits(int id, int64_t cols);
+/* Every compiled-in iq_mmvq variant id in list order (ROWS, MMA, SPLIT,
+ * WIDE) into IDS (at most MAX); returns how many there are. */
+ST_API int st_mmvq_variant_ids(int *ids, int max);
+/* How a table row names variant ID: "4", "mma16", "split2", "wide64x2";
+ * "default" for 0. Writes into BUF (always terminated), returns BUF. */
+ST_API const char *st_mmvq_variant_name(int id, char *buf, size_t n);
+/* How reports, bench and the tables index name a choice: "rows 4",
+ * "mma16", "split2", "wide64x2", "default". */
+ST_API const char *st_mmvq_choice_name(int id, char *buf, size_t n);
+/* Parses a table row's name S[0..N) (st_mmvq_variant_name's form) into
+ * *ID; false for anything that is not a compiled-in variant (a split or
+ * wide variant is named, never numbered). */
+ST_API bool st_mmvq_variant_parse(const char *s, size_t n, int *id);
+/* The compiled-in names, space-separated ("1 2 4 8 16 mma8 ..."), for
+ * messages. */
+ST_API const char *st_mmvq_variant_list(char *buf, size_t n);
+
+/* Whether (GU, DN) is a compiled-in expert rows pair (0/0, the default,
+ * is not). */
+ST_API bool st_expert_rows_valid(int gu, int dn);
+/* Every compiled-in pair in list order into PAIRS (at most MAX); returns
+ * how many there are. */
+ST_API int st_expert_variant_ids(int (*pairs)[2], int max);
+/* "8/4" ("default" for 0/0), and as a choice "rows 8/4". */
+ST_API const char *st_expert_variant_name(int gu, int dn, char *buf, size_t n);
+ST_API const char *st_expert_choice_name(int gu, int dn, char *buf, size_t n);
+/* Parses "G/D" (S[0..N)) into a compiled-in pair; false otherwise. */
+ST_API bool st_expert_variant_parse(const char *s, size_t n, int *gu, int *dn);
+/* "1/1 2/2 4/2 ...", for messages. */
+ST_API const char *st_expert_variant_list(char *buf, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
 #endif

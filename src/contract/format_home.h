@@ -195,7 +195,7 @@ typedef struct {
     void (*planes)(int64_t k, st_plane_spec *s);
     /* Block BI (row * blocks per row + block) <-> the planes. */
     void (*io)(const st_repack_io *io, int64_t bi, uint8_t *blk);
-    /* Random test blocks (src/tuning/randgen.c): overwrites the random
+    /* Random test blocks (st_block_set_scales, src/tuning/randgen.c): overwrites the random
      * bytes of BLK's float scale fields so the block is finite and sane,
      * from D (a value of magnitude about 1e-3, either sign). */
     void (*scales)(uint8_t *blk, float d);

@@ -101,6 +101,15 @@ st_status st_dequantize_row(st_qtype t, const void *src, float *dst, int64_t k)
     return ST_OK;
 }
 
+st_status st_block_set_scales(st_qtype t, void *block, float d)
+{
+    const st_format_ops *f = st_format_ops_of(t);
+    if (!f) return st_fail(ST_ERR_INVALID_ARG, "block scales: unknown type %d (known: %s)", (int)t, st_qtype_names());
+    if (!block) return st_fail(ST_ERR_INVALID_ARG, "block scales: NULL block");
+    f->scales(block, d);
+    return ST_OK;
+}
+
 /* ---- q8_1 ----------------------------------------------------------------- */
 
 /* One CUDA warp per block in ggml's quantize_q8_1; reproduced lane by lane. */

@@ -7,7 +7,6 @@
 #include "ctx_internal.h"
 #include "devinfo.h"
 #include "table_internal.h"
-#include "internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,28 +15,6 @@
 #include <time.h>
 
 #define DEFAULT_MAX_DIM 32768
-
-struct st_ctx {
-    st_backend backend;
-    int device; /* the index it was created on (0 on the CPU) */
-    st_identity id;
-    st_dispatch_config cfg;
-    st_ctx_limits lim;
-    st_table *table;
-    const st_backend_ops *ops;
-    void *b;
-    st_log_fn log_fn;
-    void *log_user;
-    st_ctx_stats stats;
-    double test_slow; /* st_ctx_test_slow_variants */
-    double test_slow_default; /* st_ctx_test_slow_default */
-    size_t test_llc;  /* st_ctx_test_set_llc */
-};
-
-struct st_matrix {
-    st_ctx *ctx;
-    st_bmatrix m;
-};
 
 void st_ctx_params_init(st_ctx_params *p)
 {
@@ -218,6 +195,43 @@ void st_ctx_drop_table(st_ctx *c)
 
 const st_table *st_ctx_table(const st_ctx *c) { return c->table; }
 
+st_status st_ctx_swap_table(st_ctx *c, st_table *t, st_table **previous)
+{
+    if (!c || !previous) return st_fail(ST_ERR_INVALID_ARG, "st_ctx_swap_table: NULL argument");
+    *previous = NULL;
+    if (t) {
+        const st_identity *id = st_table_identity(t);
+        if (!st_identity_same_device(id, &c->id)) {
+            char a[4 * ST_TOKEN_MAX + 16], b[4 * ST_TOKEN_MAX + 16];
+            st_identity_header(id, a, sizeof a);
+            st_identity_header(&c->id, b, sizeof b);
+            return st_fail(ST_ERR_REFUSED, "st_ctx_swap_table: the table is made for %s%s%s, this context is %s%s%s", a,
+                           id->model[0] ? ", device " : "", id->model, b, c->id.model[0] ? ", device " : "", c->id.model);
+        }
+        const int k = st_dispatch_config_first_active(&c->cfg);
+        if (k >= 0)
+            return st_fail(ST_ERR_REFUSED, "st_ctx_swap_table: %s reroutes the decode dispatch away from what the table measured",
+                           st_knob_label((st_knob)k));
+    }
+    *previous = c->table;
+    c->table = t;
+    return ST_OK;
+}
+
+st_table *st_ctx_test_swap_table(st_ctx *c, st_table *t)
+{
+    st_table *old = c->table;
+    c->table = t;
+    return old;
+}
+
+void st_ctx_default_expert_equiv(st_ctx *c, const st_experts *ex, int *gu, int *dn)
+{
+    *gu = *dn = 0;
+    if (!c || !ex || !ex->gate || ex->n_expert <= 0) return;
+    c->ops->default_expert_equiv(c->b, (int)ex->gate->m.cols, (int)(ex->gate->m.rows / ex->n_expert), &c->cfg, gu, dn);
+}
+
 st_status st_ctx_alloc(st_ctx *c, size_t bytes, void **ptr)
 {
     if (!c || !ptr) return st_fail(ST_ERR_INVALID_ARG, "st_ctx_alloc: NULL argument");
@@ -358,10 +372,10 @@ st_status st_iq_mmvq_variant(st_ctx *c, const st_matrix *w, const float *x, int 
     ST_TRY(check_rows(c, w->m.rows, "iq_mmvq"));
     if (rows != 0 && !st_mmvq_rows_valid(rows))
         return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: rows %d is not a compiled-in variant", rows);
-    if (rows != 0 && !st_mmvq_rows_fit(rows, w->m.cols)) {
+    if (rows != 0 && !st_mmvq_variant_fits(rows, w->m.cols)) {
         char vn[24];
         return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: %s needs rows of at least %d values (128 streams); this matrix has %lld",
-                       st_mmvq_variant_name(rows, vn, sizeof vn), ST_CANON_WIDE_UNITS * ST_CANON_UNIT, (long long)w->m.cols);
+                       st_mmvq_variant_name(rows, vn, sizeof vn), st_mmvq_variant_min_cols(rows), (long long)w->m.cols);
     }
     if (rows)
         c->stats.variant_launches++;
@@ -461,88 +475,3 @@ st_status st_expert_grouped(st_ctx *c, const st_experts *ex, const float *x, con
 void st_ctx_get_stats(const st_ctx *c, st_ctx_stats *s) { *s = c->stats; }
 void st_ctx_reset_stats(st_ctx *c) { memset(&c->stats, 0, sizeof c->stats); }
 
-/* ---- services for the tuner, the benchmark and the tests --------------- */
-st_status st_ctx_timer_start(st_ctx *c) { return c->ops->timer_start(c->b); }
-st_status st_ctx_timer_stop(st_ctx *c, double *ms) { return c->ops->timer_stop(c->b, ms); }
-size_t st_ctx_llc(st_ctx *c, const char **source)
-{
-    static const char cpu[] = "none: the CPU backend has no card's cache to rotate past (its timings are the reference's)";
-    static const char fake[] = "set by a test (st_ctx_test_set_llc)";
-    if (c->test_llc) {
-        *source = fake;
-        return c->test_llc;
-    }
-    if (c->backend != ST_BACKEND_GPU) {
-        *source = cpu;
-        return 0;
-    }
-    /* the runtime's L2, or the per-arch table's larger last level */
-    return st_llc_lookup(c->id.arch, c->id.device_name, c->id.compute_units, c->ops->llc_bytes(c->b), source);
-}
-
-size_t st_ctx_llc_bytes(st_ctx *c)
-{
-    const char *src;
-    return st_ctx_llc(c, &src);
-}
-
-void st_ctx_test_set_llc(st_ctx *c, size_t bytes) { c->test_llc = bytes; }
-
-st_status st_ctx_mem_info(st_ctx *c, size_t *free_bytes, size_t *total_bytes)
-{
-    return c->ops->mem_info(c->b, free_bytes, total_bytes);
-}
-
-const st_ctx_limits *st_ctx_limits_of(const st_ctx *c) { return &c->lim; }
-
-void st_ctx_default_expert_equiv(st_ctx *c, const st_experts *ex, int *gu, int *dn)
-{
-    c->ops->default_expert_equiv(c->b, (int)ex->gate->m.cols, (int)(ex->gate->m.rows / ex->n_expert), &c->cfg, gu, dn);
-}
-
-st_status st_ctx_probe_read(st_ctx *c, const void *src, size_t bytes, float *sink)
-{
-    return c->ops->probe_read(c->b, src, bytes, sink);
-}
-
-st_status st_ctx_probe_copy(st_ctx *c, void *dst, const void *src, size_t bytes)
-{
-    return c->ops->probe_copy(c->b, dst, src, bytes);
-}
-
-st_status st_ctx_probe_empty(st_ctx *c) { return c->ops->probe_empty(c->b); }
-
-st_status st_ctx_probe_loads(st_ctx *c, const st_matrix *w, float *sink)
-{
-    return c->ops->probe_loads(c->b, &w->m, sink);
-}
-
-size_t st_matrix_bytes(const st_matrix *m) { return m->m.bytes; }
-const void *st_matrix_data(const st_matrix *m) { return m->m.data; }
-
-st_table *st_ctx_swap_table(st_ctx *c, st_table *t)
-{
-    st_table *old = c->table;
-    c->table = t;
-    return old;
-}
-
-st_status st_ctx_capture_begin(st_ctx *c)
-{
-    if (!c->ops->capture_begin) return st_fail(ST_ERR_UNSUPPORTED, "graph capture: the CPU backend has no streams");
-    return c->ops->capture_begin(c->b);
-}
-
-st_status st_ctx_capture_end(st_ctx *c, st_ctx_graph **g)
-{
-    *g = NULL;
-    if (!c->ops->capture_end) return st_fail(ST_ERR_UNSUPPORTED, "graph capture: the CPU backend has no streams");
-    return c->ops->capture_end(c->b, (void **)g);
-}
-
-st_status st_ctx_graph_launch(st_ctx *c, st_ctx_graph *g) { return c->ops->graph_launch(c->b, g); }
-
-void st_ctx_graph_destroy(st_ctx *c, st_ctx_graph *g)
-{
-    if (g && c->ops->graph_destroy) c->ops->graph_destroy(c->b, g);
-}

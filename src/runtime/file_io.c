@@ -1,10 +1,8 @@
-/* Non-blocking, regular-file-only, bounded reads: see file_io.h. */
+/* Non-blocking, regular-file-only, bounded reads (strata/files.h). */
 #define _POSIX_C_SOURCE 200809L
-#include "file_io.h"
+#include "strata/files.h"
+#include "strata/table.h"
 #include "internal.h"
-#include "tmpfiles.h"
-
-#include <stdatomic.h>
 
 #include <errno.h>
 #include <stdbool.h>
@@ -119,116 +117,8 @@ st_status st_file_read_all(const char *path, size_t max, char **buf, size_t *len
     return ST_OK;
 }
 
-/* ---- writing ---------------------------------------------------------------- */
-
-long st_table_write_fail_after_bytes = -1;
-
-static int write_all(int fd, const char *p, size_t n)
+st_status st_read_file(const char *path, char **buf, size_t *len)
 {
-    const long limit = st_table_write_fail_after_bytes;
-    size_t done = 0;
-    while (done < n) {
-        size_t chunk = n - done;
-        if (limit >= 0) {
-            if (done >= (size_t)limit) {
-                errno = EIO;
-                return -1;
-            }
-            if (chunk > (size_t)limit - done) chunk = (size_t)limit - done;
-        }
-        ssize_t w = write(fd, p + done, chunk);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) return -1;
-        done += (size_t)w;
-    }
-    return 0;
-}
-
-/* fsync of the directory holding PATH, so the rename itself is durable. */
-static int sync_parent(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-    if (!dir) {
-        errno = ENOMEM;
-        return -1;
-    }
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    free(dir);
-    if (fd < 0) return -1;
-    int r = fsync(fd);
-    /* Some file systems cannot sync a directory; the rename still stands. */
-    if (r != 0 && (errno == EINVAL || errno == EROFS)) r = 0;
-    int e = errno;
-    close(fd);
-    errno = e;
-    return r;
-}
-
-st_status st_file_write_temp(const char *path, const char *text, size_t len, char **tmp_out, int *slot)
-{
-    static atomic_uint counter;
-    *tmp_out = NULL;
-    *slot = -1;
-    const size_t tn = strlen(path) + 64;
-    char *tmp = malloc(tn);
-    if (!tmp) return st_fail(ST_ERR_NOMEM, "%s: cannot write: out of memory", path);
-    snprintf(tmp, tn, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&counter, 1));
-    const char *step = "create";
-    const int sl = st_tmpfile_track(tmp);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    const bool created = fd >= 0; /* never unlink a file O_EXCL found in the way */
-    if (fd < 0) goto fail;
-    step = "write";
-    if (write_all(fd, text, len) != 0) goto fail;
-    step = "sync";
-    if (fsync(fd) != 0) goto fail;
-    step = "close";
-    const int r = close(fd);
-    fd = -1;
-    if (r != 0) goto fail;
-    *tmp_out = tmp;
-    *slot = sl;
-    return ST_OK;
-fail: {
-    const int e = errno;
-    if (fd >= 0) close(fd);
-    if (created) unlink(tmp);
-    st_tmpfile_untrack(sl);
-    st_status s = st_fail(ST_ERR_IO, "%s: cannot %s %s: %s", path, step, tmp, strerror(e));
-    free(tmp);
-    return s;
-}
-}
-
-void (*st_file_write_before_rename)(const char *tmp) = NULL;
-
-st_status st_file_commit(const char *path, const char *tmp, int slot, bool *renamed)
-{
-    if (renamed) *renamed = false;
-    if (st_file_write_before_rename) st_file_write_before_rename(tmp);
-    if (rename(tmp, path) != 0) {
-        const int e = errno;
-        unlink(tmp);
-        st_tmpfile_untrack(slot);
-        return st_fail(ST_ERR_IO, "%s: cannot rename %s: %s", path, tmp, strerror(e));
-    }
-    st_tmpfile_untrack(slot);
-    if (renamed) *renamed = true;
-    /* PATH holds the new bytes now; a failed directory sync only means the
-     * rename might not survive a crash. */
-    if (sync_parent(path) != 0)
-        return st_fail(ST_ERR_IO, "%s: written, but syncing its directory failed: %s", path, strerror(errno));
-    return ST_OK;
-}
-
-st_status st_file_write_atomic(const char *path, const char *text, size_t len)
-{
-    if (!path || !path[0] || (!text && len)) return st_fail(ST_ERR_INVALID_ARG, "write: NULL argument");
-    char *tmp = NULL;
-    int slot = -1;
-    st_status s = st_file_write_temp(path, text ? text : "", len, &tmp, &slot);
-    if (s == ST_OK) s = st_file_commit(path, tmp, slot, NULL);
-    free(tmp);
-    return s;
+    if (!path || !buf || !len) return st_fail(ST_ERR_INVALID_ARG, "read_file: NULL argument");
+    return st_file_read_all(path, ST_TABLE_MAX_BYTES, buf, len, NULL, NULL);
 }

@@ -4,6 +4,7 @@
  * table_io.c. */
 #include "table_internal.h"
 #include "internal.h"
+#include "strata/table_meta.h"
 #include "strata/variants.h"
 
 #include <stdarg.h>
@@ -30,103 +31,6 @@ struct st_table {
     struct st_table *defaults;
 };
 
-/* ---- the compiled-in variants (the only lists are the X-macros) -------- */
-
-bool st_mmvq_rows_valid(int r)
-{
-    switch (r) {
-#define ST_ROWS_CASE_(rv) case rv:
-        STRATA_MMVQ_ROWS_VARIANTS(ST_ROWS_CASE_)
-#undef ST_ROWS_CASE_
-#define ST_MMA_CASE_(w) case -(w):
-        STRATA_MMVQ_MMA_VARIANTS(ST_MMA_CASE_)
-#undef ST_MMA_CASE_
-#define ST_SPLIT_CASE_(w) case STRATA_MMVQ_SPLIT_BASE + (w):
-        STRATA_MMVQ_SPLIT_VARIANTS(ST_SPLIT_CASE_)
-#undef ST_SPLIT_CASE_
-#define ST_WIDE_CASE_(t, r) case STRATA_MMVQ_WIDE_ROWS(t, r):
-        STRATA_MMVQ_WIDE_VARIANTS(ST_WIDE_CASE_)
-#undef ST_WIDE_CASE_
-        return true;
-    default:
-        return false;
-    }
-}
-
-bool st_mmvq_rows_is_wide(int r) { return r > STRATA_MMVQ_WIDE_BASE && st_mmvq_rows_valid(r); }
-
-bool st_mmvq_rows_fit(int r, int64_t cols)
-{
-    return st_mmvq_rows_valid(r) && (!st_mmvq_rows_is_wide(r) || cols / ST_CANON_UNIT >= ST_CANON_WIDE_UNITS);
-}
-
-bool st_expert_rows_valid(int gu, int dn)
-{
-#define ST_PAIR_TEST_(g, d) \
-    if (gu == (g) && dn == (d)) return true;
-    STRATA_EXPERT_ROWS_VARIANTS(ST_PAIR_TEST_)
-#undef ST_PAIR_TEST_
-    return false;
-}
-
-static void list_append(char *buf, size_t n, size_t *at, const char *fmt, int a, int b)
-{
-    if (*at >= n) return;
-    int w = snprintf(buf + *at, n - *at, fmt, a, b);
-    if (w > 0) *at += (size_t)w;
-}
-
-const char *st_mmvq_rows_list(char *buf, size_t n)
-{
-    size_t at = 0;
-    if (n == 0) return buf;
-    buf[0] = '\0';
-#define ST_ROWS_TEXT_(rv) list_append(buf, n, &at, at ? " %d" : "%d", (rv), 0);
-    STRATA_MMVQ_ROWS_VARIANTS(ST_ROWS_TEXT_)
-#undef ST_ROWS_TEXT_
-#define ST_MMA_TEXT_(w) list_append(buf, n, &at, at ? " mma%d" : "mma%d", (w), 0);
-    STRATA_MMVQ_MMA_VARIANTS(ST_MMA_TEXT_)
-#undef ST_MMA_TEXT_
-#define ST_SPLIT_TEXT_(w) list_append(buf, n, &at, at ? " split%d" : "split%d", (w), 0);
-    STRATA_MMVQ_SPLIT_VARIANTS(ST_SPLIT_TEXT_)
-#undef ST_SPLIT_TEXT_
-#define ST_WIDE_TEXT_(t, r) list_append(buf, n, &at, at ? " wide%dx%d" : "wide%dx%d", (t), (r));
-    STRATA_MMVQ_WIDE_VARIANTS(ST_WIDE_TEXT_)
-#undef ST_WIDE_TEXT_
-    return buf;
-}
-
-const char *st_mmvq_variant_name(int rows, char *buf, size_t n)
-{
-    if (rows < 0)
-        snprintf(buf, n, "mma%d", -rows);
-    else if (rows > STRATA_MMVQ_WIDE_BASE)
-        snprintf(buf, n, "wide%dx%d", (rows - STRATA_MMVQ_WIDE_BASE) / 10 * 32, (rows - STRATA_MMVQ_WIDE_BASE) % 10);
-    else if (rows > STRATA_MMVQ_SPLIT_BASE)
-        snprintf(buf, n, "split%d", rows - STRATA_MMVQ_SPLIT_BASE);
-    else
-        snprintf(buf, n, "%d", rows);
-    return buf;
-}
-
-const char *st_mmvq_choice_name(int rows, char *buf, size_t n)
-{
-    char vn[24];
-    st_mmvq_variant_name(rows, vn, sizeof vn);
-    snprintf(buf, n, rows > 0 && rows < STRATA_MMVQ_SPLIT_BASE ? "rows %s" : "%s", vn);
-    return buf;
-}
-
-const char *st_expert_rows_list(char *buf, size_t n)
-{
-    size_t at = 0;
-    if (n == 0) return buf;
-    buf[0] = '\0';
-#define ST_PAIR_TEXT_(g, d) list_append(buf, n, &at, at ? " %d/%d" : "%d/%d", (g), (d));
-    STRATA_EXPERT_ROWS_VARIANTS(ST_PAIR_TEXT_)
-#undef ST_PAIR_TEXT_
-    return buf;
-}
 
 const char *st_table_type_names(void)
 {
@@ -325,10 +229,10 @@ st_status st_table_add_mmvq(st_table *t, const st_mmvq_key *key, int rows)
                        key->n_rows, key->n_cols, st_qtype_name(key->type));
     if (!st_mmvq_rows_valid(rows))
         return st_fail(ST_ERR_INVALID_ARG, "table: rows %d is not a compiled-in variant", rows);
-    if (!st_mmvq_rows_fit(rows, key->n_cols)) {
+    if (!st_mmvq_variant_fits(rows, key->n_cols)) {
         char vn[24];
         return st_fail(ST_ERR_INVALID_ARG, "table: %s needs rows of at least %d values (128 streams); n_cols is %d",
-                       st_mmvq_variant_name(rows, vn, sizeof vn), ST_CANON_WIDE_UNITS * ST_CANON_UNIT, key->n_cols);
+                       st_mmvq_variant_name(rows, vn, sizeof vn), st_mmvq_variant_min_cols(rows), key->n_cols);
     }
     st_table_row r;
     memset(&r, 0, sizeof r);
@@ -363,29 +267,12 @@ st_status st_table_add_expert(st_table *t, const st_expert_key *key, int gu_rows
     return s;
 }
 
-/* "tuned-default mmvq TYPE ROWS COLS" / "tuned-default expert GU DN NE NF NT"
- * into T->defaults; any other comment is only a comment. */
+/* A tuned-default comment (strata/table_meta.h) into T->defaults; any
+ * other comment is only a comment. */
 static st_status note_tuned_default(st_table *t, const char *c)
 {
-    static const char head[] = "tuned-default ";
-    if (strncmp(c, head, sizeof head - 1) != 0) return ST_OK;
-    char kind[16], a[16], b[16];
-    int v[3] = {0, 0, 0}, nt = 0, used = 0;
     st_table_row r;
-    memset(&r, 0, sizeof r);
-    c += sizeof head - 1;
-    if (sscanf(c, "mmvq %15s %d %d %n", a, &v[0], &v[1], &used) == 3 && !c[used]) {
-        r.kind = ST_ROW_MMVQ;
-        r.mmvq = (st_mmvq_key){st_qtype_from_name(a), v[0], v[1]};
-        if (r.mmvq.type == ST_QTYPE_NONE) return ST_OK;
-    } else if (sscanf(c, "%15s %15s %15s %d %d %d %n", kind, a, b, &v[0], &v[1], &nt, &used) == 6 && !c[used] &&
-               !strcmp(kind, "expert")) {
-        r.kind = ST_ROW_EXPERT;
-        r.expert = (st_expert_key){st_qtype_from_name(a), st_qtype_from_name(b), v[0], v[1], nt};
-        if (r.expert.gu_type == ST_QTYPE_NONE || r.expert.down_type == ST_QTYPE_NONE) return ST_OK;
-    } else {
-        return ST_OK;
-    }
+    if (!st_meta_tuned_default_row(c, &r)) return ST_OK;
     if (!t->defaults) ST_TRY(table_new(&t->defaults));
     st_status s = st_table_insert_row(t->defaults, &r, NULL);
     return s == ST_ERR_EXISTS ? ST_OK : s;
@@ -469,6 +356,17 @@ bool st_table_tuned_default_mmvq(const st_table *t, const st_mmvq_key *key)
 bool st_table_tuned_default_expert(const st_table *t, const st_expert_key *key)
 {
     return t && !st_table_lookup_expert(t, key, NULL, NULL) && st_table_lookup_expert(t->defaults, key, NULL, NULL);
+}
+
+size_t st_table_tuned_default_count(const st_table *t) { return t && t->defaults ? t->defaults->n_rows : 0; }
+
+void st_table_tuned_default_at(const st_table *t, size_t i, bool *expert, st_mmvq_key *mmvq, st_expert_key *exp)
+{
+    if (!t || !t->defaults || i >= t->defaults->n_rows) return;
+    const st_table_row *r = &t->defaults->rows[i];
+    if (expert) *expert = r->kind == ST_ROW_EXPERT;
+    if (mmvq && r->kind == ST_ROW_MMVQ) *mmvq = r->mmvq;
+    if (exp && r->kind == ST_ROW_EXPERT) *exp = r->expert;
 }
 
 void st_table_mmvq_at(const st_table *t, size_t i, st_mmvq_key *key, int *rows)

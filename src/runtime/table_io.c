@@ -1,9 +1,8 @@
-/* Tables and files: reading, loading (a file, or the one matching table of
- * a directory) with its single log line, and the atomic write. */
+/* Loading a table: a file, or the one matching table of a directory, with
+ * its single log line. */
 #define _POSIX_C_SOURCE 200809L
 #include "table_internal.h"
 #include "internal.h"
-#include "file_io.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -16,19 +15,6 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
-
-/* ---- reading ------------------------------------------------------------- */
-
-st_status st_read_file_err(const char *path, char **buf, size_t *len, char *why)
-{
-    if (!path || !buf || !len) return st_fail(ST_ERR_INVALID_ARG, "read_file: NULL argument");
-    return st_file_read_all(path, ST_TABLE_MAX_BYTES, buf, len, why, NULL);
-}
-
-st_status st_read_file(const char *path, char **buf, size_t *len)
-{
-    return st_read_file_err(path, buf, len, NULL);
-}
 
 /* ---- loading ------------------------------------------------------------- */
 
@@ -48,7 +34,7 @@ static st_status load_file(const char *path, const st_identity *id, const st_dis
 {
     char *buf = NULL, why[ST_FILE_WHY_MAX] = "";
     size_t len = 0;
-    st_status s = st_read_file_err(path, &buf, &len, why);
+    st_status s = st_file_read_all(path, ST_TABLE_MAX_BYTES, &buf, &len, why, NULL);
     if (s != ST_OK) {
         say(msg, msglen, ST_TABLE_MSG_PREFIX "%s: cannot read: %s", path, why[0] ? why : st_status_str(s));
         return s;
@@ -79,15 +65,19 @@ static char *join(const char *dir, const char *name)
     return p;
 }
 
-/* The *.table regular files of DIR, sorted by name. */
-static st_status list_tables(const char *dir, char ***names, size_t *count, int *err)
+st_status st_table_dir_list(const char *dir, char ***names, size_t *count, char *why)
 {
+    char spare[ST_FILE_WHY_MAX];
+    if (!why) why = spare;
+    why[0] = '\0';
+    if (!dir || !names || !count) return st_fail(ST_ERR_INVALID_ARG, "table folder: NULL argument");
     *names = NULL;
     *count = 0;
     DIR *d = opendir(dir);
     if (!d) {
-        *err = errno;
-        return ST_ERR_IO;
+        const int e = errno;
+        snprintf(why, ST_FILE_WHY_MAX, "%s", strerror(e));
+        return st_fail(e == ENOMEM ? ST_ERR_NOMEM : ST_ERR_IO, "%s: cannot read: %s", dir, why);
     }
     char **v = NULL;
     size_t n = 0, cap = 0;
@@ -116,10 +106,9 @@ static st_status list_tables(const char *dir, char ***names, size_t *count, int 
     }
     closedir(d);
     if (s != ST_OK) {
-        for (size_t i = 0; i < n; i++) free(v[i]);
-        free(v);
-        *err = ENOMEM;
-        return s;
+        st_table_dir_list_free(v, n);
+        snprintf(why, ST_FILE_WHY_MAX, "%s", strerror(ENOMEM));
+        return st_fail(s, "%s: cannot read: %s", dir, why);
     }
     if (n) qsort(v, n, sizeof *v, cmp_names);
     *names = v;
@@ -127,14 +116,19 @@ static st_status list_tables(const char *dir, char ***names, size_t *count, int 
     return ST_OK;
 }
 
-/* Whether the header and device line of the file at PATH match ID
- * (quietly). */
-static bool header_matches(const char *path, const st_identity *id)
+void st_table_dir_list_free(char **names, size_t n)
 {
+    for (size_t i = 0; names && i < n; i++) free(names[i]);
+    free(names);
+}
+
+bool st_table_file_is_for(const char *path, const st_identity *id)
+{
+    if (!path || !id) return false;
     char *buf = NULL;
     size_t len = 0;
     st_identity hdr;
-    bool ok = st_read_file_err(path, &buf, &len, NULL) == ST_OK &&
+    bool ok = st_file_read_all(path, ST_TABLE_MAX_BYTES, &buf, &len, NULL, NULL) == ST_OK &&
               st_table_read_header(buf, len, &hdr) == ST_OK && st_identity_same_device(&hdr, id);
     free(buf);
     return ok;
@@ -145,10 +139,10 @@ static st_status load_dir(const char *dir, const st_identity *id, const st_dispa
 {
     char **names = NULL;
     size_t n = 0;
-    int err = 0;
-    st_status s = list_tables(dir, &names, &n, &err);
+    char why[ST_FILE_WHY_MAX];
+    st_status s = st_table_dir_list(dir, &names, &n, why);
     if (s != ST_OK) {
-        say(msg, msglen, ST_TABLE_MSG_PREFIX "%s: cannot read: %s", dir, strerror(err ? err : EIO));
+        say(msg, msglen, ST_TABLE_MSG_PREFIX "%s: cannot read: %s", dir, why);
         return s;
     }
     size_t matches = 0, first = 0;
@@ -157,7 +151,7 @@ static st_status load_dir(const char *dir, const st_identity *id, const st_dispa
     list[0] = '\0';
     for (size_t i = 0; i < n; i++) {
         char *full = join(dir, names[i]);
-        bool m = full && header_matches(full, id);
+        bool m = full && st_table_file_is_for(full, id);
         free(full);
         if (!m) continue;
         if (matches++ == 0) first = i;
@@ -182,8 +176,7 @@ static st_status load_dir(const char *dir, const st_identity *id, const st_dispa
         say(msg, msglen, ST_TABLE_MSG_PREFIX "%s: %zu tables match this process (%s): keep one", dir, matches, list);
         s = st_fail(ST_ERR_REFUSED, "%s: %zu tables match this process", dir, matches);
     }
-    for (size_t i = 0; i < n; i++) free(names[i]);
-    free(names);
+    st_table_dir_list_free(names, n);
     return s;
 }
 
@@ -212,21 +205,5 @@ st_status st_table_load(const char *path, const st_identity *id, const st_dispat
     char msg[ST_TABLE_MSG_MAX];
     st_status s = st_table_load_msg(path, id, cfg, out, msg, sizeof msg);
     st_log("%s", msg);
-    return s;
-}
-
-/* ---- the atomic write ---------------------------------------------------- */
-
-st_status st_table_write_atomic(const st_table *t, const char *path)
-{
-    if (!t || !path || !path[0]) return st_fail(ST_ERR_INVALID_ARG, "table_write: NULL argument");
-    char *text = NULL, *tmp = NULL;
-    size_t len = 0;
-    int slot = -1;
-    ST_TRY(st_table_format(t, &text, &len));
-    st_status s = st_file_write_temp(path, text, len, &tmp, &slot);
-    free(text);
-    if (s == ST_OK) s = st_file_commit(path, tmp, slot, NULL);
-    free(tmp);
     return s;
 }

@@ -376,41 +376,13 @@ static st_status parse_mmvq(pctx *c, const line_t *ln, st_table_row *r)
     ST_TRY(field_dim(c, line, "n_rows", ln->t[2], ST_TABLE_MAX_DIM, &r->mmvq.n_rows));
     ST_TRY(field_dim(c, line, "n_cols", ln->t[3], ST_TABLE_MAX_DIM, &r->mmvq.n_cols));
     const tok rt = ln->t[4];
-    if (rt.n > 3 && !memcmp(rt.s, "mma", 3)) {
-        /* a matrix-instruction variant, "mmaW": rows -W */
-        tok w = {rt.s + 3, rt.n - 3};
-        ST_TRY(field_rows(c, line, "rows", w, &r->rows));
-        r->rows = r->rows > 0 ? -r->rows : 0;
-    } else if (rt.n > 5 && !memcmp(rt.s, "split", 5)) {
-        /* a split variant, "splitW": rows STRATA_MMVQ_SPLIT_BASE + W */
-        tok w = {rt.s + 5, rt.n - 5};
-        ST_TRY(field_rows(c, line, "rows", w, &r->rows));
-        r->rows = r->rows > 0 && r->rows < STRATA_MMVQ_SPLIT_BASE ? STRATA_MMVQ_SPLIT_BASE + r->rows : 0;
-    } else if (rt.n > 4 && !memcmp(rt.s, "wide", 4)) {
-        /* a wide-row variant, "wideTxR": rows STRATA_MMVQ_WIDE_ROWS(T, R) */
-        /* anything else than two decimals around the x is refused below as
-         * "rows <the whole token> is not a compiled-in variant" */
-        const char *x = memchr(rt.s + 4, 'x', rt.n - 4);
-        long long lanes = 0, per = 0;
-        r->rows = 0;
-        if (x && x > rt.s + 4 && x < rt.s + rt.n - 1) {
-            tok tt = {rt.s + 4, (size_t)(x - rt.s - 4)}, rr = {x + 1, (size_t)(rt.s + rt.n - x - 1)};
-            if (parse_num(tt, 0, 320, &lanes) == NUM_OK && parse_num(rr, 0, 9, &per) == NUM_OK && lanes > 0 &&
-                lanes % 32 == 0 && per > 0)
-                r->rows = STRATA_MMVQ_WIDE_ROWS((int)lanes, (int)per);
-        }
-    } else {
-        ST_TRY(field_rows(c, line, "rows", rt, &r->rows));
-        /* a split or wide-row variant is named ("splitW", "wideTxR"), never by number */
-        if (r->rows > STRATA_MMVQ_SPLIT_BASE) r->rows = 0;
-    }
     ST_TRY(check_block(c, line, "n_cols", r->mmvq.n_cols, r->mmvq.type));
-    if (!st_mmvq_rows_valid(r->rows))
-        return say_line(c, ST_ERR_PARSE, line, "rows %s is not a compiled-in variant (%s)",
-                        SHOW(b, ln->t[4]), st_mmvq_rows_list(list, sizeof list));
-    if (!st_mmvq_rows_fit(r->rows, r->mmvq.n_cols))
+    if (!st_mmvq_variant_parse(rt.s, rt.n, &r->rows))
+        return say_line(c, ST_ERR_PARSE, line, "rows %s is not a compiled-in variant (%s)", SHOW(b, rt),
+                        st_mmvq_variant_list(list, sizeof list));
+    if (!st_mmvq_variant_fits(r->rows, r->mmvq.n_cols))
         return say_line(c, ST_ERR_PARSE, line, "rows %s needs rows of at least %d values (128 streams); n_cols is %d",
-                        SHOW(b, ln->t[4]), ST_CANON_WIDE_UNITS * ST_CANON_UNIT, r->mmvq.n_cols);
+                        SHOW(b, rt), st_mmvq_variant_min_cols(r->rows), r->mmvq.n_cols);
     return ST_OK;
 }
 
@@ -432,7 +404,7 @@ static st_status parse_expert(pctx *c, const line_t *ln, st_table_row *r)
     if (!st_expert_rows_valid(r->gu_rows, r->down_rows))
         return say_line(c, ST_ERR_PARSE, line, "rows %s/%s is not a compiled-in variant (%s)",
                         SHOW(b, ln->t[6]), SHOW(b2, ln->t[7]),
-                        st_expert_rows_list(list, sizeof list));
+                        st_expert_variant_list(list, sizeof list));
     return ST_OK;
 }
 

@@ -7,8 +7,8 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "gguf.h"
-#include "internal.h"
-#include "file_io.h"
+#include "tools_internal.h"
+#include "strata/files.h"
 #include "strata/formats.h"
 
 #include <errno.h>

@@ -3,7 +3,7 @@
  * GGUF v2 and v3, little-endian. The parser takes (pointer, length) and
  * checks every count, length and offset against the bytes that are actually
  * there before it allocates or reads anything. Nothing of this header may
- * appear in the public API (include/strata/model.h wraps it).
+ * appear in the public API (include/strata/tools/model.h wraps it).
  *
  * Lifetime: strings (keys, string values, tensor names) are copied and
  * NUL-terminated; array elements and tensor data are NOT copied, they point
@@ -13,7 +13,7 @@
 #ifndef STRATA_GGUF_H
 #define STRATA_GGUF_H
 
-#include "strata/model.h"
+#include "strata/tools/model.h"
 #include "strata/status.h"
 
 #include <stdbool.h>

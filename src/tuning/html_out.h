@@ -6,7 +6,7 @@
 #ifndef ST_HTML_OUT_H
 #define ST_HTML_OUT_H
 
-#include "internal.h"
+#include "tools_internal.h"
 
 #include <stdbool.h>
 #include <stddef.h>

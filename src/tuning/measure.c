@@ -1,6 +1,6 @@
 #include "measure.h"
-#include "ctx_internal.h"
-#include "internal.h"
+#include "strata/probe.h"
+#include "tools_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -3,9 +3,8 @@
  * parser accepts (up to 2^20 x 2^20) can need a terabyte, and on Linux a
  * large malloc succeeds and the process is killed later, when the pages are
  * touched. Every size is computed with overflow checks. */
-#include "ctx_internal.h"
-#include "host_mem.h"
-#include "internal.h"
+#include "strata/probe.h"
+#include "tools_internal.h"
 #include "tuner_internal.h"
 #include "vmodel.h"
 

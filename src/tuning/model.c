@@ -1,4 +1,4 @@
-/* The public model description (strata/model.h), built on the GGUF reader.
+/* The public model description (strata/tools/model.h), built on the GGUF reader.
  * It only ever looks at what the parser validated: names, shapes, types and
  * data spans that lie inside the file. A tensor of a type the kernels do not
  * support never refuses the model: its expert layer is left out with one
@@ -6,9 +6,9 @@
  * refuses the model is a file llama.cpp would refuse as well (an incomplete
  * expert layer, tensors that contradict each other or the metadata) and a
  * model beyond the limits of strata/limits.h. */
-#include "strata/model.h"
+#include "strata/tools/model.h"
 #include "gguf.h"
-#include "internal.h"
+#include "tools_internal.h"
 #include "model_internal.h"
 #include "strata/limits.h"
 

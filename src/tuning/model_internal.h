@@ -4,8 +4,8 @@
 #define STRATA_MODEL_INTERNAL_H
 
 #include "gguf.h"
-#include "internal.h"
-#include "strata/model.h"
+#include "tools_internal.h"
+#include "strata/tools/model.h"
 
 #include <stdarg.h>
 #include <stdbool.h>

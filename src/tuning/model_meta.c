@@ -2,7 +2,7 @@
  * the others, gguf-py's Keys.LLM), the limits checked against it, and the
  * shared-expert FFN checked against it the way llama.cpp creates those
  * tensors: a file llama.cpp would refuse to load is refused here too. */
-#include "internal.h"
+#include "tools_internal.h"
 #include "model_internal.h"
 #include "strata/limits.h"
 

@@ -1,6 +1,4 @@
 #include "randgen.h"
-#include "format_ops.h"
-#include "st_canon.h"
 
 #include <string.h>
 
@@ -26,8 +24,7 @@ void st_random_floats(st_rng *r, float *dst, size_t n, float scale)
 
 void st_random_blocks(st_rng *r, st_qtype t, int64_t rows, int64_t cols, void *dst)
 {
-    const st_format_ops *f = st_format_ops_of(t);
-    if (!f) return;
+    if (st_qtype_block_bytes(t) <= 0) return;
     const size_t bb = (size_t)st_qtype_block_bytes(t);
     const int64_t nblocks = rows * (cols / st_qtype_block_values(t));
     uint8_t *p = dst;
@@ -40,7 +37,7 @@ void st_random_blocks(st_rng *r, st_qtype t, int64_t rows, int64_t cols, void *d
         /* Scales: positive and negative, spread over a few binades. */
         float d = (0.25f + 0.75f * (st_rng_float(r) * 0.5f + 0.5f)) * 0.001f;
         if (st_rng_u32(r) & 1) d = -d;
-        f->scales(p, d); /* the format's home knows its scale fields */
+        st_block_set_scales(t, p, d); /* the format's home knows its scale fields */
     }
 }
 

@@ -1,9 +1,10 @@
 #define _POSIX_C_SOURCE 200809L
 /* The HTML report: entry points (report_html.h), the page skeleton, the
  * identity block and the gate's step chart shared by the pages. */
-#include "report_html.h"
+#include "strata/tools/report.h"
 #include "report_page.h"
-#include "table_internal.h"
+#include "strata/table.h"
+#include "strata/tools/output.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
 /* SHA-256 as FIPS 180-4 writes it, checked against its test vectors in
  * tests/tuning/provenance_test.c. */
 #include "sha256.h"
-#include "internal.h"
+#include "tools_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,9 +1,9 @@
 /* STQV reference-vector reader: validate everything, then hand out pointers.
  * Layout: testdata/README.md ("STQV binary format"). */
-#include "stqv.h"
+#include "strata/tools/vectors.h"
 
-#include "internal.h"
-#include "file_io.h"
+#include "tools_internal.h"
+#include "strata/files.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,14 +1,20 @@
 #define _POSIX_C_SOURCE 200809L
 /* tables.json (tables_index.h): built from a folder's tables, written and
  * read back, compared with the folder, and pruned of superseded tables. */
-#include "tables_index.h"
-#include "internal.h"
-#include "file_io.h"
-#include "table_internal.h"
+#include "strata/tools/tables.h"
+#include "tools_internal.h"
+#include "file_write.h"
+#include "strata/files.h"
+#include "strata/table.h"
+#include "report_json.h"
+#include "sha256.h"
+
+_Static_assert(ST_TABLES_HASH_HEX == ST_SHA256_HEX, "an index entry holds a SHA-256 in hex");
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,53 +77,19 @@ static char *join(const char *dir, const char *name)
     return p;
 }
 
-static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-static void free_names(char **v, int n)
-{
-    for (int i = 0; i < n; i++) free(v[i]);
-    free(v);
-}
-
-/* The *.table regular files of DIR, sorted (the loader's own choice of files). */
+/* The *.table regular files of DIR, sorted: the loader's own choice of
+ * files (st_table_dir_list). */
 static st_status scan(const char *dir, char ***out, int *n_out)
 {
-    *out = NULL;
+    size_t n = 0;
     *n_out = 0;
-    DIR *d = opendir(dir);
-    if (!d) return st_fail(ST_ERR_IO, "%s: cannot read: %s", dir, strerror(errno));
-    char **v = NULL;
-    int n = 0, cap = 0;
-    struct dirent *e;
-    st_status s = ST_OK;
-    while (s == ST_OK && (e = readdir(d)) != NULL) {
-        const size_t l = strlen(e->d_name);
-        if (e->d_name[0] == '.' || l <= 6 || strcmp(e->d_name + l - 6, ".table") || l >= ST_INDEX_NAME_MAX) continue;
-        char *full = join(dir, e->d_name);
-        struct stat st;
-        const bool reg = full && stat(full, &st) == 0 && S_ISREG(st.st_mode);
-        free(full);
-        if (!reg) continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 8;
-            char **q = realloc(v, sizeof *v * (size_t)cap);
-            if (!q) {
-                s = st_fail(ST_ERR_NOMEM, "tables index: out of memory");
-                break;
-            }
-            v = q;
-        }
-        if (!(v[n] = strdup(e->d_name))) s = st_fail(ST_ERR_NOMEM, "tables index: out of memory");
-        else n++;
+    ST_TRY(st_table_dir_list(dir, out, &n, NULL));
+    if (n > (size_t)INT32_MAX) {
+        st_table_dir_list_free(*out, n);
+        *out = NULL;
+        return st_fail(ST_ERR_NOMEM, "%s: too many tables", dir);
     }
-    closedir(d);
-    if (s != ST_OK) {
-        free_names(v, n);
-        return s;
-    }
-    if (n) qsort(v, (size_t)n, sizeof *v, cmp_names);
-    *out = v;
-    *n_out = n;
+    *n_out = (int)n;
     return ST_OK;
 }
 
@@ -143,24 +115,28 @@ static st_status table_shapes(const st_table *t, st_tables_entry *e)
         st_expert_key k;
         int gu = 0, dn = 0;
         st_table_expert_at(t, i, &k, &gu, &dn);
-        snprintf(key, sizeof key, "expert %s %s %d %d %d", st_qtype_name(k.gu_type), st_qtype_name(k.down_type), k.n_embd, k.n_ff,
-                 k.n_tokens);
-        snprintf(choice, sizeof choice, "rows %d/%d", gu, dn);
+        st_expert_key_text(&k, key, sizeof key);
+        st_expert_choice_name(gu, dn, choice, sizeof choice);
         if (!add_shape(e, &cap, key, choice)) return st_fail(ST_ERR_NOMEM, "tables index: out of memory");
     }
     for (size_t i = 0; i < st_table_mmvq_count(t); i++) {
         st_mmvq_key k;
         int rows = 0;
         st_table_mmvq_at(t, i, &k, &rows);
-        snprintf(key, sizeof key, "mmvq %s %d %d", st_qtype_name(k.type), k.n_rows, k.n_cols);
+        st_mmvq_key_text(&k, key, sizeof key);
         st_mmvq_choice_name(rows, choice, sizeof choice);
         if (!add_shape(e, &cap, key, choice)) return st_fail(ST_ERR_NOMEM, "tables index: out of memory");
     }
     e->n_rows = e->n_shapes;
-    for (size_t i = 0; i < st_table_comment_count(t); i++) {
-        const char *c = st_table_comment_at(t, i);
-        if (strncmp(c, "tuned-default ", 14)) continue;
-        if (!add_shape(e, &cap, c + 14, "default")) return st_fail(ST_ERR_NOMEM, "tables index: out of memory");
+    for (size_t i = 0; i < st_table_tuned_default_count(t); i++) {
+        bool expert = false;
+        st_mmvq_key mk;
+        st_expert_key ek;
+        st_table_tuned_default_at(t, i, &expert, &mk, &ek);
+        if (expert) st_expert_key_text(&ek, key, sizeof key);
+        else st_mmvq_key_text(&mk, key, sizeof key);
+        st_mmvq_choice_name(0, choice, sizeof choice);
+        if (!add_shape(e, &cap, key, choice)) return st_fail(ST_ERR_NOMEM, "tables index: out of memory");
     }
     return ST_OK;
 }
@@ -202,7 +178,7 @@ static st_status build_entry(const char *dir, const char *name, const st_identit
     if (!path) return st_fail(ST_ERR_NOMEM, "tables index: out of memory");
     size_t len = 0;
     char why[ST_FILE_WHY_MAX] = "";
-    st_status s = st_read_file_err(path, &buf, &len, why);
+    st_status s = st_file_read_all(path, ST_TABLE_MAX_BYTES, &buf, &len, why, NULL);
     *loads = false;
     if (s != ST_OK) {
         e->status = ST_TSTATUS_REFUSED;
@@ -284,14 +260,6 @@ static void supersede(st_tables_index *ix)
     }
 }
 
-static void now_iso(char *buf, size_t n)
-{
-    time_t now = time(NULL);
-    struct tm tmv;
-    gmtime_r(&now, &tmv);
-    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tmv);
-}
-
 st_status st_tables_index_build(const char *dir, const st_identity *id, const st_dispatch_config *cfg, st_tables_index **out)
 {
     *out = NULL;
@@ -307,7 +275,7 @@ st_status st_tables_index_build(const char *dir, const st_identity *id, const st
         ix->n = i + 1;
     }
     if (s == ST_OK) {
-        now_iso(ix->date, sizeof ix->date);
+        st_utc_now(ix->date, sizeof ix->date);
         snprintf(ix->tool, sizeof ix->tool, "tune_decode %s", st_version());
         snprintf(ix->source_commit, sizeof ix->source_commit, "%s", st_source_commit());
         st_identity_header(id, ix->writer, sizeof ix->writer);
@@ -332,7 +300,7 @@ st_status st_tables_index_build(const char *dir, const st_identity *id, const st
         supersede(ix);
     }
     free(loads);
-    free_names(names, n);
+    st_table_dir_list_free(names, (size_t)n);
     if (s != ST_OK) {
         st_tables_index_free(ix);
         return s;
@@ -384,7 +352,7 @@ st_status st_tables_index_read(const char *dir, st_tables_index **out, st_index_
         free(p);
         same = e && !strcmp(e->sha256, hex);
     }
-    free_names(names, n);
+    st_table_dir_list_free(names, (size_t)n);
     *state = same ? ST_INDEX_UP_TO_DATE : ST_INDEX_STALE;
     *out = ix;
     return ST_OK;

@@ -3,10 +3,10 @@
  * parser takes nothing on trust: a field of the wrong type, a string longer
  * than its place or an unknown status makes the whole index "damaged", and
  * it is then rebuilt from the tables. */
-#include "tables_index.h"
-#include "internal.h"
+#include "strata/tools/tables.h"
+#include "tools_internal.h"
 
-#include "text.h"
+#include "strata/tools/text.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* Several devices into one folder: the pass plan, the groups, the list
  * (tune_devices.h). */
-#include "tune_devices.h"
+#include "strata/tools/devices.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -99,6 +99,7 @@ int st_devices_run(st_ctx *const *ctx, int n, st_tune_options *o, st_devices_pla
     for (int k = plan->next; k >= 0 && done < 2 * n;) {
         st_devices_pass *p = &pass[done++];
         memset(p, 0, sizeof *p);
+        st_tune_result_init(&p->res);
         p->device = st_ctx_device(ctx[k]);
         o->report_per_device = true;
         if (hook) hook(user, k, done, true);
@@ -109,10 +110,15 @@ int st_devices_run(st_ctx *const *ctx, int n, st_tune_options *o, st_devices_pla
             snprintf(p->message, sizeof p->message, "%s", m);
         }
         struct stat st;
-        p->report = p->res.report_path[0] && stat(p->res.report_path, &st) == 0;
+        p->report = p->res.report_path && stat(p->res.report_path, &st) == 0;
         if (hook) hook(user, k, done, false);
         if (p->status != ST_OK) break;
         k = st_devices_plan_step(plan, p->res.changed_vs_previous);
     }
     return done;
+}
+
+void st_devices_passes_clear(st_devices_pass *pass, int n)
+{
+    for (int i = 0; pass && i < n; i++) st_tune_result_clear(&pass[i].res);
 }

@@ -2,11 +2,12 @@
  * tune_out.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "tune_out.h"
-#include "file_io.h"
-#include "internal.h"
-#include "table_internal.h"
+#include "file_write.h"
+#include "strata/files.h"
+#include "tools_internal.h"
+#include "strata/table.h"
 #include "tmpfiles.h"
-#include "provenance.h"
+#include "strata/table_meta.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -165,7 +166,7 @@ static st_status find_ours(st_tune_out *o, const st_identity *id, char **found, 
             break;
         }
         /* a FIFO or device among them is skipped like the loader skips it */
-        const bool ours = st_read_file_err(full, &buf, &len, NULL) == ST_OK &&
+        const bool ours = st_file_read_all(full, ST_TABLE_MAX_BYTES, &buf, &len, NULL, NULL) == ST_OK &&
                           st_table_read_header(buf, len, &hdr) == ST_OK && st_identity_same_device(&hdr, id);
         free(buf);
         if (ours) {
@@ -216,7 +217,7 @@ static st_status check_new_path(const char *path, const st_identity *id, bool fo
 static st_status use_existing(st_tune_out *o, char *path, bool force)
 {
     char why[ST_FILE_WHY_MAX] = "", msg[ST_TABLE_MSG_MAX] = "";
-    if (st_read_file_err(path, &o->existing_text, &o->existing_len, why) != ST_OK) {
+    if (st_file_read_all(path, ST_TABLE_MAX_BYTES, &o->existing_text, &o->existing_len, why, NULL) != ST_OK) {
         st_status s = st_fail(ST_ERR_IO, "tune: cannot read %s: %s", path, why);
         free(path);
         return s;
@@ -328,15 +329,6 @@ void st_tune_out_close(st_tune_out *o)
 
 /* ---- merge -------------------------------------------------------------------- */
 
-static void shape_key(const st_tune_shape *s, char *buf, size_t n)
-{
-    if (s->kind == ST_SHAPE_MMVQ)
-        snprintf(buf, n, "mmvq %s %d %d", st_qtype_name(s->type), s->rows, s->cols);
-    else
-        snprintf(buf, n, "expert %s %s %d %d %d", st_qtype_name(s->type), st_qtype_name(s->down_type), s->n_embd,
-                 s->n_ff, s->n_tokens);
-}
-
 static bool tuned_mmvq(const st_tune_shape_result *r, int n, const st_mmvq_key *k)
 {
     for (int i = 0; i < n; i++) {
@@ -357,23 +349,20 @@ static bool tuned_expert(const st_tune_shape_result *r, int n, const st_expert_k
     return false;
 }
 
-typedef char shape_key_t[160];
-
-static bool tuned_default_line(const char *c, const shape_key_t *keys, int n)
+/* Whether the tuned-default shape I of E is one this run tuned again. */
+static bool retuned_default(const st_table *e, size_t i, const st_tune_shape_result *r, int n)
 {
-    if (strncmp(c, "tuned-default ", 14) != 0) return false;
-    for (int i = 0; i < n; i++)
-        if (!strcmp(c + 14, keys[i])) return true;
-    return false;
+    bool expert = false;
+    st_mmvq_key mk;
+    st_expert_key ek;
+    st_table_tuned_default_at(e, i, &expert, &mk, &ek);
+    return expert ? tuned_expert(r, n, &ek) : tuned_mmvq(r, n, &mk);
 }
 
 st_status st_tune_out_merge(const st_tune_out *o, st_table *t, const st_tune_shape_result *r, int n)
 {
     const st_table *e = o->existing;
     if (!e) return ST_OK;
-    shape_key_t *keys = malloc(sizeof *keys * (size_t)(n > 0 ? n : 1));
-    if (!keys) return st_fail(ST_ERR_NOMEM, "tune: out of memory");
-    for (int i = 0; i < n; i++) shape_key(&r[i].shape, keys[i], sizeof keys[i]);
     st_status s = ST_OK;
     size_t kept = 0;
     for (size_t i = 0; i < st_table_mmvq_count(e) && s == ST_OK; i++) {
@@ -388,29 +377,29 @@ st_status st_tune_out_merge(const st_tune_out *o, st_table *t, const st_tune_sha
         st_table_expert_at(e, i, &k, &gu, &dn);
         if (!tuned_expert(r, n, &k)) s = st_table_add_expert(t, &k, gu, dn), kept++;
     }
-    /* comments: this run's provenance replaces the earlier campaign's (one
-     * line keeps who made the rows that stay), and its tuned-default lines
-     * replace those of the shapes it tuned again */
+    /* this run's tuned defaults replace those of the shapes it tuned again;
+     * the others stay */
+    for (size_t i = 0; i < st_table_tuned_default_count(e) && s == ST_OK; i++) {
+        if (retuned_default(e, i, r, n)) continue;
+        bool expert = false;
+        st_mmvq_key mk;
+        st_expert_key ek;
+        st_table_tuned_default_at(e, i, &expert, &mk, &ek);
+        s = expert ? st_table_add_tuned_default_expert(t, &ek) : st_table_add_tuned_default_mmvq(t, &mk);
+        kept++;
+    }
+    /* comments: this run's provenance and token counts replace the earlier
+     * campaign's (one line keeps who made the rows that stay); free text
+     * and earlier merge notes stay */
     const size_t nc = st_table_comment_count(e);
     for (size_t i = 0; i < nc && s == ST_OK; i++) {
         const char *c = st_table_comment_at(e, i);
-        if (st_provenance_is_comment(c)) continue;
-        if (!strncmp(c, "tuned-default ", 14)) {
-            if (tuned_default_line(c, keys, n)) continue;
-            kept++;
-        }
-        s = st_table_add_comment(t, c);
+        const st_comment_kind k = st_table_comment_kind(c);
+        if (k == ST_COMMENT_OTHER || k == ST_COMMENT_MERGED) s = st_table_add_comment(t, c);
     }
     st_provenance old;
     st_provenance_from_table(e, &old);
-    if (s == ST_OK && kept && (old.date[0] || old.model[0])) {
-        char line[3 * ST_PROVENANCE_VALUE_MAX + 96];
-        snprintf(line, sizeof line, "merged: shapes kept from the campaign of %s (model %s, report %s)",
-                 old.date[0] ? old.date : "an unknown date", old.model[0] ? old.model : "unknown",
-                 old.report[0] ? old.report : "unknown");
-        s = st_table_add_comment(t, line);
-    }
-    free(keys);
+    if (s == ST_OK && kept && (old.date[0] || old.model[0])) s = st_table_add_merged_note(t, &old);
     return s;
 }
 

@@ -2,13 +2,13 @@
 /* tune_decode tune: candidates, byte compare, timing, decisions, the table
  * (written atomically, reloaded through the guarded loader, gated by the
  * end-to-end verify) and the report. */
-#include "strata/tuner.h"
-#include "strata/verify.h"
-#include "ctx_internal.h"
+#include "strata/tools/tuner.h"
+#include "strata/tools/verify.h"
+#include "strata/probe.h"
 #include "gguf.h"
-#include "internal.h"
+#include "tools_internal.h"
 #include "randgen.h"
-#include "table_internal.h"
+#include "strata/table.h"
 #include "tuner_internal.h"
 #include "tune_out.h"
 #include "tmpfiles.h"
@@ -22,9 +22,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+_Static_assert(ST_TUNE_MAX_ROUNDS <= ST_MEASURE_MAX_ROUNDS, "the tuner keeps every round it measures");
+
 void st_tune_options_default(st_tune_options *o)
 {
     memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
     o->out_dir = ".";
     o->threshold = 0.01;
     o->do_expert = o->do_mmvq = true;
@@ -62,41 +65,27 @@ static void candidates(const st_tune_shape *s, st_tune_shape_result *res)
     memset(&c[n], 0, sizeof c[n]);
     snprintf(c[n++].name, sizeof c[0].name, "default");
     if (s->kind == ST_SHAPE_MMVQ) {
-#define ST_ADD_MMVQ(R)                                          \
-    memset(&c[n], 0, sizeof c[n]);                              \
-    c[n].rows = R;                                              \
-    snprintf(c[n++].name, sizeof c[0].name, "rows %d", R);
-        STRATA_MMVQ_ROWS_VARIANTS(ST_ADD_MMVQ)
-#undef ST_ADD_MMVQ
-#define ST_ADD_MMA(W)                                           \
-    memset(&c[n], 0, sizeof c[n]);                              \
-    c[n].rows = -(W);                                           \
-    snprintf(c[n++].name, sizeof c[0].name, "mma%d", W);
-        STRATA_MMVQ_MMA_VARIANTS(ST_ADD_MMA)
-#undef ST_ADD_MMA
-#define ST_ADD_SPLIT(W)                                         \
-    memset(&c[n], 0, sizeof c[n]);                              \
-    c[n].rows = STRATA_MMVQ_SPLIT_BASE + (W);                   \
-    snprintf(c[n++].name, sizeof c[0].name, "split%d", W);
-        STRATA_MMVQ_SPLIT_VARIANTS(ST_ADD_SPLIT)
-#undef ST_ADD_SPLIT
-        /* the wide-row variants, on rows of 128 streams only */
-#define ST_ADD_WIDE(T, R)                                       \
-    memset(&c[n], 0, sizeof c[n]);                              \
-    c[n].rows = STRATA_MMVQ_WIDE_ROWS(T, R);                    \
-    snprintf(c[n++].name, sizeof c[0].name, "wide%dx%d", T, R);
-        if (s->cols / ST_CANON_UNIT >= ST_CANON_WIDE_UNITS) {
-            STRATA_MMVQ_WIDE_VARIANTS(ST_ADD_WIDE)
+        int ids[ST_TUNE_MAX_CAND];
+        const int k = st_mmvq_variant_ids(ids, ST_TUNE_MAX_CAND);
+        for (int i = 0; i < k && i < ST_TUNE_MAX_CAND && n < ST_TUNE_MAX_CAND; i++) {
+            /* a variant that cannot run this row (a wide-row one on a
+             * short row) is no candidate */
+            if (!st_mmvq_variant_fits(ids[i], s->cols)) continue;
+            memset(&c[n], 0, sizeof c[n]);
+            c[n].rows = ids[i];
+            st_mmvq_choice_name(ids[i], c[n].name, sizeof c[n].name);
+            n++;
         }
-#undef ST_ADD_WIDE
     } else {
-#define ST_ADD_EXPERT(GU, DN)                                   \
-    memset(&c[n], 0, sizeof c[n]);                              \
-    c[n].gu_rows = GU;                                          \
-    c[n].dn_rows = DN;                                          \
-    snprintf(c[n++].name, sizeof c[0].name, "rows %d/%d", GU, DN);
-        STRATA_EXPERT_ROWS_VARIANTS(ST_ADD_EXPERT)
-#undef ST_ADD_EXPERT
+        int pairs[ST_TUNE_MAX_CAND][2];
+        const int k = st_expert_variant_ids(pairs, ST_TUNE_MAX_CAND);
+        for (int i = 0; i < k && i < ST_TUNE_MAX_CAND && n < ST_TUNE_MAX_CAND; i++) {
+            memset(&c[n], 0, sizeof c[n]);
+            c[n].gu_rows = pairs[i][0];
+            c[n].dn_rows = pairs[i][1];
+            st_expert_choice_name(pairs[i][0], pairs[i][1], c[n].name, sizeof c[n].name);
+            n++;
+        }
     }
     for (int i = 0; i < n; i++) c[i].bytes_match = true;
     res->n_cand = n;
@@ -155,7 +144,7 @@ static st_status setup(st_ctx *ctx, const st_tune_shape *s, const st_tune_option
             w[i] = host[i];
         }
     bool short_of_rule = false;
-    int copies = st_rotation_copies(one, st_ctx_llc_bytes(ctx), rotation_floor(ctx, o, one), 1, &short_of_rule);
+    int copies = st_rotation_copies(one, st_ctx_llc(ctx, NULL), rotation_floor(ctx, o, one), 1, &short_of_rule);
     size_t avail = 0, total = 0; /* and never more than half the free memory */
     if (st_ctx_mem_info(ctx, &avail, &total) == ST_OK)
         while (copies > 1 && (size_t)copies * one > avail / 2) {
@@ -232,15 +221,6 @@ static st_status compare(run_ctx *r, st_tune_shape_result *res, int nt)
     return st;
 }
 
-static void shape_key(const st_tune_shape *s, char *buf, size_t n)
-{
-    if (s->kind == ST_SHAPE_MMVQ)
-        snprintf(buf, n, "mmvq %s %d %d", st_qtype_name(s->type), s->rows, s->cols);
-    else
-        snprintf(buf, n, "expert %s %s %d %d %d", st_qtype_name(s->type), st_qtype_name(s->down_type), s->n_embd, s->n_ff,
-                 s->n_tokens);
-}
-
 static double now_s(void)
 {
     struct timespec ts;
@@ -300,12 +280,12 @@ static st_status tune_shape(st_ctx *ctx, const st_tune_options *o, const st_tune
             res->cand[c].same_launch = gu && res->cand[c].gu_rows == gu && res->cand[c].dn_rows == dn;
     }
     char key[128];
-    shape_key(s, key, sizeof key);
+    st_tune_shape_key(s, key, sizeof key);
     /* 9 rounds: the fewest whose [min, max] covers the median at the
      * confidence the keep rule asks of each of 6 candidates */
     int rounds = o->rounds > 0 ? o->rounds : o->quick ? 9 : 15;
     if (rounds < 6) rounds = 6; /* fewer cannot give a 95% interval */
-    if (rounds > ST_MEASURE_MAX_ROUNDS) rounds = ST_MEASURE_MAX_ROUNDS;
+    if (rounds > ST_TUNE_MAX_ROUNDS) rounds = ST_TUNE_MAX_ROUNDS;
     res->n_rounds = rounds;
     double *samples = calloc((size_t)ST_TUNE_MAX_CAND * (size_t)rounds, sizeof *samples);
     if (st == ST_OK && !samples) st = st_fail(ST_ERR_NOMEM, "tune: out of memory");
@@ -347,39 +327,33 @@ static st_status build_table(st_ctx *ctx, const st_tune_shape_result *r, int n, 
 {
     st_table *t = NULL;
     ST_TRY(st_table_create(st_ctx_identity(ctx), &t));
-    char line[1200], key[128];
     st_status s = st_provenance_to_table(t, prov);
     /* the token counts tuned (the expert shapes', else the mmvq blend's):
      * `coverage` asks a model's expert shapes for these */
     bool any_expert = false;
     for (int k = 0; k < n; k++) any_expert |= r[k].shape.kind == ST_SHAPE_EXPERT;
-    int at = snprintf(line, sizeof line, "ntok-mix");
-    for (int i = 0; i < ST_MAX_TOKENS && at > 0 && (size_t)at < sizeof line; i++) {
+    int mix[ST_MAX_TOKENS], n_mix = 0;
+    for (int i = 0; i < ST_MAX_TOKENS; i++) {
         bool in = false;
         for (int k = 0; k < n; k++)
             if ((r[k].shape.kind == ST_SHAPE_EXPERT) == any_expert)
                 for (int j = 0; j < r[k].n_nts; j++) in |= r[k].nts[j] == i + 1;
-        if (in) at += snprintf(line + at, sizeof line - (size_t)at, " %d", i + 1);
+        if (in) mix[n_mix++] = i + 1;
     }
-    if (s == ST_OK) s = st_table_add_comment(t, line);
+    if (s == ST_OK) s = st_table_set_ntok_mix(t, mix, n_mix);
     *kept = 0;
     for (int i = 0; i < n && s == ST_OK; i++) {
         const st_tune_shape *sh = &r[i].shape;
         const st_tune_cand *c = &r[i].cand[r[i].best];
-        shape_key(sh, key, sizeof key);
+        const st_mmvq_key mk = {sh->type, sh->rows, sh->cols};
+        const st_expert_key ek = {sh->type, sh->down_type, sh->n_embd, sh->n_ff, sh->n_tokens};
+        const bool mmvq = sh->kind == ST_SHAPE_MMVQ;
         if (r[i].best == 0) {
-            snprintf(line, sizeof line, "tuned-default %s", key);
-            s = st_table_add_comment(t, line);
+            s = mmvq ? st_table_add_tuned_default_mmvq(t, &mk) : st_table_add_tuned_default_expert(t, &ek);
             continue;
         }
         (*kept)++;
-        if (sh->kind == ST_SHAPE_MMVQ) {
-            st_mmvq_key k = {sh->type, sh->rows, sh->cols};
-            s = st_table_add_mmvq(t, &k, c->rows);
-        } else {
-            st_expert_key k = {sh->type, sh->down_type, sh->n_embd, sh->n_ff, sh->n_tokens};
-            s = st_table_add_expert(t, &k, c->gu_rows, c->dn_rows);
-        }
+        s = mmvq ? st_table_add_mmvq(t, &mk, c->rows) : st_table_add_expert(t, &ek, c->gu_rows, c->dn_rows);
     }
     if (s != ST_OK) {
         st_table_destroy(t);
@@ -426,7 +400,7 @@ static int apply_previous(const st_table *old, st_tune_shape_result *r, int n, d
         changed += differs;
         kept_old += !differs && mine != prev;
         char key[128];
-        shape_key(sh, key, sizeof key);
+        st_tune_shape_key(sh, key, sizeof key);
         if (!quiet && (differs || mine != prev))
             st_log("tune: %s: %s", key, r[i].reason);
     }
@@ -446,7 +420,7 @@ st_status st_tune_gate(st_ctx *ctx, const st_tune_options *o, const st_tune_shap
 static size_t memory_need(st_ctx *ctx, const st_tune_options *o, const st_model *m, const st_tune_shape *sh, int n,
                           size_t *rot_max, size_t *gate)
 {
-    const size_t llc = st_ctx_llc_bytes(ctx);
+    const size_t llc = st_ctx_llc(ctx, NULL);
     *rot_max = *gate = 0;
     for (int i = 0; i < n; i++) {
         const size_t one = shape_bytes(&sh[i]);
@@ -613,10 +587,54 @@ static st_status install(st_ctx *ctx, const st_tune_options *o, const st_model *
     return st;
 }
 
-st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res)
+void st_tune_result_init(st_tune_result *r)
 {
-    memset(res, 0, sizeof *res);
-    res->changed_vs_previous = -1;
+    memset(r, 0, sizeof *r);
+    r->struct_size = sizeof *r;
+    r->changed_vs_previous = -1;
+}
+
+void st_tune_result_clear(st_tune_result *r)
+{
+    if (!r) return;
+    const size_t n = r->struct_size;
+    if (n >= offsetof(st_tune_result, report_path) + sizeof r->report_path) {
+        free(r->table_path);
+        free(r->report_path);
+    }
+    memset(r, 0, n < sizeof *r ? n : sizeof *r);
+    r->struct_size = n;
+    if (n >= offsetof(st_tune_result, changed_vs_previous) + sizeof r->changed_vs_previous) r->changed_vs_previous = -1;
+}
+
+static st_status tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res);
+
+st_status st_tune_run(st_ctx *ctx, const st_tune_options *opt, st_tune_result *res)
+{
+    if (!ctx || !res || res->struct_size < sizeof res->struct_size)
+        return st_fail(ST_ERR_INVALID_ARG, "tune: no context, or the result is not set up (st_tune_result_init)");
+    st_tune_options o;
+    st_tune_options_default(&o);
+    ST_TRY(st_struct_in(&o, sizeof o, opt, "tune: the options"));
+    if (o.n_ntok_mix < 0 || o.n_ntok_mix > ST_MAX_TOKENS || (o.n_ntok_mix && !o.ntok_mix) || o.n_expert_ntok < 0 ||
+        o.n_expert_ntok > ST_MAX_TOKENS || (o.n_expert_ntok && !o.expert_ntok))
+        return st_fail(ST_ERR_INVALID_ARG, "tune: a token mix names 1..%d token counts", ST_MAX_TOKENS);
+    st_tune_result r;
+    st_tune_result_init(&r);
+    const st_status s = tune_run(ctx, &o, &r);
+    st_tune_result_clear(res);
+    /* the paths go to the caller when its struct has room for them */
+    if (res->struct_size < offsetof(st_tune_result, report_path) + sizeof r.report_path) {
+        free(r.table_path);
+        free(r.report_path);
+        r.table_path = r.report_path = NULL;
+    }
+    st_struct_out(res, &r, sizeof r);
+    return s;
+}
+
+static st_status tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res)
+{
     /* A knob reroutes the default dispatch: the tuner would time that path
      * as "the default", and the table (which records no knob) would then
      * engage in a clean environment. The loader refuses tables while a knob
@@ -663,8 +681,11 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
     if (st == ST_OK)
         st = st_tune_out_open(&out, o->out_dir ? o->out_dir : ".", name, o->report_per_device ? st_ctx_device(ctx) : -1, id, o->force, output_bytes(n));
     if (st == ST_OK) {
-        snprintf(res->table_path, sizeof res->table_path, "%s", out.table_path);
-        snprintf(res->report_path, sizeof res->report_path, "%s", out.report_path);
+        res->table_path = strdup(out.table_path);
+        res->report_path = strdup(out.report_path);
+        if (!res->table_path || !res->report_path) st = st_fail(ST_ERR_NOMEM, "tune: out of memory");
+    }
+    if (st == ST_OK) {
         if (!o->quiet && out.existing)
             st_log("tune: %s is this process's table in %s: this run's shapes are merged into it (its other %zu rows "
                    "stay)",
@@ -712,7 +733,7 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
         }
     char verdict[700] = "", why[4096] = "";
     st_verify_result vr;
-    memset(&vr, 0, sizeof vr);
+    st_verify_result_init(&vr);
     x.prov = &prov;
     x.engage_line = "";
     x.verify_line = verdict;
@@ -732,6 +753,7 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res
         st_fail(st, "%s", why);
     }
     st_tune_out_close(&out);
+    st_verify_result_clear(&vr);
     if (st == ST_OK && res->mismatches) st = st_fail(ST_ERR_MISMATCH, "%d candidates differed from the default", res->mismatches);
     free(r);
     free(shapes);

@@ -4,7 +4,7 @@
  * an order rotated each round), so drift that hits a whole round cancels,
  * and judged by the 95% interval of the median paired change: a decision
  * that interval cannot make keeps what is there and says why. */
-#include "internal.h"
+#include "tools_internal.h"
 #include "tuner_internal.h"
 
 #include <stdio.h>

@@ -3,13 +3,15 @@
 #define ST_TUNER_INTERNAL_H
 
 #include "measure.h"
-#include "provenance.h"
-#include "strata/verify.h"
-#include "strata/model.h"
-#include "strata/tuner.h"
-#include "strata/verify.h"
+#include "strata/table_meta.h"
+#include "strata/tools/verify.h"
+#include "strata/tools/model.h"
+#include "strata/tools/tuner.h"
+#include "strata/tools/verify.h"
 
 #define ST_TUNE_MAX_CAND 24
+_Static_assert(1 + STRATA_MMVQ_VARIANT_COUNT <= ST_TUNE_MAX_CAND && 1 + STRATA_EXPERT_VARIANT_COUNT <= ST_TUNE_MAX_CAND,
+               "every variant and the default must fit a shape's candidates");
 #define ST_TUNE_MAX_NT ST_MAX_TOKENS
 
 /* The token counts a whole decode step is measured at (the gate, bench):
@@ -73,6 +75,9 @@ typedef struct {
 
 /* Builds the shape list for OPT (model, hand-given shapes or demo set). */
 st_status st_tune_shapes(const st_tune_options *opt, const st_model *model, st_tune_shape **out, int *n);
+/* The shape's key as a table row writes it ("mmvq iq3_s 4096 14336",
+ * "expert iq3_s iq4_nl 2560 640 1": st_mmvq_key_text, st_expert_key_text). */
+const char *st_tune_shape_key(const st_tune_shape *s, char *buf, size_t n);
 /* Parses "expert GU DN N_EMBD N_FF N_TOKENS" / "mmvq TYPE ROWS COLS". */
 st_status st_tune_parse_shape(const char *text, int n_expert, int topk, st_tune_shape *s);
 

@@ -2,9 +2,11 @@
 /* What a campaign leaves beside its table: the provenance it writes into
  * the table's comments, the HTML page rendered from its JSON report, and
  * the folder's tables.json. */
-#include "internal.h"
-#include "report_html.h"
-#include "tables_index.h"
+#include "report_json.h"
+#include "sha256.h"
+#include "tools_internal.h"
+#include "strata/tools/report.h"
+#include "strata/tools/tables.h"
 #include "tuner_internal.h"
 
 #include <stdio.h>
@@ -25,10 +27,7 @@ st_status st_tune_provenance(st_ctx *ctx, const st_tune_options *o, const char *
     const st_identity *id = st_ctx_identity(ctx);
     snprintf(p->tool, sizeof p->tool, "tune_decode %s", st_version());
     snprintf(p->source_commit, sizeof p->source_commit, "%s", st_source_commit());
-    time_t now = time(NULL);
-    struct tm tmv;
-    gmtime_r(&now, &tmv);
-    strftime(p->date, sizeof p->date, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    st_utc_now(p->date, sizeof p->date);
     snprintf(p->device, sizeof p->device, "%s", id->device_name);
     snprintf(p->driver, sizeof p->driver, "%s", id->driver);
     snprintf(p->model, sizeof p->model, "%s", model_name);

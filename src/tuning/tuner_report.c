@@ -4,14 +4,17 @@
  * the rotation covered, the memory check, every candidate's timings,
  * paired change and byte-compare result, each decision with its reason,
  * the gate's step timings per n_tokens, and where the table went. */
-#include "ctx_internal.h"
-#include "internal.h"
-#include "file_io.h"
-#include "text.h"
-#include "provenance.h"
-#include "strata/verify.h"
-#include "table_internal.h"
+#include "strata/probe.h"
+#include "tools_internal.h"
+#include "file_write.h"
+#include "strata/files.h"
+#include "report_json.h"
+#include "strata/tools/text.h"
+#include "strata/table_meta.h"
+#include "strata/tools/verify.h"
+#include "strata/table.h"
 #include "tuner_internal.h"
+#include "verify_internal.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -19,14 +22,6 @@
 #include <string.h>
 #include <time.h>
 
-/* Strings from files and the command line (tensor and model names, paths,
- * the loader's line) made valid UTF-8, so the report is always valid JSON. */
-static void add_str(cJSON *o, const char *name, const char *s)
-{
-    char *v = st_text_utf8_dup(s ? s : "");
-    cJSON_AddStringToObject(o, name, v ? v : "");
-    free(v);
-}
 
 static cJSON *timing_json(const st_timing *t, int nt)
 {
@@ -60,7 +55,7 @@ static cJSON *shape_json(const st_tune_shape_result *r)
         cJSON_AddNumberToObject(o, "n_expert", s->n_expert);
         cJSON_AddNumberToObject(o, "topk", s->topk);
     }
-    add_str(o, "weights", s->w[0] ? s->source : "random valid blocks");
+    st_json_add_text(o, "weights", s->w[0] ? s->source : "random valid blocks");
     cJSON_AddNumberToObject(o, "weight_copies", r->copies);
     cJSON_AddNumberToObject(o, "rotation_bytes", (double)r->rotation_bytes);
     cJSON_AddBoolToObject(o, "rotation_below_4x_llc", r->rotation_short);
@@ -81,7 +76,7 @@ static cJSON *shape_json(const st_tune_shape_result *r)
         cJSON_AddBoolToObject(j, "is_default", c == 0);
         cJSON_AddBoolToObject(j, "same_launch_as_default", x->same_launch);
         cJSON_AddStringToObject(j, "byte_compare", c == 0 ? "reference" : x->bytes_match ? "identical" : "MISMATCH");
-        if (!x->bytes_match) add_str(j, "mismatch", x->mismatch);
+        if (!x->bytes_match) st_json_add_text(j, "mismatch", x->mismatch);
         cJSON_AddNumberToObject(j, "blended_median_us", x->blended_us);
         cJSON_AddNumberToObject(j, "blended_p25_us", x->blended_p25);
         cJSON_AddNumberToObject(j, "blended_p75_us", x->blended_p75);
@@ -105,15 +100,14 @@ static cJSON *shape_json(const st_tune_shape_result *r)
 }
 
 /* The provenance and settings the HTML report and tables.json show. */
-static void add_campaign(cJSON *root, cJSON *op, const st_provenance *p, const st_tune_options *opt)
+static void add_campaign(cJSON *op, const st_provenance *p)
 {
-    cJSON_AddStringToObject(root, "source_commit", st_source_commit());
     if (!p) return;
-    add_str(op, "model_name", p->model);
+    st_json_add_text(op, "model_name", p->model);
     cJSON_AddStringToObject(op, "model_sha256", p->model_sha256);
     cJSON_AddStringToObject(op, "token_mix", p->token_mix);
     cJSON_AddStringToObject(op, "expert_token_counts", p->expert_tokens);
-    add_str(op, "report_files", p->report);
+    st_json_add_text(op, "report_files", p->report);
 }
 
 /* The gate's verdict and its step times per n_tokens (the token counts it
@@ -121,12 +115,11 @@ static void add_campaign(cJSON *root, cJSON *op, const st_provenance *p, const s
 static void add_gate(cJSON *root, const st_verify_result *g, const char *line)
 {
     cJSON *gj = cJSON_AddObjectToObject(root, "gate");
-    add_str(gj, "message", line ? line : "");
-    add_str(gj, "verdict", line ? line : "");
+    st_json_add_text(gj, "message", line ? line : "");
+    st_json_add_text(gj, "verdict", line ? line : "");
     cJSON_AddBoolToObject(gj, "ran", g != NULL);
     if (!g) return;
-    static const char *const names[] = {"not run", "pass", "fail: bytes differ", "fail: slower", "cannot decide"};
-    cJSON_AddStringToObject(gj, "outcome", names[g->verdict <= ST_GATE_UNDECIDED ? g->verdict : 0]);
+    cJSON_AddStringToObject(gj, "outcome", st_gate_verdict_name(g->verdict));
     cJSON_AddBoolToObject(gj, "passed", g->passed);
     cJSON_AddBoolToObject(gj, "bytes_equal", g->bytes_equal);
     cJSON_AddBoolToObject(gj, "not_slower", g->not_slower);
@@ -134,21 +127,8 @@ static void add_gate(cJSON *root, const st_verify_result *g, const char *line)
     cJSON_AddNumberToObject(gj, "table_launches", g->table_launches);
     cJSON_AddNumberToObject(gj, "confidence", g->confidence);
     cJSON_AddNumberToObject(gj, "seconds", g->seconds);
-    cJSON *steps = cJSON_AddArrayToObject(gj, "steps");
-    for (int nt = 0; nt < ST_MAX_TOKENS; nt++) {
-        if (!(g->base_us[nt] > 0)) continue;
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddNumberToObject(e, "n_tokens", nt + 1);
-        cJSON_AddNumberToObject(e, "without_us", g->base_us[nt]);
-        cJSON_AddNumberToObject(e, "with_us", g->table_us[nt]);
-        cJSON_AddNumberToObject(e, "spread_without", g->base_spread[nt]);
-        cJSON_AddNumberToObject(e, "spread_with", g->table_spread[nt]);
-        cJSON_AddNumberToObject(e, "change", g->change[nt]);
-        cJSON_AddNumberToObject(e, "change_lo", g->change_lo[nt]);
-        cJSON_AddNumberToObject(e, "change_hi", g->change_hi[nt]);
-        cJSON_AddNumberToObject(e, "rounds", g->rounds[nt]);
-        cJSON_AddItemToArray(steps, e);
-    }
+    cJSON *steps = st_json_verify_steps(g);
+    if (steps) cJSON_AddItemToObject(gj, "steps", steps);
 }
 
 char *st_tune_report_text(const st_ctx *ctx, const st_tune_options *opt, const st_tune_shape_result *r, int n,
@@ -156,31 +136,14 @@ char *st_tune_report_text(const st_ctx *ctx, const st_tune_options *opt, const s
 {
     cJSON *root = cJSON_CreateObject();
     const st_identity *id = st_ctx_identity(ctx);
-    cJSON_AddStringToObject(root, "report", "autotune");
-    cJSON_AddStringToObject(root, "tool", "tune_decode");
-    cJSON_AddStringToObject(root, "version", st_version());
-    char date[32];
-    time_t now = time(NULL);
-    struct tm tmv;
-    gmtime_r(&now, &tmv);
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tmv);
-    cJSON_AddStringToObject(root, "date", date);
-    add_str(root, "command_line", opt->command_line ? opt->command_line : "");
-    cJSON *idj = cJSON_AddObjectToObject(root, "identity");
-    cJSON_AddStringToObject(idj, "arch", id->arch);
-    cJSON_AddStringToObject(idj, "runtime", id->runtime);
-    cJSON_AddStringToObject(idj, "compiler", id->compiler);
-    cJSON_AddNumberToObject(idj, "space", id->space);
-    add_str(idj, "device", id->device_name);
-    add_str(idj, "device_model", id->model);
-    cJSON_AddNumberToObject(idj, "compute_units", id->compute_units);
-    cJSON_AddNumberToObject(idj, "device_index", st_ctx_backend(ctx) == ST_BACKEND_GPU ? st_ctx_device(ctx) : -1);
-    add_str(idj, "driver", id->driver);
+    st_json_report_header(root, "autotune", id, opt->command_line ? opt->command_line : "");
+    cJSON *idj = cJSON_GetObjectItem(root, "identity");
+    if (idj) cJSON_AddNumberToObject(idj, "device_index", st_ctx_backend(ctx) == ST_BACKEND_GPU ? st_ctx_device(ctx) : -1);
     cJSON *op = cJSON_AddObjectToObject(root, "options");
     cJSON_AddNumberToObject(op, "threshold_pct", 100 * opt->threshold);
     cJSON_AddBoolToObject(op, "quick", opt->quick);
-    add_str(op, "model", opt->model_path ? opt->model_path : "");
-    add_campaign(root, op, x->prov, opt);
+    st_json_add_text(op, "model", opt->model_path ? opt->model_path : "");
+    add_campaign(op, x->prov);
     cJSON_AddNumberToObject(op, "llc_bytes", (double)x->llc);
     cJSON *kl = cJSON_AddArrayToObject(op, "active_knobs");
     for (int k = 0; k < ST_KNOB_COUNT; k++)
@@ -194,7 +157,7 @@ char *st_tune_report_text(const st_ctx *ctx, const st_tune_options *opt, const s
     for (int k = 0; k < ST_KNOB_COUNT; k++) cJSON_AddBoolToObject(kn, st_knob_label((st_knob)k), cfg->active[k]);
     cJSON *cache = cJSON_AddObjectToObject(root, "cache");
     cJSON_AddNumberToObject(cache, "llc_bytes", (double)x->llc);
-    add_str(cache, "llc_source", x->llc_source ? x->llc_source : "");
+    st_json_add_text(cache, "llc_source", x->llc_source ? x->llc_source : "");
     cJSON_AddNumberToObject(cache, "rotation_min_bytes", 4.0 * (double)x->llc);
     cJSON *mem = cJSON_AddObjectToObject(root, "memory");
     cJSON_AddNumberToObject(mem, "free_bytes", (double)x->free_bytes);
@@ -203,11 +166,11 @@ char *st_tune_report_text(const st_ctx *ctx, const st_tune_options *opt, const s
     cJSON *shapes = cJSON_AddArrayToObject(root, "shapes");
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(shapes, shape_json(&r[i]));
     cJSON *tj = cJSON_AddObjectToObject(root, "table");
-    add_str(tj, "path", res->table_path);
+    st_json_add_text(tj, "path", res->table_path);
     cJSON_AddBoolToObject(tj, "written", res->table_written);
     cJSON_AddBoolToObject(tj, "engaged", res->engaged);
-    add_str(tj, "engagement_line", x->engage_line ? x->engage_line : "");
-    add_str(tj, "gate", x->verify_line ? x->verify_line : "");
+    st_json_add_text(tj, "engagement_line", x->engage_line ? x->engage_line : "");
+    st_json_add_text(tj, "gate", x->verify_line ? x->verify_line : "");
     add_gate(root, x->gate, x->verify_line);
     cJSON *sm = cJSON_AddObjectToObject(root, "summary");
     cJSON_AddNumberToObject(sm, "shapes", res->shapes);

@@ -1,6 +1,6 @@
 /* The tuner's list of shapes: a model's, hand-given ones, or the demo set. */
 #include "strata/limits.h"
-#include "internal.h"
+#include "tools_internal.h"
 #include "tuner_internal.h"
 
 #include <stdio.h>
@@ -204,4 +204,14 @@ st_status st_tune_shapes(const st_tune_options *o, const st_model *model, st_tun
     *out = l.v;
     *n = l.n;
     return ST_OK;
+}
+
+const char *st_tune_shape_key(const st_tune_shape *s, char *buf, size_t n)
+{
+    if (s->kind == ST_SHAPE_MMVQ) {
+        const st_mmvq_key k = {s->type, s->rows, s->cols};
+        return st_mmvq_key_text(&k, buf, n);
+    }
+    const st_expert_key k = {s->type, s->down_type, s->n_embd, s->n_ff, s->n_tokens};
+    return st_expert_key_text(&k, buf, n);
 }

@@ -8,17 +8,18 @@
  * noise is wider, it measures more rounds within a time budget, and when
  * that runs out it says it cannot decide (noisy machines: the CPU backend
  * on 2 shared cores). */
-#include "strata/model.h"
-#include "strata/verify.h"
-#include "ctx_internal.h"
+#include "strata/tools/model.h"
+#include "strata/tools/verify.h"
+#include "strata/probe.h"
 #include "gguf.h"
-#include "internal.h"
+#include "tools_internal.h"
 #include "randgen.h"
 #include "tuner_internal.h"
 #include "verify_internal.h"
 #include "vmodel.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@
 void st_verify_options_default(st_verify_options *o)
 {
     memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
     o->n_layers = 1;
     o->n_expert = 64;
     o->topk = 8;
@@ -390,9 +392,11 @@ static st_status time_pairs(st_ctx *c, const vops *v, st_table *tab, int nt, int
     for (int r = 0; r < rounds && s == ST_OK; r++, (*parity)++) {
         for (int k = 0; k < 2 && s == ST_OK; k++) {
             const bool w = (k == 0) == (*parity % 2 == 0);
-            st_table *prev = st_ctx_swap_table(c, w ? tab : NULL);
+            st_table *prev = NULL, *back = NULL;
+            s = st_ctx_swap_table(c, w ? tab : NULL, &prev);
+            if (s != ST_OK) break;
             s = timed_step(c, v, nt, w ? &with[r] : &base[r]);
-            st_ctx_swap_table(c, prev);
+            st_ctx_swap_table(c, prev, &back); /* back is TAB or NULL: ours */
         }
     }
     return s;
@@ -542,16 +546,22 @@ static st_status run_gate(st_ctx *c, const st_verify_options *o, const vops *v, 
     const double t_start = now_s();
     int step_nts[ST_MAX_TOKENS];
     const int n_step_nts = st_step_token_counts(step_nts);
+    res->steps = calloc((size_t)n_step_nts, sizeof *res->steps);
+    if (!res->steps && s == ST_OK) s = st_fail(ST_ERR_NOMEM, "verify: out of memory");
     for (int si = 0; si < n_step_nts && s == ST_OK; si++) {
         const int nt = step_nts[si];
         if (o->stop && *o->stop) {
             s = st_fail(ST_ERR_INTERRUPTED, "interrupted");
             break;
         }
-        st_table *old = st_ctx_swap_table(c, NULL);
+        /* the context's own table (OLD) goes back in place below; TAB was
+         * loaded for the context's identity, so the checked swaps hold */
+        st_table *old = NULL, *back = NULL;
+        s = st_ctx_swap_table(c, NULL, &old);
+        if (s != ST_OK) break;
         s = step(c, v, nt);
         if (s == ST_OK) s = outputs(c, v, nt, a);
-        st_ctx_swap_table(c, tab);
+        st_ctx_swap_table(c, tab, &back);
         st_ctx_reset_stats(c);
         if (s == ST_OK) s = step(c, v, nt);
         if (s == ST_OK) s = outputs(c, v, nt, b);
@@ -560,7 +570,7 @@ static st_status run_gate(st_ctx *c, const st_verify_options *o, const vops *v, 
             st_ctx_get_stats(c, &stt);
             res->table_launches += (int)stt.table_hits;
         }
-        st_ctx_swap_table(c, old);
+        st_ctx_swap_table(c, old, &back);
         if (s != ST_OK) break;
         size_t off = 0;
         for (int i = 0; i < v->n; i++) {
@@ -585,14 +595,8 @@ static st_status run_gate(st_ctx *c, const st_verify_options *o, const vops *v, 
         if (s != ST_OK) break;
         const st_gate_step *x = &g[nt - 1];
         slower |= x->verdict == ST_STEP_SLOWER;
-        res->base_us[nt - 1] = x->base.median_us;
-        res->table_us[nt - 1] = x->with.median_us;
-        res->base_spread[nt - 1] = x->base.spread;
-        res->table_spread[nt - 1] = x->with.spread;
-        res->change[nt - 1] = x->change;
-        res->change_lo[nt - 1] = x->lo;
-        res->change_hi[nt - 1] = x->hi;
-        res->rounds[nt - 1] = x->rounds;
+        res->steps[res->n_steps++] = (st_verify_step){nt, x->base.median_us, x->with.median_us, x->base.spread,
+                                                       x->with.spread, x->change, x->lo, x->hi, x->rounds};
         if (nt == 1 || x->confidence < res->confidence) res->confidence = x->confidence;
         if (!o->quiet)
             st_log("verify: n_tokens %d: step %.1f us without the table, %.1f us with it; paired change %+.1f%% (%.4g%% "
@@ -614,7 +618,7 @@ static st_status run_gate(st_ctx *c, const st_verify_options *o, const vops *v, 
  * the tuner's gate: the tuner said so already). */
 static st_status verify_run(st_ctx *c, const st_verify_options *o, st_verify_result *res, bool log_skips)
 {
-    memset(res, 0, sizeof *res);
+    st_verify_result_clear(res);
     if (!o->table_path) return st_fail(ST_ERR_INVALID_ARG, "verify: no table given");
     st_verify_options opt = *o;
     if (opt.rounds < 6) opt.rounds = 6;
@@ -653,9 +657,40 @@ static st_status verify_run(st_ctx *c, const st_verify_options *o, st_verify_res
     return s;
 }
 
-st_status st_verify_run(st_ctx *c, const st_verify_options *o, st_verify_result *res)
+void st_verify_result_init(st_verify_result *r)
 {
-    return verify_run(c, o, res, true);
+    memset(r, 0, sizeof *r);
+    r->struct_size = sizeof *r;
+}
+
+void st_verify_result_clear(st_verify_result *r)
+{
+    if (!r) return;
+    const size_t n = r->struct_size;
+    if (n >= offsetof(st_verify_result, steps) + sizeof r->steps) free(r->steps);
+    memset(r, 0, n < sizeof *r ? n : sizeof *r);
+    r->struct_size = n;
+}
+
+st_status st_verify_run(st_ctx *c, const st_verify_options *opt, st_verify_result *res)
+{
+    if (!c || !res || res->struct_size < sizeof res->struct_size)
+        return st_fail(ST_ERR_INVALID_ARG, "verify: no context, or the result is not set up (st_verify_result_init)");
+    st_verify_options o;
+    st_verify_options_default(&o);
+    ST_TRY(st_struct_in(&o, sizeof o, opt, "verify: the options"));
+    st_verify_result r;
+    st_verify_result_init(&r);
+    const st_status s = verify_run(c, &o, &r, true);
+    st_verify_result_clear(res);
+    /* the steps go to the caller when its struct has room for them */
+    if (res->struct_size < offsetof(st_verify_result, n_steps) + sizeof r.n_steps) {
+        free(r.steps);
+        r.steps = NULL;
+        r.n_steps = 0;
+    }
+    st_struct_out(res, &r, sizeof r);
+    return s;
 }
 
 /* The tuner's gate: the model when one was given, else the tuned shapes as a

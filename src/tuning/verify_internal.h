@@ -47,4 +47,11 @@ typedef struct {
 st_status st_gate_judge(st_gate_measure_fn measure, void *user, const st_gate_rule *rule, int nt, bool quiet,
                         st_gate_step *out);
 
+/* The steps array of a gate's result (verify_report.c): one object per
+ * token count measured, as the tuner's report and the verify report
+ * write it. */
+#include <cjson/cJSON.h>
+#include "strata/tools/verify.h"
+cJSON *st_json_verify_steps(const st_verify_result *g);
+
 #endif

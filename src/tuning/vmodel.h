@@ -4,8 +4,8 @@
 #ifndef ST_VMODEL_H
 #define ST_VMODEL_H
 
-#include "strata/model.h"
-#include "strata/verify.h"
+#include "strata/tools/model.h"
+#include "strata/tools/verify.h"
 
 typedef struct st_vmodel st_vmodel;
 

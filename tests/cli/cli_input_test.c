@@ -7,10 +7,10 @@
 #include "cli_util.h"
 
 #include "measure.h"
-#include "stqv.h"
+#include "strata/tools/vectors.h"
 #include "strata/decode.h"
 #include "strata/variants.h"
-#include "text.h"
+#include "strata/tools/text.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

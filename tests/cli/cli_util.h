@@ -18,6 +18,7 @@
 #include "strata/formats.h"
 #include "strata/limits.h"
 #include "strata/table.h"
+#include "strata/tools/output.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -9,8 +9,8 @@
 #include "cli_util.h"
 
 #include "strata/decode.h"
-#include "strata/model.h"
-#include "strata/tuner.h"
+#include "strata/tools/model.h"
+#include "strata/tools/tuner.h"
 #include "table_internal.h"
 #include "tune_out.h"
 

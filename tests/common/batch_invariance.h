@@ -51,7 +51,7 @@ static void *bi_dev(st_ctx *c, const void *h, size_t n)
     return p;
 }
 
-/* y (host) of mmvq through ROWS (0 default, a rows variant, -W) */
+/* y (host) of mmvq through variant id ROWS (0: the default) */
 static void bi_mmvq(st_ctx *c, const st_matrix *w, const float *x, int nt, int rows, float *y)
 {
     const size_t xn = sizeof(float) * (size_t)nt * (size_t)st_matrix_cols(w);
@@ -77,14 +77,14 @@ static void bi_mmvq_sweep(st_backend b, const int *nts, int n_nts)
 #define BI_ROWS_(R) paths[np++] = R;
     STRATA_MMVQ_ROWS_VARIANTS(BI_ROWS_)
 #undef BI_ROWS_
-#define BI_MMA_(W) paths[np++] = -(W);
+#define BI_MMA_(W) paths[np++] = STRATA_MMVQ_ID_MMA(W);
     STRATA_MMVQ_MMA_VARIANTS(BI_MMA_)
 #undef BI_MMA_
-#define BI_SPLIT_(W) paths[np++] = STRATA_MMVQ_SPLIT_BASE + (W);
+#define BI_SPLIT_(W) paths[np++] = STRATA_MMVQ_ID_SPLIT(W);
     STRATA_MMVQ_SPLIT_VARIANTS(BI_SPLIT_)
 #undef BI_SPLIT_
     const int np_short = np; /* the wide-row variants below run on the wide row only */
-#define BI_WIDE_(T, R) paths[np++] = STRATA_MMVQ_WIDE_ROWS(T, R);
+#define BI_WIDE_(T, R) paths[np++] = STRATA_MMVQ_ID_WIDE(T, R);
     STRATA_MMVQ_WIDE_VARIANTS(BI_WIDE_)
 #undef BI_WIDE_
     const st_qtype types[] = {

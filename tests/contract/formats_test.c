@@ -10,7 +10,7 @@
 
 #include "strata/table.h"
 
-#include "stqv.h"
+#include "strata/tools/vectors.h"
 #include "strata/formats.h"
 #include "strata/reference.h"
 #include "strata/status.h"

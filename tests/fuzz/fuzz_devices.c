@@ -6,7 +6,7 @@
  * the passes' changes, ends within two passes per device, never names a
  * device outside the group, and counts only the changes after the first
  * pass. Any sanitizer report, or an abort() below, is a finding. */
-#include "tune_devices.h"
+#include "strata/tools/devices.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -21,7 +21,7 @@
 #include "ctx_internal.h"
 #include "gguf.h"
 #include "strata/decode.h"
-#include "strata/model.h"
+#include "strata/tools/model.h"
 #include "strata/table.h"
 #include "strata/variants.h"
 #include "tuner_internal.h"
@@ -128,11 +128,11 @@ static void same_bytes_with_the_table(st_ctx *c, const st_vmodel *vm, st_table *
     const size_t n = st_vmodel_output_floats(vm, nt);
     float *a = malloc((n ? n : 1) * sizeof *a), *b = malloc((n ? n : 1) * sizeof *b);
     check(a && b, "out of memory");
-    st_table *old = st_ctx_swap_table(c, NULL);
+    st_table *old = st_ctx_test_swap_table(c, NULL);
     const st_status sa = st_vmodel_step(c, vm, nt) == ST_OK ? st_vmodel_outputs(c, vm, nt, a) : ST_ERR_INVALID_ARG;
-    st_ctx_swap_table(c, t);
+    st_ctx_test_swap_table(c, t);
     const st_status sb = st_vmodel_step(c, vm, nt) == ST_OK ? st_vmodel_outputs(c, vm, nt, b) : ST_ERR_INVALID_ARG;
-    st_ctx_swap_table(c, old);
+    st_ctx_test_swap_table(c, old);
     check(sa == sb, "the step fails with the table but not without (or the other way)");
     if (sa == ST_OK) check(memcmp(a, b, n * sizeof *a) == 0, "a table variant changed the output bytes");
     free(a);

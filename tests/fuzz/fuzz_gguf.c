@@ -4,7 +4,7 @@
  * data), so a wrong bounds check shows up under ASan. */
 #include "gguf.h"
 #include "strata/limits.h"
-#include "strata/model.h"
+#include "strata/tools/model.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -7,9 +7,9 @@
  *
  * Seeds: tests/fuzz/corpus/report/ (an autotune report, verify and bench
  * reports, a tables.json). */
-#include "report_html.h"
+#include "strata/tools/report.h"
 #include "strata/status.h"
-#include "tables_index.h"
+#include "strata/tools/tables.h"
 
 #include <stdint.h>
 #include <stdio.h>

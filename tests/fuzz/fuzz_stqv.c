@@ -1,4 +1,4 @@
-#include "stqv.h"
+#include "strata/tools/vectors.h"
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     st_stqv *s = NULL;

@@ -25,7 +25,7 @@ extern "C" {
 extern "C" {
 #include "ctx_internal.h"
 #include "randgen.h"
-#include "strata/strata.h"
+#include "strata/tools.h"
 #include "vmodel.h"
 }
 

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "strata/strata.h"
+#include "strata/tools.h"
 #include "vmodel.h"
 
 #include <pthread.h>

@@ -21,7 +21,7 @@
 
 #include "randgen.h"
 #include "strata/limits.h"
-#include "strata/strata.h"
+#include "strata/tools.h"
 
 #define CHECK_OK(expr)                                                                   \
     do {                                                                                 \
@@ -159,14 +159,14 @@ static void __attribute__((unused)) sweep(st_ctx *cpu, st_ctx *gpu, st_qtype t, 
 #define ADD_ROWS(R) paths[np++] = (path){"rows " #R, R, 0, 0, -1};
     STRATA_MMVQ_ROWS_VARIANTS(ADD_ROWS)
 #undef ADD_ROWS
-#define ADD_MMA(W) paths[np++] = (path){"mma" #W, -(W), 0, 0, -1};
+#define ADD_MMA(W) paths[np++] = (path){"mma" #W, STRATA_MMVQ_ID_MMA(W), 0, 0, -1};
     STRATA_MMVQ_MMA_VARIANTS(ADD_MMA)
 #undef ADD_MMA
-#define ADD_SPLIT(W) paths[np++] = (path){"split" #W, STRATA_MMVQ_SPLIT_BASE + (W), 0, 0, -1};
+#define ADD_SPLIT(W) paths[np++] = (path){"split" #W, STRATA_MMVQ_ID_SPLIT(W), 0, 0, -1};
     STRATA_MMVQ_SPLIT_VARIANTS(ADD_SPLIT)
 #undef ADD_SPLIT
     /* the wide-row variants, on rows of 128 streams only */
-#define ADD_WIDE(T, R) paths[np++] = (path){"wide" #T "x" #R, STRATA_MMVQ_WIDE_ROWS(T, R), 0, 0, -1};
+#define ADD_WIDE(T, R) paths[np++] = (path){"wide" #T "x" #R, STRATA_MMVQ_ID_WIDE(T, R), 0, 0, -1};
     if (cols / 32 >= ST_CANON_WIDE_UNITS) {
         STRATA_MMVQ_WIDE_VARIANTS(ADD_WIDE)
     }

@@ -61,7 +61,7 @@ fi
 step "cmake --install $BUILD --prefix $P"
 "$CMAKE" --install "$BUILD" --prefix "$P" > "$W/install.log" || { cat "$W/install.log"; fail "cmake --install"; }
 L=$P/$LIBDIR
-for f in include/strata/strata.h include/strata/decode.h include/strata/model.h include/strata/table.h \
+for f in include/strata/strata.h include/strata/decode.h include/strata/tools/model.h include/strata/table.h \
          bin/tune_decode "$LIBDIR/cmake/strata_tune/strata_tuneConfig.cmake" \
          "$LIBDIR/cmake/strata_tune/strata_tuneConfigVersion.cmake" \
          "$LIBDIR/cmake/strata_tune/strata_tuneTargets.cmake" "$LIBDIR/pkgconfig/strata_tune.pc"; do

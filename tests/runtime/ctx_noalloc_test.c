@@ -124,7 +124,7 @@ static void decode_calls_do_not_allocate(void **state)
     assert_int_equal(st_iq_mmvq(c, mw, x, ST_MAX_TOKENS + 1, y), ST_ERR_INVALID_ARG);
     /* a wide-row variant on a row of one stream group is refused, naming why */
     assert_true(COLS / 32 < ST_CANON_WIDE_UNITS);
-    assert_int_equal(st_iq_mmvq_variant(c, mw, x, 1, y, STRATA_MMVQ_WIDE_ROWS(64, 2)), ST_ERR_INVALID_ARG);
+    assert_int_equal(st_iq_mmvq_variant(c, mw, x, 1, y, STRATA_MMVQ_ID_WIDE(64, 2)), ST_ERR_INVALID_ARG);
     assert_non_null(strstr(st_last_error(), "iq_mmvq: wide64x2 needs rows of at least 8192 values (128 streams)"));
     assert_int_equal(atomic_load(&g_allocs), before);
 

@@ -17,7 +17,7 @@
 #include "measure.h"
 #include "strata/decode.h"
 #include "strata/knobs.h"
-#include "strata/tuner.h"
+#include "strata/tools/tuner.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -115,9 +115,11 @@ static void the_tuner_rotates_past_a_fake_96_mb_cache(void **state)
     o.no_verify = true;
     o.shapes = shapes;
     o.n_shapes = 1;
+    static const int one[] = {1};
     o.n_ntok_mix = 1;
-    o.ntok_mix[0] = 1;
-    st_tune_result res;
+    o.ntok_mix = one;
+    st_tune_result res __attribute__((cleanup(st_tune_result_clear)));
+    st_tune_result_init(&res);
     assert_int_equal(st_tune_run(ctx, &o, &res), ST_OK);
     char *text = slurp(res.report_path);
     assert_non_null(text);

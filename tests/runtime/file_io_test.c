@@ -12,10 +12,11 @@
 
 #include <cmocka.h>
 
-#include "file_io.h"
-#include "stqv.h"
+#include "strata/files.h"
+#include "file_write.h"
+#include "strata/tools/vectors.h"
 #include "strata/decode.h"
-#include "strata/model.h"
+#include "strata/tools/model.h"
 #include "strata/table.h"
 #include "strata/variants.h"
 #include "table_internal.h"
@@ -128,13 +129,13 @@ static void read_file_refuses_devices_and_folders(void **state)
     char *buf = NULL, why[ST_FILE_WHY_MAX];
     size_t len = 0;
     /* /dev/zero never ends: read, it would take all the memory there is */
-    assert_int_equal(st_read_file_err("/dev/zero", &buf, &len, why), ST_ERR_IO);
+    assert_int_equal(st_file_read_all("/dev/zero", ST_TABLE_MAX_BYTES, &buf, &len, why, NULL), ST_ERR_IO);
     assert_string_equal(why, "not a regular file (a character device)");
-    assert_int_equal(st_read_file_err("/dev/null", &buf, &len, why), ST_ERR_IO);
+    assert_int_equal(st_file_read_all("/dev/null", ST_TABLE_MAX_BYTES, &buf, &len, why, NULL), ST_ERR_IO);
     assert_string_equal(why, "not a regular file (a character device)");
-    assert_int_equal(st_read_file_err(g_dir, &buf, &len, why), ST_ERR_IO);
+    assert_int_equal(st_file_read_all(g_dir, ST_TABLE_MAX_BYTES, &buf, &len, why, NULL), ST_ERR_IO);
     assert_string_equal(why, "not a regular file (a directory)");
-    assert_int_equal(st_read_file_err(path_of("missing.table"), &buf, &len, why), ST_ERR_IO);
+    assert_int_equal(st_file_read_all(path_of("missing.table"), ST_TABLE_MAX_BYTES, &buf, &len, why, NULL), ST_ERR_IO);
     assert_string_equal(why, strerror(ENOENT));
     alarm(0);
 }
@@ -151,7 +152,7 @@ static void read_file_refuses_a_file_larger_than_the_limit(void **state)
     char *buf = NULL, why[ST_FILE_WHY_MAX];
     size_t len = 0;
     const double t0 = now_s();
-    assert_int_equal(st_read_file_err(p, &buf, &len, why), ST_ERR_IO);
+    assert_int_equal(st_file_read_all(p, ST_TABLE_MAX_BYTES, &buf, &len, why, NULL), ST_ERR_IO);
     assert_true(now_s() - t0 < 1);
     char want[64];
     snprintf(want, sizeof want, "larger than the %zu-byte limit", ST_TABLE_MAX_BYTES);

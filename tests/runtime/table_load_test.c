@@ -2,7 +2,8 @@
  * failure), the loader's one line per load, directory auto-selection, and
  * the dispatch knobs read from the environment. */
 #include "table_test_util.h"
-#include "../fuzz/fuzz_table_identity.h"
+#include "file_write.h"
+#include "fuzz_table_identity.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -127,8 +127,8 @@ static int check_named_variants(const char *prefix, bool (*in)(int), int (*rows_
     return accepted;
 }
 
-static int mma_rows(int w) { return -w; }
-static int split_rows(int w) { return STRATA_MMVQ_SPLIT_BASE + w; }
+static int mma_rows(int w) { return STRATA_MMVQ_ID_MMA(w); }
+static int split_rows(int w) { return STRATA_MMVQ_ID_SPLIT(w); }
 
 /* "mmaW" names a matrix-instruction variant (rows -W). */
 static void table_accepts_exactly_the_compiled_in_mma_variants(void **state)
@@ -141,7 +141,7 @@ static void table_accepts_exactly_the_compiled_in_mma_variants(void **state)
     assert_int_equal(check_named_variants("mma", in_mma, mma_rows), n);
 }
 
-/* "splitW" names a split variant (rows STRATA_MMVQ_SPLIT_BASE + W); the
+/* "splitW" names a split variant (id STRATA_MMVQ_ID_SPLIT(W)); the
  * number itself is not a name for it. */
 static void table_accepts_exactly_the_compiled_in_split_variants(void **state)
 {
@@ -154,9 +154,9 @@ static void table_accepts_exactly_the_compiled_in_split_variants(void **state)
     char list[256], body[128];
     rows_list(list, sizeof list);
 #define T_NUM_(w)                                                                                        \
-    snprintf(body, sizeof body, "mmvq iq3_s 2560 2560 %d\n", STRATA_MMVQ_SPLIT_BASE + (w));              \
+    snprintf(body, sizeof body, "mmvq iq3_s 2560 2560 %d\n", STRATA_MMVQ_ID_SPLIT(w));              \
     expect_refusal(tbl(body), ST_ERR_PARSE, "line 2: rows %d is not a compiled-in variant (%s)",         \
-                   STRATA_MMVQ_SPLIT_BASE + (w), list);
+                   STRATA_MMVQ_ID_SPLIT(w), list);
     STRATA_MMVQ_SPLIT_VARIANTS(T_NUM_)
 #undef T_NUM_
     expect_refusal(tbl("mmvq iq3_s 2560 2560 split104\n"), ST_ERR_PARSE,
@@ -171,7 +171,7 @@ static bool in_wide(int t, int r)
     return false;
 }
 
-/* "wideTxR" names a wide-row variant (rows STRATA_MMVQ_WIDE_ROWS(T, R)) on a
+/* "wideTxR" names a wide-row variant (id STRATA_MMVQ_ID_WIDE(T, R)) on a
  * shape of 8192 columns or more: exactly the compiled-in (T, R) engage and
  * write back the same way; a shorter shape refuses them, naming the length;
  * malformed names and the number itself are refused with the list. */
@@ -193,7 +193,7 @@ static void table_accepts_exactly_the_compiled_in_wide_variants_on_wide_rows(voi
                                list);
                 continue;
             }
-            const int rows = STRATA_MMVQ_WIDE_ROWS(t, r);
+            const int rows = STRATA_MMVQ_ID_WIDE(t, r);
             assert_true(st_mmvq_rows_valid(rows));
             st_table *tb = NULL;
             char msg[ST_TABLE_MSG_MAX];
@@ -225,16 +225,16 @@ static void table_accepts_exactly_the_compiled_in_wide_variants_on_wide_rows(voi
             accepted++;
         }
     assert_int_equal(accepted, n);
-    expect_refusal(tbl("mmvq iq3_s 4096 14336 wide\n"), ST_ERR_PARSE, "line 2: rows 'wide' is not a decimal number");
+    expect_refusal(tbl("mmvq iq3_s 4096 14336 wide\n"), ST_ERR_PARSE, "line 2: rows wide is not a compiled-in variant (%s)", list);
     const char *bad[] = {"wide64",    "wide64x",   "widex2",        "wide64x2x",
                          "wide64y2",  "wide-64x2", "wide64x02a", "wide99999999999999999999x2", "wide64x+2"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(body, sizeof body, "mmvq iq3_s 4096 14336 %s\n", bad[i]);
         expect_refusal(tbl(body), ST_ERR_PARSE, "line 2: rows %s is not a compiled-in variant (%s)", bad[i], list);
     }
-    snprintf(body, sizeof body, "mmvq iq3_s 4096 14336 %d\n", STRATA_MMVQ_WIDE_ROWS(64, 2));
+    snprintf(body, sizeof body, "mmvq iq3_s 4096 14336 %d\n", STRATA_MMVQ_ID_WIDE(64, 2));
     expect_refusal(tbl(body), ST_ERR_PARSE, "line 2: rows %d is not a compiled-in variant (%s)",
-                   STRATA_MMVQ_WIDE_ROWS(64, 2), list);
+                   STRATA_MMVQ_ID_WIDE(64, 2), list);
 }
 
 static void table_accepts_exactly_the_compiled_in_expert_pairs(void **state)
@@ -313,8 +313,9 @@ static void table_refuses_values_that_are_not_positive_decimals(void **state)
                    "line 2: n_tokens 'x' is not a positive decimal integer");
     expect_refusal(tbl("expert q8_0 q8_0 32 32 1 -1 1\n"), ST_ERR_PARSE,
                    "line 2: gu_rows '-1' is not a decimal number");
-    expect_refusal(tbl("mmvq q8_0 32 32 +1\n"), ST_ERR_PARSE,
-                   "line 2: rows '+1' is not a decimal number");
+    char list[256];
+    rows_list(list, sizeof list);
+    expect_refusal(tbl("mmvq q8_0 32 32 +1\n"), ST_ERR_PARSE, "line 2: rows +1 is not a compiled-in variant (%s)", list);
 }
 
 static void table_refuses_zero_overflow_and_out_of_range_dims(void **state)

@@ -12,9 +12,9 @@
 #include <cmocka.h>
 
 #include "strata/decode.h"
-#include "strata/model.h"
+#include "strata/tools/model.h"
 #include "strata/table.h"
-#include "strata/tuner.h"
+#include "strata/tools/tuner.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -53,9 +53,10 @@ static int setup(void **state)
     o.quick = o.quiet = true;
     o.no_verify = true; /* the table must be written; the gate has its own tests */
     const int mix[] = {1, 2, 4, 8};
-    memcpy(o.ntok_mix, mix, sizeof mix);
+    o.ntok_mix = mix;
     o.n_ntok_mix = 4;
-    st_tune_result res;
+    st_tune_result res __attribute__((cleanup(st_tune_result_clear)));
+    st_tune_result_init(&res);
     st_status s = st_tune_run(ctx, &o, &res);
     if (s != ST_OK) fail_msg("tune: %s", st_last_error());
     assert_true(res.table_written);

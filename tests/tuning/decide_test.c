@@ -14,7 +14,7 @@
 
 #include "strata/decode.h"
 #include "strata/knobs.h"
-#include "strata/tuner.h"
+#include "strata/tools/tuner.h"
 #include "tuner_internal.h"
 
 #include <cjson/cJSON.h>
@@ -238,20 +238,17 @@ static void report_records_the_gates_steps_and_the_decisions(void **state)
     st_tune_decide(&r[0], 0.01);
     st_tune_options o;
     st_tune_options_default(&o);
-    st_tune_result res;
-    memset(&res, 0, sizeof res);
+    st_tune_result res __attribute__((cleanup(st_tune_result_clear)));
+    st_tune_result_init(&res);
     res.shapes = 1;
     st_verify_result g;
-    memset(&g, 0, sizeof g);
+    st_verify_result_init(&g);
     g.verdict = ST_GATE_UNDECIDED;
-    for (int i = 0; i < ST_MAX_TOKENS; i++) {
-        g.base_us[i] = 100 + i;
-        g.table_us[i] = 101 + i;
-        g.change[i] = 0.01;
-        g.change_lo[i] = -0.01;
-        g.change_hi[i] = 0.03;
-        g.rounds[i] = 84;
-    }
+    st_verify_step sc[ST_MAX_TOKENS];
+    for (int i = 0; i < ST_MAX_TOKENS; i++)
+        sc[i] = (st_verify_step){i + 1, 100 + i, 101 + i, 0, 0, 0.01, -0.01, 0.03, 84};
+    g.steps = sc; /* the test's own: never cleared */
+    g.n_steps = ST_MAX_TOKENS;
     st_tune_report_extra x;
     memset(&x, 0, sizeof x);
     x.gate = &g;
@@ -303,7 +300,8 @@ static void tune_refuses_while_a_knob_is_set(void **state)
     st_tune_options_default(&o);
     o.out_dir = dir;
     o.quick = o.quiet = true;
-    st_tune_result res;
+    st_tune_result res __attribute__((cleanup(st_tune_result_clear)));
+    st_tune_result_init(&res);
     assert_int_equal(st_tune_run(ctx, &o, &res), ST_ERR_REFUSED);
     assert_string_equal(st_last_error(), "tune: STRATA_NO_SUB16_GU is set: it reroutes the decode dispatch, so the tuner "
                                          "would time that path as the default; unset it to tune");

@@ -13,7 +13,7 @@
 #include "strata/table.h"
 
 #include "gguf.h"
-#include "strata/model.h"
+#include "strata/tools/model.h"
 #include "strata/status.h"
 
 #include <inttypes.h>

@@ -14,7 +14,7 @@
 #include "gguf.h"
 #include "gguf_gen.h"
 #include "strata/limits.h"
-#include "strata/model.h"
+#include "strata/tools/model.h"
 
 #include <stdio.h>
 #include <stdlib.h>

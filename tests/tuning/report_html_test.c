@@ -14,10 +14,10 @@
 
 #include <cmocka.h>
 
-#include "report_html.h"
+#include "strata/tools/report.h"
 #include "strata/decode.h"
 #include "strata/table.h"
-#include "strata/tuner.h"
+#include "strata/tools/tuner.h"
 
 #include <cjson/cJSON.h>
 #include <gumbo.h>
@@ -205,12 +205,14 @@ static void tune_into(const char *dir)
     o.n_shapes = 4;
     o.n_expert = 8;
     o.topk = 2;
-    o.ntok_mix[0] = 1, o.ntok_mix[1] = 3;
+    static const int mix[] = {1, 3};
+    o.ntok_mix = mix;
     o.n_ntok_mix = 2;
     o.command_line = "report_html_test <script>alert(1)</script> & 'quotes'";
     st_ctx *ctx = NULL;
     assert_int_equal(st_ctx_create(ST_BACKEND_CPU, 0, &ctx), ST_OK);
-    st_tune_result res;
+    st_tune_result res __attribute__((cleanup(st_tune_result_clear)));
+    st_tune_result_init(&res);
     assert_int_equal(st_tune_run(ctx, &o, &res), ST_OK);
     st_ctx_destroy(ctx);
     assert_int_equal(res.shapes, 4);

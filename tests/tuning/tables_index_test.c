@@ -13,12 +13,13 @@
 
 #include <cmocka.h>
 
-#include "provenance.h"
+#include "strata/table_meta.h"
+#include "file_write.h"
 #include "sha256.h"
 #include "strata/decode.h"
 #include "strata/table.h"
 #include "table_internal.h"
-#include "tables_index.h"
+#include "strata/tools/tables.h"
 
 #include <cjson/cJSON.h>
 #include <signal.h>
@@ -146,7 +147,7 @@ static void provenance_round_trips_and_reads_the_old_lines(void **state)
     assert_string_equal(p.driver, "7");
     assert_string_equal(p.report, "strata-x.autotune.json");
     assert_string_equal(p.threshold, "2.0%");
-    assert_true(st_provenance_is_comment(st_table_comment_at(t, 0)));
+    assert_int_equal(st_table_comment_kind(st_table_comment_at(t, 0)), ST_COMMENT_PROVENANCE);
     st_table_destroy(t);
     /* table show prints them */
     char *const argv[] = {CLI, "table", "show", path_in(dir, "a.table"), NULL};

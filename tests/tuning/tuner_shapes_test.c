@@ -16,12 +16,12 @@
 #include "strata/decode.h"
 #include "strata/limits.h"
 #include "strata/table.h"
-#include "strata/tuner.h"
+#include "strata/tools/tuner.h"
 #include "table_internal.h"
 #include "tuner_internal.h"
 #include "vmodel.h"
-#include "strata/model.h"
-#include "strata/verify.h"
+#include "strata/tools/model.h"
+#include "strata/tools/verify.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -109,7 +109,8 @@ static void a_512_expert_top10_model_tunes_on_the_cpu(void **state)
     /* the gate's timing verdict is noise on a shared CPU (tests/tuning/
      * verify_test.c covers the gate); the table must be written here */
     o.no_verify = true;
-    st_tune_result res;
+    st_tune_result res __attribute__((cleanup(st_tune_result_clear)));
+    st_tune_result_init(&res);
     assert_int_equal(st_tune_run(ctx, &o, &res), ST_OK);
     assert_int_equal(res.shapes, ST_DECODE_TOKENS); /* one expert shape (both layers) x every token count */
     assert_int_equal(res.mismatches, 0);

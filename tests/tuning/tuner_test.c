@@ -13,9 +13,10 @@
 #include <cmocka.h>
 
 #include "strata/decode.h"
-#include "strata/model.h"
+#include "strata/tools/model.h"
 #include "strata/table.h"
-#include "strata/tuner.h"
+#include "strata/tools/tuner.h"
+#include "strata/tools/output.h"
 #include "strata/variants.h"
 
 #include <cjson/cJSON.h>
@@ -47,9 +48,9 @@ enum {
 };
 #undef COUNT_ONE_
 #define MMVQ_ROWS_(R) R,
-#define MMVQ_MMA_(W) -(W),
-#define MMVQ_SPLIT_(W) STRATA_MMVQ_SPLIT_BASE + (W),
-#define MMVQ_WIDE_(T, R) STRATA_MMVQ_WIDE_ROWS(T, R),
+#define MMVQ_MMA_(W) STRATA_MMVQ_ID_MMA(W),
+#define MMVQ_SPLIT_(W) STRATA_MMVQ_ID_SPLIT(W),
+#define MMVQ_WIDE_(T, R) STRATA_MMVQ_ID_WIDE(T, R),
 static const int MMVQ_ROWS[] = {STRATA_MMVQ_ROWS_VARIANTS(MMVQ_ROWS_) STRATA_MMVQ_MMA_VARIANTS(MMVQ_MMA_)
                                     STRATA_MMVQ_SPLIT_VARIANTS(MMVQ_SPLIT_) STRATA_MMVQ_WIDE_VARIANTS(MMVQ_WIDE_)};
 #undef MMVQ_WIDE_
@@ -109,6 +110,7 @@ static int dir_entries(const char *dir, char names[][256], int max)
     return n;
 }
 
+/* ENT and MIX are the caller's arrays: they live while O is used. */
 static void tune_opts(st_tune_options *o, const char *dir, const int *ent, int n_ent, const int *mix, int n_mix)
 {
     st_tune_options_default(o);
@@ -116,9 +118,9 @@ static void tune_opts(st_tune_options *o, const char *dir, const int *ent, int n
     o->out_dir = dir;
     o->quick = true;
     o->quiet = true;
-    for (int i = 0; i < n_ent; i++) o->expert_ntok[i] = ent[i];
+    o->expert_ntok = ent;
     o->n_expert_ntok = n_ent;
-    for (int i = 0; i < n_mix; i++) o->ntok_mix[i] = mix[i];
+    o->ntok_mix = mix;
     o->n_ntok_mix = n_mix;
     /* The end-to-end gate compares timings; on a shared CPU its verdict on a
      * variant the quick tune kept is noise, and a refusal writes no table.
@@ -263,7 +265,8 @@ static void tune_sweeps_the_wide_row_variants_on_wide_rows_only(void **state)
     const char *const shapes[] = {"mmvq iq4_nl 8 8192", "mmvq q4_K 8 4096"};
     o.shapes = shapes;
     o.n_shapes = 2;
-    st_tune_result res;
+    st_tune_result res __attribute__((cleanup(st_tune_result_clear)));
+    st_tune_result_init(&res);
     st_status s = st_tune_run(ctx, &o, &res);
     if (s != ST_OK) fail_msg("st_tune_run: %s: %s", st_status_name(s), st_last_error());
     assert_int_equal(res.shapes, 2);
@@ -296,7 +299,8 @@ static void tune_writes_a_table_that_engages_and_a_report_listing_every_candidat
     st_tune_options o;
     const int nts[] = {1, 2};
     tune_opts(&o, dir, nts, 2, nts, 2);
-    st_tune_result res;
+    st_tune_result res __attribute__((cleanup(st_tune_result_clear)));
+    st_tune_result_init(&res);
     st_status s = st_tune_run(ctx, &o, &res);
     if (s != ST_OK) fail_msg("st_tune_run: %s: %s", st_status_name(s), st_last_error());
     assert_true(res.table_written);
@@ -381,7 +385,8 @@ static void tune_keeps_the_callers_log_sink(void **state)
     tune_opts(&o, dir, nts, 1, nts, 1);
     logcap cap = {0};
     st_set_log(cap_line, &cap);
-    st_tune_result res;
+    st_tune_result res __attribute__((cleanup(st_tune_result_clear)));
+    st_tune_result_init(&res);
     st_status s = st_tune_run(ctx, &o, &res);
     /* a load after the tune must still reach the caller's sink */
     st_ctx *fresh = cpu_ctx();
@@ -409,7 +414,8 @@ static void coverage_reports_every_model_shape_covered(void **state)
     /* coverage asks for every expert token count 1..8 */
     const int all[] = {1, 2, 3, 4, 5, 6, 7, 8}, mix[] = {1, 2};
     tune_opts(&o, dir, all, 8, mix, 2);
-    st_tune_result res;
+    st_tune_result res __attribute__((cleanup(st_tune_result_clear)));
+    st_tune_result_init(&res);
     st_status s = st_tune_run(ctx, &o, &res);
     if (s != ST_OK) fail_msg("st_tune_run: %s: %s", st_status_name(s), st_last_error());
     assert_int_equal(res.shapes, model_shapes(8));
@@ -525,7 +531,8 @@ static void killing_the_tuner_never_leaves_a_partial_table(void **state)
     st_tune_options o;
     const int nts[] = {1};
     tune_opts(&o, dir, nts, 1, nts, 1);
-    st_tune_result res;
+    st_tune_result res __attribute__((cleanup(st_tune_result_clear)));
+    st_tune_result_init(&res);
     st_status s = st_tune_run(ctx, &o, &res);
     if (s != ST_OK) fail_msg("st_tune_run: %s: %s", st_status_name(s), st_last_error());
     char table_path[ST_TUNE_PATH_MAX];
@@ -648,7 +655,8 @@ static void tune_refuses_to_overwrite_a_table_for_another_identity(void **state)
     st_tune_options o;
     const int nts[] = {1};
     tune_opts(&o, dir, nts, 1, nts, 1);
-    st_tune_result res;
+    st_tune_result res __attribute__((cleanup(st_tune_result_clear)));
+    st_tune_result_init(&res);
     st_status s = st_tune_run(ctx, &o, &res);
     assert_int_equal(s, ST_ERR_EXISTS);
     assert_non_null(strstr(st_last_error(), "gfx1030"));
@@ -705,7 +713,8 @@ static void tune_stops_cleanly_when_asked(void **state)
     tune_opts(&o, dir, nts, 2, nts, 2);
     volatile int stop = 1;
     o.stop = &stop;
-    st_tune_result res;
+    st_tune_result res __attribute__((cleanup(st_tune_result_clear)));
+    st_tune_result_init(&res);
     assert_int_equal(st_tune_run(ctx, &o, &res), ST_ERR_INTERRUPTED);
     assert_false(res.table_written);
     assert_false(res.engaged);

@@ -18,7 +18,7 @@
 
 #include "strata/decode.h"
 #include "strata/identity.h"
-#include "strata/verify.h"
+#include "strata/tools/verify.h"
 #include "ctx_internal.h"
 #include "verify_internal.h"
 
@@ -221,7 +221,8 @@ static void gate_passes_a_table_that_changes_nothing(void **state)
     (void)state;
     st_ctx *ctx = cpu_ctx();
     const char *path = write_table(ctx, NULL, "# no rows: every launch is the default's\n");
-    st_verify_result res;
+    st_verify_result res __attribute__((cleanup(st_verify_result_clear)));
+    st_verify_result_init(&res);
     log_capture cap;
     /* Same code both ways: only noise differs, and enough rounds tell it
      * from a 2% slowdown on a quiet machine. On a loaded one the gate may
@@ -234,14 +235,21 @@ static void gate_passes_a_table_that_changes_nothing(void **state)
     assert_int_not_equal(res.verdict, ST_GATE_FAIL_BYTES);
     if (res.verdict == ST_GATE_UNDECIDED) {
         bool straddles = false;
-        for (int i = 0; i < ST_MAX_TOKENS; i++) straddles |= res.change_lo[i] <= 0.02 && res.change_hi[i] > 0.02;
+        for (int i = 0; i < res.n_steps; i++) straddles |= res.steps[i].change_lo <= 0.02 && res.steps[i].change_hi > 0.02;
         assert_true(straddles);
         assert_non_null(strstr(res.message, "cannot decide: "));
         print_message("note: the machine was too noisy to pass a no-op table: %s\n", res.message);
     } else {
         assert_int_equal(res.verdict, ST_GATE_PASS);
         assert_true(res.passed);
-        for (int i = 0; i < ST_MAX_TOKENS; i++) assert_true(res.change_hi[i] <= 0.02);
+        /* every token count of the step was measured: 1..8, 16, 24, 32 */
+        static const int want[] = {1, 2, 3, 4, 5, 6, 7, 8, 16, 24, 32};
+        assert_int_equal(res.n_steps, 11);
+        for (int i = 0; i < res.n_steps; i++) {
+            assert_int_equal(res.steps[i].n_tokens, want[i]);
+            assert_true(res.steps[i].change_hi <= 0.02);
+            assert_true(res.steps[i].rounds >= 6);
+        }
         assert_non_null(strstr(res.message, "PASS: "));
         assert_non_null(strstr(res.message, "byte-identical with the table (0 launches from it"));
     }
@@ -294,7 +302,8 @@ static void gate_never_passes_a_table_40_percent_slower_under_load(void **state)
     load_start(&l);
     int fail = 0, undecided = 0;
     for (int run_i = 0; run_i < 20; run_i++) {
-        st_verify_result res;
+        st_verify_result res __attribute__((cleanup(st_verify_result_clear)));
+        st_verify_result_init(&res);
         log_capture cap;
         assert_int_equal(run_budget(ctx, path, 9, 1.0, &res, &cap), ST_OK);
         assert_true(res.bytes_equal);
@@ -313,13 +322,14 @@ static void gate_never_passes_a_table_40_percent_slower_under_load(void **state)
                   undecided);
     /* and without the load it is refused outright, the slowdown measured
      * as what it is (the hook really slows the table's launches) */
-    st_verify_result res;
+    st_verify_result res __attribute__((cleanup(st_verify_result_clear)));
+    st_verify_result_init(&res);
     log_capture cap;
     assert_int_equal(run_budget(ctx, path, 9, 10, &res, &cap), ST_OK);
     print_message("quiet: %s\n", res.message);
     assert_int_equal(res.verdict, ST_GATE_FAIL_SLOWER);
     double most = 0;
-    for (int i = 0; i < ST_MAX_TOKENS; i++) most = res.change[i] > most ? res.change[i] : most;
+    for (int i = 0; i < res.n_steps; i++) most = res.steps[i].change > most ? res.steps[i].change : most;
     assert_true(most > 0.30);
     unlink(path);
     st_ctx_destroy(ctx);
@@ -330,7 +340,8 @@ static void gate_reports_a_table_for_another_device_as_an_error(void **state)
     (void)state;
     st_ctx *ctx = cpu_ctx();
     const char *path = write_table(ctx, "gfx1100", "expert iq3_s iq4_nl 256 64 1 1 1\n");
-    st_verify_result res;
+    st_verify_result res __attribute__((cleanup(st_verify_result_clear)));
+    st_verify_result_init(&res);
     log_capture cap;
     const st_status s = run(ctx, path, 0.02, &res, &cap);
     assert_int_not_equal(s, ST_OK);

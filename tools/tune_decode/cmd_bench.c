@@ -1,29 +1,11 @@
-/* tune_decode bench: the card's read and copy bandwidth and launch overhead,
- * then iq_mmvq, expert_grouped and whole decode steps, each as time per call
- * (median, spread), weight bytes per second and that rate as a fraction of
- * the read bandwidth measured in the same run. Same timing method as the
- * tuner (measure.h): round-robin, device events, weights rotated past the
- * last-level cache. */
+/* tune_decode bench: the benchmark of the tools library (st_bench_run,
+ * strata/tools/bench.h), its lines printed as they come, or its JSON
+ * document (--json), or its page (--html). */
 #include "commands.h"
-#include "ctx_internal.h"
-#include "internal.h"
-#include "measure.h"
-#include "randgen.h"
-#include "table_internal.h"
-#include "strata/strata.h"
-#include "tuner_internal.h"
-#include "vmodel.h"
 
-#include <cjson/cJSON.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-
-#define TD_BENCH_MAX_VARIANTS 8
-#define TD_LIST_ITEM_(r) r,
-_Static_assert(ST_MAX_TOKENS >= 16, "bench_graph takes its second activation vector from rows 16..23");
 
 static const char BENCH_HELP[] =
     "usage: tune_decode bench [--shape 'SPEC']... [--variant V]... [--model M.gguf] [--layers N]\n"
@@ -58,426 +40,17 @@ static const char BENCH_HELP[] =
     "--html FILE.html: the figures as a page (one chart per shape), and their JSON beside it\n"
     "(FILE.json, the --json document; tune_decode report FILE.json renders it again).\n";
 
-typedef struct {
-    st_ctx *ctx;
-    st_matrix **m; /* copies (x3 for experts) */
-    int copies;
-    bool expert;
-    int n_expert, topk, nt;
-    float *x, *y, *wts, *sink;
-    int32_t *ids;
-    int variant[TD_BENCH_MAX_VARIANTS][2];
-    int nv;
-} bench_run;
-
-static st_status bench_launch(void *user, int c, long iter)
+static void on_line(void *user, const char *line)
 {
-    bench_run *b = user;
-    const int k = (int)(iter % b->copies);
-    if (c == 0) { /* the same bytes, read by the streaming-read probe */
-        st_status s = ST_OK;
-        for (int j = 0; j < (b->expert ? 3 : 1) && s == ST_OK; j++) {
-            const st_matrix *m = b->m[(b->expert ? 3 : 1) * k + j];
-            s = st_ctx_probe_read(b->ctx, st_matrix_data(m), st_matrix_bytes(m), b->sink);
-        }
-        return s;
-    }
-    if (c == 2 + b->nv) return st_ctx_probe_loads(b->ctx, b->m[k], b->sink);
-    const int rows = c >= 2 ? b->variant[c - 2][0] : 0, dn = c >= 2 ? b->variant[c - 2][1] : 0;
-    if (!b->expert) return st_iq_mmvq_variant(b->ctx, b->m[k], b->x, b->nt, b->y, rows);
-    st_experts ex = {b->m[3 * k], b->m[3 * k + 1], b->m[3 * k + 2], b->n_expert};
-    return st_expert_grouped_variant(b->ctx, &ex, b->x, b->ids, b->wts, b->nt, b->topk, b->y, rows, dn);
-}
-
-typedef struct {
-    double read_gbs, copy_gbs, launch_us;
-    size_t llc;
-    const char *llc_source;
-    bool quick;
-    cJSON *rows;
-    bool json;
-} bench_env;
-
-static void emit(bench_env *e, const char *kind, const char *shape, int nt, const char *path, const st_timing *t,
-                 double bytes, const st_timing *same, double nt1_us)
-{
-    const double gbs = bytes / (t->median_us * 1e3);
-    const double same_gbs = same ? bytes / (same->median_us * 1e3) : 0;
-    if (!e->json) {
-        printf("%-6s %-32s %2d %-9s %9.2f %5.1f%% %8.1f %6.1f%%", kind, shape, nt, path, t->median_us, 100 * t->spread, gbs,
-               100 * gbs / e->read_gbs);
-        if (same) printf(" %6.1f%%", 100 * gbs / same_gbs); else printf(" %7s", "-");
-        if (nt1_us > 0) printf(" %5.2fx", t->median_us / nt1_us); else printf(" %6s", "-");
-        printf("\n");
-    }
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "kind", kind);
-    cJSON_AddStringToObject(o, "shape", shape);
-    cJSON_AddNumberToObject(o, "n_tokens", nt);
-    cJSON_AddStringToObject(o, "path", path);
-    cJSON_AddNumberToObject(o, "median_us", t->median_us);
-    cJSON_AddNumberToObject(o, "p25_us", t->p25_us);
-    cJSON_AddNumberToObject(o, "p75_us", t->p75_us);
-    cJSON_AddNumberToObject(o, "spread", t->spread);
-    cJSON_AddNumberToObject(o, "weight_bytes", bytes);
-    cJSON_AddNumberToObject(o, "gb_per_s", gbs);
-    cJSON_AddNumberToObject(o, "fraction_of_read", gbs / e->read_gbs);
-    if (same) cJSON_AddNumberToObject(o, "fraction_of_same_size_read", gbs / same_gbs);
-    if (nt1_us > 0) cJSON_AddNumberToObject(o, "cost_vs_n_tokens_1", t->median_us / nt1_us);
-    cJSON_AddItemToArray(e->rows, o);
-}
-
-static st_status probes(st_ctx *c, bench_env *e)
-{
-    const size_t big = e->quick ? (64u << 20) : (1u << 30);
-    ST_TRY(st_mem_fit(c, "the bandwidth probes", 1 << 20, 2 * big));
-    void *a = NULL, *b = NULL;
-    float *sink = NULL;
-    st_status s = st_ctx_alloc(c, big, &a);
-    if (s == ST_OK) s = st_ctx_alloc(c, big, &b);
-    if (s == ST_OK) s = st_ctx_alloc(c, 4096 * sizeof(float), (void **)&sink);
-    if (s == ST_OK) {
-        /* fill with non-zero bytes: never time zeros */
-        uint8_t *h = malloc(1 << 20);
-        for (int i = 0; i < (1 << 20); i++) h[i] = (uint8_t)(i * 131 + 7);
-        for (size_t off = 0; off < big && s == ST_OK; off += 1 << 20) s = st_ctx_upload(c, (uint8_t *)a + off, h, 1 << 20);
-        free(h);
-    }
-    double ms, rd[9], cp[9], ln[9];
-    const int rounds = e->quick ? 3 : 9;
-    for (int r = 0; r < rounds && s == ST_OK; r++) {
-        s = st_ctx_timer_start(c);
-        if (s == ST_OK) s = st_ctx_probe_read(c, a, big, sink);
-        if (s == ST_OK) s = st_ctx_timer_stop(c, &ms);
-        rd[r] = (double)big / (ms * 1e6);
-        if (s == ST_OK) s = st_ctx_timer_start(c);
-        if (s == ST_OK) s = st_ctx_probe_copy(c, b, a, big);
-        if (s == ST_OK) s = st_ctx_timer_stop(c, &ms);
-        cp[r] = 2.0 * (double)big / (ms * 1e6);
-        if (s == ST_OK) s = st_ctx_timer_start(c);
-        for (int k = 0; k < 200 && s == ST_OK; k++) s = st_ctx_probe_empty(c);
-        if (s == ST_OK) s = st_ctx_timer_stop(c, &ms);
-        ln[r] = ms * 1000.0 / 200;
-    }
-    if (s == ST_OK) {
-        st_timing t;
-        st_timing_from_samples(rd, rounds, &t);
-        e->read_gbs = t.median_us; /* (samples are GB/s here) */
-        st_timing_from_samples(cp, rounds, &t);
-        e->copy_gbs = t.median_us;
-        st_timing_from_samples(ln, rounds, &t);
-        e->launch_us = t.median_us;
-    }
-    st_ctx_free(c, a);
-    st_ctx_free(c, b);
-    st_ctx_free(c, sink);
-    return s;
-}
-
-/* Whether SHAPE's benchmark fits: its weights on the host once and two
- * copies on the backend (st_mem_fit, one line with the bytes). */
-static st_status bench_fit(st_ctx *c, const st_tune_shape *s)
-{
-    const size_t w = st_tune_shape_weight_bytes(s);
-    char what[160];
-    if (s->kind == ST_SHAPE_MMVQ)
-        snprintf(what, sizeof what, "mmvq %s %d x %d", st_qtype_name(s->type), s->rows, s->cols);
-    else
-        snprintf(what, sizeof what, "expert %s/%s %d x %d, %d experts", st_qtype_name(s->type),
-                 st_qtype_name(s->down_type), s->n_embd, s->n_ff, s->n_expert);
-    return st_mem_fit(c, what, w, w > SIZE_MAX / 2 ? SIZE_MAX : 2 * w + st_tune_shape_io_bytes(s));
-}
-
-/* The default chain of an mmvq shape as an engine that captures its step
- * runs it: GRAPH_CALLS calls over the rotated copies captured once into a
- * graph and replayed; time per call = replay time / GRAPH_CALLS (median of
- * ROUNDS replays). The calls alternate between two activation vectors, the
- * last on the first: the replay's output must equal the bytes of a rows
- * variant (launched as usual, the same bytes by the contract) on that
- * vector, so a call that read the activations before its q8_1 kernel had
- * written them (the dependent launch) would show here. */
-#define TD_GRAPH_CALLS 256
-static st_status bench_graph(st_ctx *c, bench_run *b, const st_tune_shape *s, int rounds, st_timing *t)
-{
-    static const int rows_variants[] = {STRATA_MMVQ_ROWS_VARIANTS(TD_LIST_ITEM_)};
-    const size_t n = (size_t)b->nt * (size_t)s->rows;
-    const int last = (TD_GRAPH_CALLS - 1) % b->copies;
-    const float *x2 = b->x + (size_t)(ST_MAX_TOKENS / 2) * (size_t)s->cols; /* other random rows (nt <= 8) */
-    float *a = malloc(n * sizeof(float)), *g = malloc(n * sizeof(float));
-    st_status st = a && g ? ST_OK : st_fail(ST_ERR_NOMEM, "bench: out of memory");
-    st_ctx_graph *gr = NULL;
-    if (st == ST_OK) st = st_iq_mmvq_variant(b->ctx, b->m[last], b->x, b->nt, b->y, rows_variants[0]);
-    if (st == ST_OK) st = st_ctx_sync(c);
-    if (st == ST_OK) st = st_ctx_download(c, a, b->y, n * sizeof(float));
-    if (st == ST_OK) st = st_ctx_capture_begin(c);
-    if (st == ST_OK) {
-        st_status cs = ST_OK;
-        for (int i = 0; i < TD_GRAPH_CALLS && cs == ST_OK; i++) {
-            const float *xi = (TD_GRAPH_CALLS - 1 - i) % 2 ? x2 : b->x;
-            cs = st_iq_mmvq_variant(b->ctx, b->m[i % b->copies], xi, b->nt, b->y, 0);
-        }
-        st = st_ctx_capture_end(c, &gr);
-        if (cs != ST_OK) st = cs;
-    }
-    if (st == ST_OK) {
-        memset(g, 0xff, n * sizeof(float));
-        st = st_ctx_upload(c, b->y, g, n * sizeof(float));
-    }
-    for (int w = 0; w < 2 && st == ST_OK; w++) st = st_ctx_graph_launch(c, gr);
-    if (st == ST_OK) st = st_ctx_sync(c);
-    if (st == ST_OK) st = st_ctx_download(c, g, b->y, n * sizeof(float));
-    if (st == ST_OK && memcmp(a, g, n * sizeof(float)))
-        st = st_fail(ST_ERR_MISMATCH, "bench: the calls replayed from a graph differ from an eager call (n_tokens %d)", b->nt);
-    double us[64];
-    for (int r = 0; r < rounds && st == ST_OK; r++) {
-        double ms = 0;
-        st = st_ctx_timer_start(c);
-        if (st == ST_OK) st = st_ctx_graph_launch(c, gr);
-        if (st == ST_OK) st = st_ctx_timer_stop(c, &ms);
-        us[r] = ms * 1000 / TD_GRAPH_CALLS;
-    }
-    if (st == ST_OK) st_timing_from_samples(us, rounds, t);
-    st_ctx_graph_destroy(c, gr);
-    free(a);
-    free(g);
-    return st;
-}
-
-static st_status bench_shape(st_ctx *c, bench_env *e, const st_tune_shape *s, const int *nts, int nn,
-                             const int (*variant)[2], int nv)
-{
-    bench_run b;
-    memset(&b, 0, sizeof b);
-    b.ctx = c;
-    b.expert = s->kind == ST_SHAPE_EXPERT;
-    b.n_expert = s->n_expert;
-    b.topk = s->topk;
-    b.nv = nv;
-    if (nv) memcpy(b.variant, variant, sizeof b.variant[0] * (size_t)nv);
-    st_rng r;
-    st_rng_seed(&r, 99);
-    const int64_t r0 = b.expert ? (int64_t)s->n_expert * s->n_ff : s->rows, c0 = b.expert ? s->n_embd : s->cols;
-    const int64_t r2 = (int64_t)s->n_expert * s->n_embd, c2 = s->n_ff;
-    const size_t b0 = (size_t)r0 * st_qtype_row_bytes(s->type, c0);
-    const size_t b2 = b.expert ? (size_t)r2 * st_qtype_row_bytes(s->down_type, c2) : 0;
-    const size_t one = b.expert ? 2 * b0 + b2 : b0;
-    bool short_of_rule = false;
-    b.copies = st_rotation_copies(one, e->llc, e->quick ? (size_t)64 << 20 : (size_t)512 << 20, 2, &short_of_rule);
-    /* two copies at least must fit (checked before the probes too); more
-     * only in half the free memory */
-    ST_TRY(bench_fit(c, s));
-    size_t avail = 0, total = 0;
-    if (st_ctx_mem_info(c, &avail, &total) == ST_OK)
-        while (b.copies > 2 && (size_t)b.copies * one > avail / 2) {
-            b.copies--;
-            short_of_rule = true;
-        }
-    if (short_of_rule && !e->json)
-        printf("note: %s: %d copies (the cap, or half the free memory) rotate %.1f MB, less than 4x the last-level cache\n",
-               s->kind == ST_SHAPE_MMVQ ? "mmvq" : "expert", b.copies, (double)b.copies * (double)one / 1048576.0);
-    void *h0 = malloc(b0), *h1 = b.expert ? malloc(b0) : NULL, *h2 = b.expert ? malloc(b2) : NULL;
-    st_status st = h0 && (!b.expert || (h1 && h2)) ? ST_OK : ST_ERR_NOMEM;
-    if (st == ST_OK) {
-        st_random_blocks(&r, s->type, r0, c0, h0);
-        if (b.expert) {
-            st_random_blocks(&r, s->type, r0, c0, h1);
-            st_random_blocks(&r, s->down_type, r2, c2, h2);
-        }
-    }
-    b.m = calloc((size_t)b.copies * 3, sizeof *b.m);
-    if (!b.m) st = st_fail(ST_ERR_NOMEM, "bench: out of memory");
-    for (int k = 0; k < b.copies && st == ST_OK; k++) {
-        if (!b.expert) {
-            st = st_matrix_create(c, s->type, r0, c0, h0, &b.m[k]);
-            continue;
-        }
-        st = st_matrix_create(c, s->type, r0, c0, h0, &b.m[3 * k]);
-        if (st == ST_OK) st = st_matrix_create(c, s->type, r0, c0, h1, &b.m[3 * k + 1]);
-        if (st == ST_OK) st = st_matrix_create(c, s->down_type, r2, c2, h2, &b.m[3 * k + 2]);
-    }
-    free(h0);
-    free(h1);
-    free(h2);
-    const int in = b.expert ? s->n_embd : s->cols, out = b.expert ? s->n_embd : s->rows;
-    float *hx = malloc(sizeof(float) * ST_MAX_TOKENS * (size_t)in);
-    if (st == ST_OK && hx) {
-        st_random_floats(&r, hx, ST_MAX_TOKENS * (size_t)in, 1.0f);
-        st = st_ctx_alloc(c, sizeof(float) * ST_MAX_TOKENS * (size_t)in, (void **)&b.x);
-        if (st == ST_OK) st = st_ctx_upload(c, b.x, hx, sizeof(float) * ST_MAX_TOKENS * (size_t)in);
-        if (st == ST_OK) st = st_ctx_alloc(c, sizeof(float) * ST_MAX_TOKENS * (size_t)out, (void **)&b.y);
-        if (st == ST_OK) st = st_ctx_alloc(c, 4096 * sizeof(float), (void **)&b.sink);
-    }
-    free(hx);
-    int32_t ids[ST_MAX_PAIRS];
-    float w[ST_MAX_PAIRS];
-    if (st == ST_OK && b.expert) {
-        st_random_routing(&r, ST_MAX_TOKENS, b.topk, b.n_expert, ids, w);
-        st = st_ctx_alloc(c, sizeof ids, (void **)&b.ids);
-        if (st == ST_OK) st = st_ctx_upload(c, b.ids, ids, sizeof ids);
-        if (st == ST_OK) st = st_ctx_alloc(c, sizeof w, (void **)&b.wts);
-        if (st == ST_OK) st = st_ctx_upload(c, b.wts, w, sizeof w);
-    }
-    char name[96];
-    if (b.expert)
-        snprintf(name, sizeof name, "%s/%s %dx%d e%d k%d", st_qtype_name(s->type), st_qtype_name(s->down_type), s->n_embd,
-                 s->n_ff, s->n_expert, s->topk);
-    else
-        snprintf(name, sizeof name, "%s %dx%d", st_qtype_name(s->type), s->rows, s->cols);
-    double nt1 = 0;
-    for (int i = 0; i < nn && st == ST_OK; i++) {
-        b.nt = nts[i];
-        st_timing t[3 + TD_BENCH_MAX_VARIANTS];
-        /* candidates: 0 same-size read, 1 default, 2.. the variants, then
-         * the loads-only ablation */
-        const bool ablate = !b.expert && st_ctx_backend(c) == ST_BACKEND_GPU; /* every format has one */
-        st_measure_spec spec = {2 + nv + (ablate ? 1 : 0), e->quick ? 5 : 15, 0, 2, bench_launch, &b, NULL, NULL};
-        st = st_measure(c, &spec, t);
-        if (st != ST_OK) break;
-        double bytes = (double)one;
-        if (b.expert) {
-            int used = 0;
-            for (int p = 0; p < b.nt * b.topk; p++) {
-                int dup = 0;
-                for (int q = 0; q < p; q++) dup |= ids[q] == ids[p];
-                used += !dup;
-            }
-            bytes = (double)used * (double)one / b.n_expert;
-        }
-        if (b.nt == 1) nt1 = t[1].median_us;
-        emit(e, b.expert ? "expert" : "mmvq", name, b.nt, "default", &t[1], bytes, b.expert ? NULL : &t[0], b.nt == 1 ? 0 : nt1);
-        if (ablate) {
-            emit(e, "mmvq", name, b.nt, "loads-only", &t[2 + nv], bytes, &t[0], 0);
-            st_timing tg;
-            st = bench_graph(c, &b, s, e->quick ? 5 : 15, &tg);
-            if (st != ST_OK) break;
-            emit(e, "mmvq", name, b.nt, "graph", &tg, bytes, &t[0], 0);
-        }
-        for (int v = 0; v < nv; v++) {
-            char vn[16];
-            const int *va = variant[v];
-            if (b.expert) snprintf(vn, sizeof vn, "rows %d/%d", va[0], va[1]);
-            else st_mmvq_choice_name(va[0], vn, sizeof vn);
-            emit(e, b.expert ? "expert" : "mmvq", name, b.nt, vn, &t[2 + v], bytes, b.expert ? NULL : &t[0], 0);
-        }
-    }
-    for (int k = 0; b.m && k < b.copies * 3; k++) st_matrix_destroy(b.m[k]);
-    free(b.m);
-    st_ctx_free(c, b.x);
-    st_ctx_free(c, b.y);
-    st_ctx_free(c, b.sink);
-    st_ctx_free(c, b.ids);
-    st_ctx_free(c, b.wts);
-    return st;
-}
-
-static st_status bench_model(st_ctx *c, bench_env *e, const st_verify_options *vo, const char *label)
-{
-    st_vmodel *vm = NULL;
-    ST_TRY(st_vmodel_open(c, vo, &vm));
-    int layers = 0;
-    const int ops = st_vmodel_ops(vm, &layers);
-    st_status s = ST_OK;
-    double nt1 = 0, nt1g = 0;
-    /* On a GPU the step is also captured once into a graph (as an engine
-     * would) and replayed; eager and graph rounds alternate, and the graph's
-     * outputs are checked against the eager step's bytes. */
-    const bool graphs = st_ctx_backend(c) == ST_BACKEND_GPU;
-    int step_nts[ST_MAX_TOKENS];
-    const int n_step_nts = st_step_token_counts(step_nts);
-    for (int si = 0; si < n_step_nts && s == ST_OK; si++) {
-        const int nt = step_nts[si];
-        const int rounds = e->quick ? 5 : 15;
-        double us[64], gus[64];
-        st_ctx_graph *gr = NULL;
-        for (int w = 0; w < 2 && s == ST_OK; w++) s = st_vmodel_step(c, vm, nt);
-        if (s == ST_OK && graphs) {
-            const size_t n = st_vmodel_output_floats(vm, nt);
-            float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
-            s = a && b ? st_vmodel_outputs(c, vm, nt, a) : st_fail(ST_ERR_NOMEM, "bench: out of memory");
-            if (s == ST_OK) s = st_ctx_capture_begin(c);
-            if (s == ST_OK) {
-                st_status cs = st_vmodel_step(c, vm, nt);
-                s = st_ctx_capture_end(c, &gr);
-                if (cs != ST_OK) s = cs;
-            }
-            if (s == ST_OK) s = st_vmodel_poison_outputs(c, vm, nt);
-            if (s == ST_OK) s = st_ctx_graph_launch(c, gr);
-            if (s == ST_OK) s = st_vmodel_outputs(c, vm, nt, b);
-            if (s == ST_OK && memcmp(a, b, n * sizeof(float)))
-                s = st_fail(ST_ERR_MISMATCH, "bench: the step replayed from a graph differs from the eager step (n_tokens %d)", nt);
-            free(a);
-            free(b);
-        }
-        for (int r = 0; r < rounds && s == ST_OK; r++) {
-            double ms = 0;
-            s = st_ctx_timer_start(c);
-            if (s == ST_OK) s = st_vmodel_step(c, vm, nt);
-            if (s == ST_OK) s = st_ctx_timer_stop(c, &ms);
-            us[r] = ms * 1000;
-            if (s != ST_OK || !gr) continue;
-            s = st_ctx_timer_start(c);
-            if (s == ST_OK) s = st_ctx_graph_launch(c, gr);
-            if (s == ST_OK) s = st_ctx_timer_stop(c, &ms);
-            gus[r] = ms * 1000;
-        }
-        st_ctx_graph_destroy(c, gr);
-        if (s != ST_OK) break;
-        st_timing t;
-        st_timing_from_samples(us, rounds, &t);
-        char name[96];
-        snprintf(name, sizeof name, "%s (%d ops, %d MoE layers)", label, ops, layers);
-        if (nt == 1) nt1 = t.median_us;
-        const double bytes = (double)st_vmodel_weight_bytes(c, vm, nt);
-        emit(e, "step", name, nt, "default", &t, bytes, NULL, nt == 1 ? 0 : nt1);
-        if (graphs) {
-            st_timing tg;
-            st_timing_from_samples(gus, rounds, &tg);
-            if (nt == 1) nt1g = tg.median_us;
-            emit(e, "step", name, nt, "graph", &tg, bytes, NULL, nt == 1 ? 0 : nt1g);
-        }
-    }
-    st_vmodel_close(c, vm);
-    return s;
-}
-
-/* "R", "mmaW", "splitW" or "wideTxR" (an mmvq variant) or "G/D" (an expert
- * pair), nothing else. */
-static bool parse_variant(const char *v, int *out)
-{
-    const char *slash = strchr(v, '/');
-    long a, b;
-    char first[16];
-    if (!slash) {
-        out[1] = 0;
-        if (!strncmp(v, "wide", 4)) {
-            const char *x = strchr(v + 4, 'x');
-            const size_t n = x ? (size_t)(x - v - 4) : 0;
-            if (!n || n >= sizeof first) return false;
-            memcpy(first, v + 4, n);
-            first[n] = '\0';
-            return td_parse_int(first, 32, 320, &a) && a % 32 == 0 && td_parse_int(x + 1, 1, 9, &b) &&
-                   st_mmvq_rows_valid(out[0] = STRATA_MMVQ_WIDE_ROWS((int)a, (int)b));
-        }
-        if (!strncmp(v, "mma", 3))
-            return td_parse_int(v + 3, 1, 64, &a) && st_mmvq_rows_valid(out[0] = -(int)a);
-        if (!strncmp(v, "split", 5))
-            return td_parse_int(v + 5, 1, 64, &a) && st_mmvq_rows_valid(out[0] = STRATA_MMVQ_SPLIT_BASE + (int)a);
-        return td_parse_int(v, 1, 64, &a) && st_mmvq_rows_valid((int)(out[0] = (int)a));
-    }
-    const size_t n = (size_t)(slash - v);
-    if (n == 0 || n >= sizeof first) return false;
-    memcpy(first, v, n);
-    first[n] = '\0';
-    if (!td_parse_int(first, 1, 1 << 16, &a) || !td_parse_int(slash + 1, 1, 1 << 16, &b)) return false;
-    out[0] = (int)a;
-    out[1] = (int)b;
-    return st_expert_rows_valid(out[0], out[1]);
+    (void)user;
+    td_print("%s", line);
+    fflush(stdout);
 }
 
 int cmd_bench(int argc, char **argv, const td_global *g)
 {
-    const char *specs[32], *model = NULL, *html = NULL;
-    int ns = 0, layers = 48, variant[TD_BENCH_MAX_VARIANTS][2], nv = 0;
+    const char *specs[ST_BENCH_MAX_SHAPES], *variants[ST_BENCH_MAX_VARIANTS], *model = NULL, *html = NULL;
+    int ns = 0, nv = 0, layers = 48;
     bool suite = true, quick = false, layers_given = false;
     int rc = 0;
     for (int i = 1; i < argc; i++) {
@@ -491,7 +64,7 @@ int cmd_bench(int argc, char **argv, const td_global *g)
             suite = false;
         } else if (!strcmp(a, "--shape")) {
             if (!(v = td_value(argc, argv, &i, "bench", &rc))) return rc;
-            if (ns >= 32) return td_usage_error("bench: at most 32 --shape");
+            if (ns >= ST_BENCH_MAX_SHAPES) return td_usage_error("bench: at most %d --shape", ST_BENCH_MAX_SHAPES);
             specs[ns++] = v;
         } else if (!strcmp(a, "--model")) {
             if (!(v = td_value(argc, argv, &i, "bench", &rc))) return rc;
@@ -505,10 +78,8 @@ int cmd_bench(int argc, char **argv, const td_global *g)
             layers_given = true;
         } else if (!strcmp(a, "--variant")) {
             if (!(v = td_value(argc, argv, &i, "bench", &rc))) return rc;
-            if (nv >= TD_BENCH_MAX_VARIANTS) return td_usage_error("bench: at most %d --variant", TD_BENCH_MAX_VARIANTS);
-            if (!parse_variant(v, variant[nv]))
-                return td_usage_error("bench: --variant '%s' is not a compiled-in variant (tune_decode variants)", v);
-            nv++;
+            if (nv >= ST_BENCH_MAX_VARIANTS) return td_usage_error("bench: at most %d --variant", ST_BENCH_MAX_VARIANTS);
+            variants[nv++] = v;
         } else {
             return td_usage_error("bench: unknown %s '%s'", a[0] == '-' ? "option" : "argument", a);
         }
@@ -517,132 +88,39 @@ int cmd_bench(int argc, char **argv, const td_global *g)
         return td_usage_error("bench: --variant applies to the --shape rows (the suite runs the default chain)");
     if (layers_given && (ns || !suite))
         return td_usage_error("bench: --layers sets the suite's synthetic model (not run with --shape or --no-suite)");
-    if (ns) suite = false;
-    /* what was named is checked before the minutes of probes: every
-     * --shape parses and fits the limits, a --model opens */
-    st_tune_shape parsed[32];
-    for (int i = 0; i < ns; i++)
-        if (st_tune_parse_shape(specs[i], 64, 8, &parsed[i]) != ST_OK) {
-            td_eprint("bench: %s", st_last_error());
-            return 1;
-        }
-    for (int v = 0; v < nv; v++)
-        for (int i = 0; i < ns; i++) {
-            const bool ex = parsed[i].kind == ST_SHAPE_EXPERT;
-            if (ex != (variant[v][1] != 0))
-                return td_usage_error("bench: --variant: '%s' is %s shape, the variants of it are %s", specs[i],
-                                      ex ? "an expert" : "an mmvq", ex ? "G/D pairs" : "R, mmaW, splitW or wideTxR");
-            if (!ex && !st_mmvq_rows_fit(variant[v][0], parsed[i].cols)) {
-                char vn[24];
-                return td_usage_error("bench: --variant %s needs rows of at least %d values (128 streams); '%s' has %d",
-                                      st_mmvq_variant_name(variant[v][0], vn, sizeof vn),
-                                      ST_CANON_WIDE_UNITS * ST_CANON_UNIT, specs[i], parsed[i].cols);
-            }
-        }
-    if (model) {
-        st_model *m = NULL;
-        if (st_model_open(model, &m) != ST_OK) {
-            td_eprint("bench: %s: %s", model, st_last_error());
-            return 1;
-        }
-        st_model_close(m);
-    }
+    st_bench_options o;
+    st_bench_options_default(&o);
+    o.shapes = specs;
+    o.n_shapes = ns;
+    o.variants = variants;
+    o.n_variants = nv;
+    o.suite = suite && !ns;
+    o.suite_model_path = "tests/data/gguf/tiny-moe.gguf";
+    o.layers = layers;
+    o.model_path = model;
+    o.quick = quick;
+    o.on_line = g->json ? NULL : on_line;
+    /* what was named is checked before the minutes of probes: a shape that
+     * does not parse is an error, a variant that does not apply a usage one */
+    st_status s = st_bench_check(&o);
+    if (s == ST_ERR_INVALID_ARG) return td_usage_error("bench: --variant %s", st_last_error());
+    if (s != ST_OK) return td_fail("bench", s, 1);
+    char *cl = html ? td_command_line(argc, argv) : NULL;
+    o.command_line = cl;
     st_ctx *c = NULL;
-    if (td_open_ctx(g, &c) != 0) return 1;
-    bench_env e = {0, 0, 0, 0, NULL, quick, cJSON_CreateArray(), g->json};
-    e.llc = st_ctx_llc(c, &e.llc_source);
-    st_status s = ST_OK;
-    for (int i = 0; i < ns && s == ST_OK; i++) s = bench_fit(c, &parsed[i]);
-    if (s == ST_OK) s = probes(c, &e);
-    const st_identity *id = st_ctx_identity(c);
-    if (s == ST_OK && !g->json) {
-        printf("device: %s (%s, runtime %s, driver %s); last-level cache %.0f MB (%s); weights rotate over >= %.0f MB\n",
-               id->device_name, id->arch, id->runtime, id->driver, e.llc / 1048576.0, e.llc_source,
-               4 * e.llc / 1048576.0);
-        printf("read bandwidth %.0f GB/s (streaming read, %s); copy %.0f GB/s (read + write); launch overhead %.2f us\n",
-               e.read_gbs, quick ? "64 MiB" : "1 GiB", e.copy_gbs, e.launch_us);
-        printf("\n%-6s %-32s %2s %-9s %9s %6s %8s %7s %7s %6s\n", "kind", "shape", "nt", "path", "us/call", "spread", "GB/s",
-               "%read", "%same", "vs nt1");
+    if (td_open_ctx(g, &c) != 0) {
+        free(cl);
+        return 1;
     }
-    const int nt4[] = {1, 2, 4, 8}, nt8[] = {1, 2, 3, 4, 5, 6, 7, 8};
-    for (int i = 0; i < ns && s == ST_OK; i++) {
-        const st_tune_shape *sh = &parsed[i];
-        const int one[] = {sh->n_tokens};
-        s = sh->kind == ST_SHAPE_MMVQ ? bench_shape(c, &e, sh, nt4, 4, variant, nv)
-                                       : bench_shape(c, &e, sh, one, 1, variant, nv);
-    }
-    if (suite) {
-        /* by ggml name: a type this build lacks is left out */
-        static const struct {
-            const char *t;
-            int rows, cols;
-        } mm[] = {{"iq3_s", 4096, 14336}, {"iq3_s", 14336, 4096}, {"iq4_xs", 4096, 14336}, {"iq4_xs", 14336, 4096},
-                  {"iq4_nl", 4096, 14336}, {"iq4_nl", 14336, 4096}, {"q5_K", 4096, 4096},    {"q6_K", 4096, 4096},
-                  {"q6_K", 16384, 4096}};
-        for (size_t i = 0; i < sizeof mm / sizeof mm[0] && s == ST_OK; i++) {
-            const st_qtype t = st_qtype_from_name(mm[i].t);
-            if (t == ST_QTYPE_NONE) continue;
-            st_tune_shape m = {ST_SHAPE_MMVQ, t, ST_QTYPE_NONE, mm[i].rows, mm[i].cols, 0, 0, 0, 0, 0, {0}, ""};
-            s = bench_shape(c, &e, &m, nt4, 4, NULL, 0);
-        }
-        static const char *const gus[] = {"iq3_s", "iq3_xxs", "iq2_s", "iq4_xs", "iq4_nl", "q8_0", "q4_K", "iq2_xxs"};
-        for (size_t i = 0; i < sizeof gus / sizeof gus[0] && s == ST_OK; i++) {
-            const st_qtype gu = st_qtype_from_name(gus[i]);
-            if (gu == ST_QTYPE_NONE) continue;
-            st_tune_shape x = {ST_SHAPE_EXPERT, gu, ST_IQ4_NL, 0, 0, 2560, 640, 1, 64, 8, {0}, ""};
-            s = bench_shape(c, &e, &x, nt8, i == 0 ? 8 : 2, NULL, 0);
-        }
-    }
-    /* a model named with --model must be there; the suite's own small
-     * model is run only when present (from the source tree) */
-    const char *tiny = model ? model : (suite ? "tests/data/gguf/tiny-moe.gguf" : NULL);
-    struct stat tst;
-    const bool run_model = model || (tiny && stat(tiny, &tst) == 0);
-    if (s == ST_OK && run_model) {
-        st_verify_options vo;
-        st_verify_options_default(&vo);
-        vo.model_path = tiny;
-        s = bench_model(c, &e, &vo, tiny);
-    }
-    if (s == ST_OK && suite && layers > 0) {
-        st_verify_options vo;
-        st_verify_options_default(&vo);
-        const char *shape = "expert iq3_s iq4_nl 2560 640 1";
-        vo.shapes = &shape;
-        vo.n_shapes = 1;
-        vo.n_layers = quick ? 2 : layers;
-        char label[64];
-        snprintf(label, sizeof label, "synthetic %d x MoE iq3_s/iq4_nl 2560/640", vo.n_layers);
-        s = bench_model(c, &e, &vo, label);
-    }
-    rc = 0;
-    if (g->json || (html && s == ST_OK)) {
-        cJSON *root = cJSON_CreateObject();
-        if (html) {
-            td_report_header(root, "bench", id, argc, argv); /* the identity included */
-        } else {
-            cJSON *idj = cJSON_AddObjectToObject(root, "identity");
-            td_json_add_string(idj, "device", id->device_name);
-            td_json_add_string(idj, "arch", id->arch);
-            td_json_add_string(idj, "runtime", id->runtime);
-            td_json_add_string(idj, "driver", id->driver);
-            td_json_add_string(idj, "device_model", id->model);
-        }
-        cJSON_AddNumberToObject(root, "read_gb_per_s", e.read_gbs);
-        cJSON_AddNumberToObject(root, "copy_gb_per_s", e.copy_gbs);
-        cJSON_AddNumberToObject(root, "launch_overhead_us", e.launch_us);
-        cJSON_AddNumberToObject(root, "llc_bytes", (double)e.llc);
-        cJSON_AddStringToObject(root, "llc_source", e.llc_source);
-        cJSON_AddItemToObject(root, "rows", e.rows);
-        e.rows = NULL;
-        if (html && s == ST_OK) rc = td_write_report(root, html, "bench", g->quiet);
-        char *t = g->json ? cJSON_Print(root) : NULL;
-        if (t) puts(t);
-        free(t);
-        cJSON_Delete(root);
-    }
-    cJSON_Delete(e.rows);
+    st_bench_result res;
+    st_bench_result_init(&res);
+    s = st_bench_run(c, &o, &res);
     st_ctx_destroy(c);
+    free(cl);
+    if (s == ST_OK && html && st_report_write(res.json, html) != ST_OK) rc = td_fail("bench", ST_ERR_IO, 1);
+    else if (s == ST_OK && html && !g->quiet) td_eprint("bench: report: %s", html);
+    if (g->json && res.json) puts(res.json);
+    st_bench_result_clear(&res);
     if (s != ST_OK) return td_fail("bench", s, 1);
     return rc;
 }

@@ -1,8 +1,6 @@
 /* tune_decode report FILE.json [-o FILE.html]: the HTML page of a report,
  * rendered again from its JSON alone. */
 #include "commands.h"
-#include "internal.h"
-#include "report_html.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,6 +1,5 @@
 /* tune_decode shapes MODEL.gguf: the decode shapes and types a model needs. */
 #include "commands.h"
-#include "strata/model.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>

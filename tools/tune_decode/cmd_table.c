@@ -1,14 +1,6 @@
 /* tune_decode table check|show, variants, identity: inspect tuning tables,
  * the compiled-in variants and knobs, and this process's identity. */
 #include "commands.h"
-#include "provenance.h"
-#include "strata/decode.h"
-#include "file_io.h"
-#include "table_internal.h"
-#include "strata/identity.h"
-#include "strata/knobs.h"
-#include "strata/table.h"
-#include "strata/variants.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -167,16 +159,18 @@ static void show_text(const char *path, const st_table *t)
     for (int i = 0; i < ST_PROVENANCE_COUNT; i++)
         td_print("%-16s %s", st_provenance_key(i), st_provenance_value(&p, i)[0] ? st_provenance_value(&p, i) : "(not recorded)");
     for (size_t i = 0; i < st_table_comment_count(t); i++)
-        if (!st_provenance_is_comment(st_table_comment_at(t, i))) td_print("# %s", st_table_comment_at(t, i));
+        if (st_table_comment_kind(st_table_comment_at(t, i)) != ST_COMMENT_PROVENANCE)
+            td_print("# %s", st_table_comment_at(t, i));
     size_t nm = st_table_mmvq_count(t), ne = st_table_expert_count(t);
     printf("shapes:    %zu (%zu mmvq, %zu expert)\n", st_table_count(t), nm, ne);
     if (nm) {
-        printf("\n%-8s %8s %8s %5s\n", "type", "n_rows", "n_cols", "rows");
+        printf("\n%-8s %8s %8s %9s\n", "type", "n_rows", "n_cols", "variant");
         for (size_t i = 0; i < nm; i++) {
             st_mmvq_key k;
             int rows = 0;
+            char vn[32];
             st_table_mmvq_at(t, i, &k, &rows);
-            printf("%-8s %8d %8d %5d\n", st_qtype_name(k.type), k.n_rows, k.n_cols, rows);
+            printf("%-8s %8d %8d %9s\n", st_qtype_name(k.type), k.n_rows, k.n_cols, st_mmvq_variant_name(rows, vn, sizeof vn));
         }
     }
     if (ne) {
@@ -197,12 +191,7 @@ static int show_json(const char *path, const st_table *t)
     const st_identity *id = st_table_identity(t);
     cJSON *o = cJSON_CreateObject();
     td_json_add_string(o, "path", path);
-    cJSON *ido = cJSON_AddObjectToObject(o, "identity");
-    td_json_add_string(ido, "arch", id->arch);
-    td_json_add_string(ido, "runtime", id->runtime);
-    td_json_add_string(ido, "compiler", id->compiler);
-    cJSON_AddNumberToObject(ido, "space", id->space);
-    cJSON_AddStringToObject(ido, "device_model", id->model);
+    td_json_add_identity(o, id);
     st_provenance p;
     st_provenance_from_table(t, &p);
     cJSON *pj = cJSON_AddObjectToObject(o, "provenance");
@@ -220,6 +209,8 @@ static int show_json(const char *path, const st_table *t)
         cJSON_AddNumberToObject(r, "n_rows", k.n_rows);
         cJSON_AddNumberToObject(r, "n_cols", k.n_cols);
         cJSON_AddNumberToObject(r, "rows", rows);
+        char vn[32];
+        cJSON_AddStringToObject(r, "variant", st_mmvq_variant_name(rows, vn, sizeof vn));
         cJSON_AddItemToArray(mm, r);
     }
     cJSON *ex = cJSON_AddArrayToObject(o, "expert");
@@ -244,7 +235,7 @@ static int table_show(const char *path, const td_global *g)
 {
     char *buf = NULL, why[ST_FILE_WHY_MAX] = "";
     size_t len = 0;
-    if (st_read_file_err(path, &buf, &len, why) != ST_OK) {
+    if (st_file_read_all(path, ST_TABLE_MAX_BYTES, &buf, &len, why, NULL) != ST_OK) {
         td_eprint(ST_TABLE_MSG_PREFIX "%s: cannot read: %s", path, why[0] ? why : "error");
         return 1;
     }
@@ -340,10 +331,10 @@ int cmd_variants(int argc, char **argv, const td_global *g)
     }
     char list[256];
     printf("kernel selection space: %d\n", STRATA_SELECTION_SPACE);
-    printf("mmvq rows variants: %s\n", st_mmvq_rows_list(list, sizeof list));
+    printf("mmvq rows variants: %s\n", st_mmvq_variant_list(list, sizeof list));
     printf("  (wideTxR: T lanes and R rows per lane group, on rows of %d values or more only)\n",
            ST_CANON_WIDE_UNITS * ST_CANON_UNIT);
-    printf("expert rows variants (gate-up/down): %s\n", st_expert_rows_list(list, sizeof list));
+    printf("expert rows variants (gate-up/down): %s\n", st_expert_variant_list(list, sizeof list));
     printf("dispatch knobs (a table is refused while any is active):\n");
     for (int k = 0; k < ST_KNOB_COUNT; k++)
         printf("  %-26s %-24s %s\n      %s\n", st_knob_env((st_knob)k), st_knob_when((st_knob)k),
@@ -365,16 +356,11 @@ int cmd_identity(int argc, char **argv, const td_global *g)
     char hdr[4 * ST_TOKEN_MAX + 16];
     st_identity_header(&id, hdr, sizeof hdr);
     if (g->json) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "header", hdr);
-        cJSON_AddStringToObject(o, "arch", id.arch);
-        cJSON_AddStringToObject(o, "runtime", id.runtime);
-        cJSON_AddStringToObject(o, "compiler", id.compiler);
-        cJSON_AddNumberToObject(o, "space", id.space);
-        cJSON_AddStringToObject(o, "device", id.device_name);
-        cJSON_AddStringToObject(o, "device_model", id.model);
-        cJSON_AddNumberToObject(o, "compute_units", id.compute_units);
-        cJSON_AddStringToObject(o, "backend", st_gpu_backend_name());
+        /* the identity object every report carries, and the backend */
+        char *text = st_identity_json(&id);
+        cJSON *o = text ? cJSON_Parse(text) : NULL;
+        free(text);
+        if (o) cJSON_AddStringToObject(o, "backend", st_gpu_backend_name());
         return print_json(o);
     }
     printf("%s\n", hdr);

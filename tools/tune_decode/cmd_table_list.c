@@ -3,9 +3,6 @@
  * (tables.json) describes it, with each table's status for this process:
  * which one engages, and the loader's line for each that does not. */
 #include "commands.h"
-#include "strata/decode.h"
-#include "strata/knobs.h"
-#include "tables_index.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>

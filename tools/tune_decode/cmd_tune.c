@@ -1,14 +1,6 @@
 #define _POSIX_C_SOURCE 200809L
 /* tune_decode tune / verify / coverage. */
 #include "commands.h"
-#include "strata/model.h"
-#include "strata/strata.h"
-#include "strata/tuner.h"
-#include "strata/verify.h"
-#include "internal.h"
-#include "measure.h"
-#include "report_html.h"
-#include "table_internal.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -127,26 +119,13 @@ static bool parse_kinds(const char *s, bool *expert, bool *mmvq)
     return true;
 }
 
-static char *join_args(int argc, char **argv)
-{
-    size_t n = 16;
-    for (int i = 0; i < argc; i++) n += strlen(argv[i]) + 3;
-    char *s = malloc(n);
-    if (!s) return NULL;
-    strcpy(s, "tune_decode");
-    for (int i = 0; i < argc; i++) {
-        strcat(s, " ");
-        strcat(s, argv[i]);
-    }
-    return s;
-}
-
 static bool is_help(const char *a) { return !strcmp(a, "-h") || !strcmp(a, "--help"); }
 
 int cmd_tune(int argc, char **argv, const td_global *g)
 {
     st_tune_options o;
     st_tune_options_default(&o);
+    int mix[ST_MAX_TOKENS];
     const char *shapes[64];
     int ns = 0;
     int rc = 0;
@@ -171,7 +150,8 @@ int cmd_tune(int argc, char **argv, const td_global *g)
             if ((rc = td_percent_option("tune", a, v, 0, 99, &o.threshold))) return rc;
         } else if (!strcmp(a, "--ntok-mix")) {
             if (!(v = td_value(argc, argv, &i, "tune", &rc))) return rc;
-            o.n_ntok_mix = parse_list(v, o.ntok_mix, ST_MAX_TOKENS);
+            o.n_ntok_mix = parse_list(v, mix, ST_MAX_TOKENS);
+            o.ntok_mix = mix;
             if (o.n_ntok_mix <= 0)
                 return td_usage_error("tune: --ntok-mix '%s': expected distinct token counts 1..%d like 1,2,4,8", v,
                                       ST_MAX_TOKENS);
@@ -198,7 +178,7 @@ int cmd_tune(int argc, char **argv, const td_global *g)
         } else if (!strcmp(a, "--rounds")) {
             /* fewer than 6 cannot give a 95% interval, more than 64 are not kept */
             if (!(v = td_value(argc, argv, &i, "tune", &rc))) return rc;
-            if ((rc = td_int_option("tune", a, v, 6, ST_MEASURE_MAX_ROUNDS, &o.rounds))) return rc;
+            if ((rc = td_int_option("tune", a, v, 6, ST_TUNE_MAX_ROUNDS, &o.rounds))) return rc;
         } else if (a[0] == '-' && a[1]) {
             return td_usage_error("tune: unknown option '%s'", a);
         } else if (!o.model_path) {
@@ -220,8 +200,7 @@ int cmd_tune(int argc, char **argv, const td_global *g)
     o.n_shapes = ns;
     o.quiet = g->quiet;
     o.stop = &g_stop;
-    o.device = g->device;
-    char *cl = join_args(argc, argv);
+    char *cl = td_command_line(argc, argv);
     o.command_line = cl;
     if (td_many_devices(g)) {
         const int rc_all = td_tune_devices(&o, g);
@@ -235,6 +214,7 @@ int cmd_tune(int argc, char **argv, const td_global *g)
     }
     td_signals_begin(&g_stop);
     st_tune_result res;
+    st_tune_result_init(&res);
     st_status s = st_tune_run(ctx, &o, &res);
     td_signals_end();
     st_ctx_destroy(ctx);
@@ -246,12 +226,12 @@ int cmd_tune(int argc, char **argv, const td_global *g)
         cJSON_AddNumberToObject(j, "shapes", res.shapes);
         cJSON_AddNumberToObject(j, "kept_variants", res.kept_variants);
         cJSON_AddNumberToObject(j, "mismatches", res.mismatches);
-        td_json_add_string(j, "table", res.table_written ? res.table_path : "");
+        td_json_add_string(j, "table", res.table_written ? td_s(res.table_path) : "");
         cJSON_AddBoolToObject(j, "engaged", res.engaged);
-        cJSON_AddStringToObject(j, "gate", td_gate_name(res.gate));
-        td_json_add_string(j, "report", res.report_path);
+        cJSON_AddStringToObject(j, "gate", st_gate_verdict_name(res.gate));
+        td_json_add_string(j, "report", td_s(res.report_path));
         char html[ST_TUNE_PATH_MAX + 8];
-        st_report_html_path(res.report_path, html, sizeof html);
+        st_report_html_path(td_s(res.report_path), html, sizeof html);
         td_json_add_string(j, "report_html", html);
         td_json_put(j);
     } else if (res.shapes > 0 && s != ST_ERR_INTERRUPTED) {
@@ -259,23 +239,25 @@ int cmd_tune(int argc, char **argv, const td_global *g)
                res.shapes - res.kept_variants,
                res.noisy ? " (the noise kept the default on some: see the report)" : "");
         char html[ST_TUNE_PATH_MAX + 8];
-        st_report_html_path(res.report_path, html, sizeof html);
+        st_report_html_path(td_s(res.report_path), html, sizeof html);
         if (res.table_written)
-            td_print("table:  %s (installed%s; %s)", res.table_path,
+            td_print("table:  %s (installed%s; %s)", td_s(res.table_path),
                      res.gate == ST_GATE_PASS ? " after the gate passed" : res.kept_variants ? " without the gate" : "",
                      res.engaged ? "engages here" : "DOES NOT ENGAGE");
         else
-            td_print("table:  not installed (%s)", res.table_path);
-        td_print("report: %s", res.report_path);
+            td_print("table:  not installed (%s)", td_s(res.table_path));
+        td_print("report: %s", td_s(res.report_path));
         td_print("        %s", html);
     }
+    const st_gate_verdict gate = res.gate;
+    st_tune_result_clear(&res);
     if (s == ST_ERR_INTERRUPTED) {
         const int sig = td_signals_caught();
         td_eprint("tune: interrupted%s%s; no table was written", sig ? " by " : "", sig ? strsignal(sig) : "");
         return 128 + (sig ? sig : SIGINT);
     }
     if (s == ST_ERR_UNDECIDED) return td_fail("tune", s, 3);
-    if (s == ST_ERR_REFUSED && res.gate == ST_GATE_FAIL_SLOWER) return td_fail("tune", s, 4);
+    if (s == ST_ERR_REFUSED && gate == ST_GATE_FAIL_SLOWER) return td_fail("tune", s, 4);
     if (s != ST_OK) return td_fail("tune", s, 1);
     return 0;
 }
@@ -364,59 +346,38 @@ int cmd_verify(int argc, char **argv, const td_global *g)
     if (td_open_ctx(g, &ctx) != 0) return 1;
     td_signals_begin(&g_stop);
     st_verify_result r;
+    st_verify_result_init(&r);
     st_status s = st_verify_run(ctx, &o, &r);
     td_signals_end();
     const st_identity id = *st_ctx_identity(ctx);
     st_ctx_destroy(ctx);
     if (s == ST_ERR_INTERRUPTED) {
+        st_verify_result_clear(&r);
         const int sig = td_signals_caught();
         td_eprint("verify: interrupted%s%s", sig ? " by " : "", sig ? strsignal(sig) : "");
         return 128 + (sig ? sig : SIGINT);
     }
-    if (s != ST_OK) return td_fail("verify", s, 1);
+    if (s != ST_OK) {
+        st_verify_result_clear(&r);
+        return td_fail("verify", s, 1);
+    }
     rc = r.passed ? 0 : r.verdict == ST_GATE_UNDECIDED ? 3 : 1;
     if (g->json || html) {
-        cJSON *j = cJSON_CreateObject();
-        if (html) {
-            td_report_header(j, "verify", &id, argc, argv);
-            cJSON *op = cJSON_AddObjectToObject(j, "options");
-            td_json_add_string(op, "model", o.model_path ? o.model_path : "(synthetic)");
-            td_json_add_string(op, "table", o.table_path);
-            cJSON_AddNumberToObject(op, "rounds", o.rounds);
-            cJSON_AddNumberToObject(op, "max_slowdown_pct", 100 * o.max_slowdown);
-            cJSON_AddNumberToObject(j, "n_layers", r.n_layers);
-            cJSON_AddNumberToObject(j, "n_ops", r.n_ops);
-            cJSON_AddNumberToObject(j, "table_launches", r.table_launches);
+        char *cl = html ? td_command_line(argc, argv) : NULL, *json = NULL;
+        if ((html && !cl) || st_verify_report_json(&id, &o, &r, cl, &json) != ST_OK) {
+            rc = td_fail("verify", ST_ERR_NOMEM, 1);
+        } else if (html && st_report_write(json, html) != ST_OK) {
+            rc = td_fail("verify", ST_ERR_IO, 1);
+        } else if (html && !g->quiet) {
+            td_eprint("verify: report: %s", html);
         }
-        cJSON_AddBoolToObject(j, "passed", r.passed);
-        cJSON_AddStringToObject(j, "verdict", r.verdict == ST_GATE_PASS ? "pass" : r.verdict == ST_GATE_UNDECIDED ? "cannot decide" : "fail");
-        cJSON_AddBoolToObject(j, "bytes_equal", r.bytes_equal);
-        cJSON_AddBoolToObject(j, "not_slower", r.not_slower);
-        td_json_add_string(j, "message", r.message);
-        cJSON_AddNumberToObject(j, "confidence", r.confidence);
-        cJSON_AddNumberToObject(j, "seconds", r.seconds);
-        cJSON *a = cJSON_AddArrayToObject(j, "steps");
-        for (int nt = 0; nt < ST_MAX_TOKENS; nt++) {
-            if (!(r.base_us[nt] > 0)) continue; /* not a step token count */
-            cJSON *e = cJSON_CreateObject();
-            cJSON_AddNumberToObject(e, "n_tokens", nt + 1);
-            cJSON_AddNumberToObject(e, "without_us", r.base_us[nt]);
-            cJSON_AddNumberToObject(e, "with_us", r.table_us[nt]);
-            cJSON_AddNumberToObject(e, "spread_without", r.base_spread[nt]);
-            cJSON_AddNumberToObject(e, "spread_with", r.table_spread[nt]);
-            cJSON_AddNumberToObject(e, "change", r.change[nt]);
-            cJSON_AddNumberToObject(e, "change_lo", r.change_lo[nt]);
-            cJSON_AddNumberToObject(e, "change_hi", r.change_hi[nt]);
-            cJSON_AddNumberToObject(e, "rounds", r.rounds[nt]);
-            cJSON_AddItemToArray(a, e);
-        }
-        if (html && td_write_report(j, html, "verify", g->quiet) != 0) rc = 1;
-        char *t = g->json ? cJSON_Print(j) : NULL;
-        if (t) puts(t);
-        free(t);
-        cJSON_Delete(j);
+        /* --json with --html: the report's document, header included */
+        if (g->json && json) puts(json);
+        free(json);
+        free(cl);
     }
     if (!g->json) td_print("verify: %s", r.message);
+    st_verify_result_clear(&r);
     return rc;
 }
 
@@ -435,29 +396,13 @@ static const char COVERAGE_HELP[] =
     "the path does not exist or cannot be read, or a directory holds no table for this process;\n"
     "2 usage. --device LIST|all (global): on each device in turn, the worst status (no --json).\n";
 
-/* The token counts the table's tuner tuned ("ntok-mix 1 2 4 8"), else 1..8. */
+/* The token counts the table's tuner tuned (st_table_ntok_mix), else
+ * every count. */
 static int table_mix(const st_table *t, bool *in_mix)
 {
+    const int n = st_table_ntok_mix(t, in_mix);
+    if (n > 0) return n;
     for (int i = 0; i < ST_MAX_TOKENS; i++) in_mix[i] = true;
-    for (size_t i = 0; i < st_table_comment_count(t); i++) {
-        const char *c = st_table_comment_at(t, i);
-        if (strncmp(c, "ntok-mix", 8) != 0 || (c[8] != ' ' && c[8] != '\0')) continue;
-        bool got[ST_MAX_TOKENS] = {false};
-        int n = 0;
-        for (const char *p = c + 8; *p;) {
-            char *end;
-            long v = strtol(p, &end, 10);
-            if (end == p) break;
-            if (v >= 1 && v <= ST_MAX_TOKENS && !got[v - 1]) {
-                got[v - 1] = true;
-                n++;
-            }
-            p = end;
-        }
-        if (n == 0) continue;
-        memcpy(in_mix, got, sizeof got);
-        return n;
-    }
     return ST_MAX_TOKENS;
 }
 
@@ -530,8 +475,7 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
             if (!in_mix[nt - 1]) continue;
             st_expert_key k = {es->gu_type, es->down_type, es->n_embd, es->n_ff, nt};
             int a, b;
-            snprintf(key, sizeof key, "expert %s %s %d %d %d", st_qtype_name(es->gu_type), st_qtype_name(es->down_type),
-                     es->n_embd, es->n_ff, nt);
+            st_expert_key_text(&k, key, sizeof key);
             const bool have = st_table_lookup_expert(t, &k, &a, &b) || st_table_tuned_default_expert(t, &k);
             need++;
             if (!have) {
@@ -545,7 +489,7 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
         const st_model_mmvq_shape *ms = st_model_mmvq_shape_at(m, i);
         st_mmvq_key k = {ms->type, ms->n_rows, ms->n_cols};
         int rws;
-        snprintf(key, sizeof key, "mmvq %s %d %d", st_qtype_name(ms->type), ms->n_rows, ms->n_cols);
+        st_mmvq_key_text(&k, key, sizeof key);
         const bool have = st_table_lookup_mmvq(t, &k, &rws) || st_table_tuned_default_mmvq(t, &k);
         need++;
         if (!have) {

@@ -1,11 +1,6 @@
 /* tune_decode tune --device LIST|all: every named device tuned into one
  * folder, one table per device model (the rule: src/tuning/tune_devices.h). */
 #include "commands.h"
-#include "strata/decode.h"
-#include "strata/identity.h"
-#include "strata/tuner.h"
-#include "tune_devices.h"
-#include "report_html.h"
 
 #include <cjson/cJSON.h>
 #include <signal.h>
@@ -19,7 +14,7 @@ typedef st_devices_pass td_pass;
 static bool exists(const char *path)
 {
     struct stat st;
-    return path[0] && stat(path, &st) == 0;
+    return path && path[0] && stat(path, &st) == 0;
 }
 
 static const char *model_of(const st_identity *id) { return id->model[0] ? id->model : id->device_name; }
@@ -108,24 +103,24 @@ static void print_group(const td_group *gr, const int *devs, st_ctx **ctx)
             snprintf(what, sizeof what, "changed %d of the %s choices", p->res.changed_vs_previous,
                      i == 0 ? "folder's earlier table's" : "table's");
         printf("device %d: pass %d: %d shapes, %d kept a variant, %s; gate %s\n", p->device, i + 1, p->res.shapes,
-               p->res.kept_variants, what, td_gate_name(p->res.gate));
-        if (p->report) td_print("device %d: report %s", p->device, p->res.report_path);
+               p->res.kept_variants, what, st_gate_verdict_name(p->res.gate));
+        if (p->report) td_print("device %d: report %s", p->device, td_s(p->res.report_path));
     }
     const td_pass *last = gr->n_pass ? &gr->pass[gr->n_pass - 1] : NULL;
     const char *model = model_of(id);
     const char *dv = gr->n == 1 ? "device" : "devices";
     if (!last) return;
     if (gr->rc == 0 && gr->n == 1)
-        td_print("device %s (%s): its table %s", list, model, last->res.table_path);
+        td_print("device %s (%s): its table %s", list, model, td_s(last->res.table_path));
     else if (gr->rc == 0)
         td_print("devices %s (%s): agree within the noise: one table, every device's last pass installed it with "
                  "these choices: %s",
-                 list, model, last->res.table_path);
+                 list, model, td_s(last->res.table_path));
     else if (gr->rc == 5)
         td_print("devices %s (%s): DISAGREE beyond the noise: after %d passes a device still changed a choice (%d "
                  "changes in all); the table holds device %d's choices, gated on device %d only: %s. One table cannot "
                  "tell these devices apart: tune them into separate folders (--device N --out DIR)",
-                 list, model, gr->n_pass, gr->plan.changes, last->device, last->device, last->res.table_path);
+                 list, model, gr->n_pass, gr->plan.changes, last->device, last->device, td_s(last->res.table_path));
     else
         td_print("%s %s (%s): stopped at device %d's pass %d (exit %d): %s%s", dv, list, model, last->device,
                  gr->n_pass, gr->rc, last->message,
@@ -144,7 +139,7 @@ static cJSON *group_json(const td_group *gr, const int *devs, st_ctx **ctx)
                                           : gr->rc == 5 ? "disagree" : "stopped");
     cJSON_AddNumberToObject(j, "exit", gr->rc);
     cJSON_AddNumberToObject(j, "changes", gr->plan.changes);
-    const char *table = gr->n_pass ? gr->pass[gr->n_pass - 1].res.table_path : "";
+    const char *table = gr->n_pass ? td_s(gr->pass[gr->n_pass - 1].res.table_path) : "";
     td_json_add_string(j, "table", exists(table) ? table : "");
     cJSON *pl = cJSON_AddArrayToObject(j, "passes");
     for (int i = 0; i < gr->n_pass; i++) {
@@ -156,7 +151,7 @@ static cJSON *group_json(const td_group *gr, const int *devs, st_ctx **ctx)
         cJSON_AddNumberToObject(o, "shapes", p->res.shapes);
         cJSON_AddNumberToObject(o, "kept_variants", p->res.kept_variants);
         cJSON_AddNumberToObject(o, "changed_vs_previous", p->res.changed_vs_previous);
-        cJSON_AddStringToObject(o, "gate", td_gate_name(p->res.gate));
+        cJSON_AddStringToObject(o, "gate", st_gate_verdict_name(p->res.gate));
         cJSON_AddBoolToObject(o, "engaged", p->res.engaged);
         cJSON_AddBoolToObject(o, "table_written", p->res.table_written);
         td_json_add_string(o, "report", p->report ? p->res.report_path : "");
@@ -234,7 +229,10 @@ int td_tune_devices(st_tune_options *o, const td_global *g)
         }
         if (rc >= 128) td_eprint("tune: interrupted; the pass that was running wrote nothing");
     }
-    for (int k = 0; k < ng && gr; k++) free(gr[k].pass);
+    for (int k = 0; k < ng && gr; k++) {
+        st_devices_passes_clear(gr[k].pass, gr[k].n_pass);
+        free(gr[k].pass);
+    }
     free(gr);
     for (int i = 0; i < n; i++) st_ctx_destroy(ctx[i]);
     return rc;

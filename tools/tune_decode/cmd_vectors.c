@@ -1,12 +1,6 @@
 /* tune_decode vectors FILE...: checks STQV reference-vector files against the
  * library's dequantizers, its q8_1 quantizer and the CPU reference MMVQ. */
 #include "commands.h"
-#include "strata/limits.h"
-#include "internal.h"
-#include "stqv.h"
-#include "strata/formats.h"
-#include "strata/reference.h"
-#include "strata/status.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

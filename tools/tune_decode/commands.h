@@ -3,8 +3,7 @@
 #ifndef TUNE_DECODE_COMMANDS_H
 #define TUNE_DECODE_COMMANDS_H
 
-#include "strata/identity.h"
-#include "strata/tuner.h"
+#include "strata/tools.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -59,13 +58,11 @@ int cmd_verify(int argc, char **argv, const td_global *g);    /* verify MODEL.gg
 int cmd_coverage(int argc, char **argv, const td_global *g);  /* coverage MODEL.gguf TABLE|DIR */
 int cmd_bench(int argc, char **argv, const td_global *g);     /* bench */
 
-struct cJSON;
-/* verify --html / bench --html (td_report.c): adds "report": KIND, the tool,
- * version, source commit, date, command line and identity to ROOT. */
-void td_report_header(struct cJSON *root, const char *kind, const st_identity *id, int argc, char **argv);
-/* Writes ROOT as HTML_PATH minus ".html" plus ".json", then the page
- * rendered from it as HTML_PATH. 0, or 1 after one line on stderr. */
-int td_write_report(const struct cJSON *root, const char *html_path, const char *cmd, bool quiet);
+/* The command line as reports record it: "tune_decode ARGS..." (malloc'd;
+ * NULL when out of memory). */
+char *td_command_line(int argc, char **argv);
+/* S, or "" for NULL (a path a failed run never set). */
+static inline const char *td_s(const char *s) { return s ? s : ""; }
 /* A limit macro (strata/limits.h) as a string literal, for --help texts
  * that stay true when the limit changes. */
 #define TD_STR_(x) #x
@@ -116,10 +113,11 @@ struct cJSON;
  * same added to OBJ as NAME. */
 struct cJSON *td_json_string(const char *s);
 struct cJSON *td_json_add_string(struct cJSON *obj, const char *name, const char *s);
+/* Adds "identity": the object every report gives an identity
+ * (st_identity_json) to OBJ. */
+void td_json_add_identity(struct cJSON *obj, const st_identity *id);
 /* Prints J to stdout and deletes it (nothing is printed when it cannot be
  * rendered: out of memory). */
 void td_json_put(struct cJSON *j);
-/* The gate's verdict in the words of tune's --json ("pass", "cannot decide"). */
-const char *td_gate_name(int verdict);
 
 #endif

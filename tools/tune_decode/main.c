@@ -1,10 +1,6 @@
 /* tune_decode: tune, check and inspect strata-tune decode kernels.
  * A thin front end: argument parsing here, the work in libstrata_tune. */
 #include "commands.h"
-#include "provenance.h"
-#include "tune_devices.h"
-#include "strata/decode.h"
-#include "strata/identity.h"
 
 #include <stdarg.h>
 #include <stdio.h>

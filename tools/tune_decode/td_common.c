@@ -1,9 +1,8 @@
 /* Helpers shared by the tune_decode commands. */
 #include "commands.h"
-#include "strata/decode.h"
-#include "strata/verify.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int td_open_ctx(const td_global *g, st_ctx **out)
@@ -30,10 +29,15 @@ int td_fail(const char *cmd, int s_, int code)
     return code;
 }
 
-const char *td_gate_name(int v)
+char *td_command_line(int argc, char **argv)
 {
-    static const char *const gates[] = {"not run", "pass", "fail: bytes differ", "fail: slower", "cannot decide"};
-    return gates[v >= 0 && v <= ST_GATE_UNDECIDED ? v : 0];
+    size_t n = sizeof "tune_decode";
+    for (int i = 0; i < argc; i++) n += strlen(argv[i]) + 1;
+    char *s = malloc(n);
+    if (!s) return NULL;
+    size_t at = (size_t)snprintf(s, n, "tune_decode");
+    for (int i = 0; i < argc && at < n; i++) at += (size_t)snprintf(s + at, n - at, " %s", argv[i]);
+    return s;
 }
 
 int td_device_list(const td_global *g, int *out, int *backend)

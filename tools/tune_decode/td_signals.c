@@ -12,7 +12,6 @@
  * still reports the fault), else end the process as the signal would. */
 #define _POSIX_C_SOURCE 200809L
 #include "commands.h"
-#include "tmpfiles.h"
 
 #include <signal.h>
 #include <string.h>

@@ -5,7 +5,6 @@
  * terminal and --json output is always valid UTF-8. */
 #define _POSIX_C_SOURCE 200809L
 #include "commands.h"
-#include "text.h"
 
 #include <cjson/cJSON.h>
 #include <stdarg.h>
@@ -83,4 +82,12 @@ cJSON *td_json_add_string(cJSON *obj, const char *name, const char *s)
         return NULL;
     }
     return v;
+}
+
+void td_json_add_identity(cJSON *obj, const st_identity *id)
+{
+    char *text = st_identity_json(id);
+    cJSON *o = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    if (o && !cJSON_AddItemToObject(obj, "identity", o)) cJSON_Delete(o);
 }

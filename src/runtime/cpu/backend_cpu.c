@@ -2,7 +2,7 @@
 /* The CPU backend: the exact reference (reference.c) on the context's own
  * worker pool, with all scratch reserved when the context is made. Memory
  * is ordinary host memory; calls are synchronous. */
-#include "host_mem.h"
+#include "strata/probe.h"
 #include "backend.h"
 #include "cpu_pool.h"
 #include "internal.h"
@@ -125,7 +125,7 @@ static st_status cpu_timer_stop(void *b, double *ms)
 
 /* MemAvailable of /proc/meminfo (what can be had without swapping), else
  * the free pages sysconf reports. */
-/* The CPU backend's memory is the host's (host_mem.c). */
+/* The CPU backend's memory is the host's (cpu/host_mem.c). */
 static st_status cpu_mem_info(void *b, size_t *free_bytes, size_t *total_bytes)
 {
     (void)b;

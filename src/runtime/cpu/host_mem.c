@@ -1,6 +1,8 @@
-/* The host's memory: see host_mem.h. */
+/* The host's memory (st_host_mem_info, strata/probe.h): MemAvailable and
+ * MemTotal of /proc/meminfo (what can be had without swapping, page cache
+ * included), else the free and total pages sysconf reports. */
 #define _DEFAULT_SOURCE
-#include "host_mem.h"
+#include "strata/probe.h"
 #include "internal.h"
 
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* tables.json: the index of a tables folder. Per *.table file: its identity
+/* strata-tune tools library: tables.json, the index of a tables folder. Per *.table file: its identity
  * (the four header tokens and the device model), the model and its hash,
  * the campaign date, tool version and source commit, the token mix, the
  * shapes it covers, its status for the process that wrote the index
@@ -13,11 +13,12 @@
  * hash is missing) or the same four header tokens (the loader cannot pick
  * between two tables of one identity). Nothing is ever deleted except by
  * st_tables_prune, which removes superseded tables only and names each. */
-#ifndef ST_TABLES_INDEX_H
-#define ST_TABLES_INDEX_H
+#ifndef STRATA_TOOLS_TABLES_H
+#define STRATA_TOOLS_TABLES_H
 
-#include "provenance.h"
-#include "sha256.h"
+#include "strata/tools/base.h"
+
+#include "strata/table_meta.h"
 #include "strata/identity.h"
 #include "strata/knobs.h"
 #include "strata/status.h"
@@ -25,6 +26,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* a SHA-256 as 64 hex digits and the NUL */
+#define ST_TABLES_HASH_HEX 65
 #define ST_TABLES_INDEX_NAME "tables.json"
 #define ST_TABLES_INDEX_FORMAT "strata-tables-index"
 #define ST_TABLES_INDEX_VERSION 1
@@ -43,9 +50,9 @@ typedef enum {
 #undef ST_TSTATUS_ENUM_
 } st_table_status;
 
-const char *st_table_status_text(st_table_status s);
+ST_API const char *st_table_status_text(st_table_status s);
 /* The status whose text is TEXT; false when none is. */
-bool st_table_status_from_text(const char *text, st_table_status *s);
+ST_API bool st_table_status_from_text(const char *text, st_table_status *s);
 
 typedef struct {
     char key[96];    /* "expert iq3_s iq4_nl 2560 640 1" / "mmvq iq3_s 4096 14336" */
@@ -59,7 +66,7 @@ typedef struct {
 
 typedef struct {
     char file[ST_INDEX_NAME_MAX]; /* base name in the folder */
-    char sha256[ST_SHA256_HEX];
+    char sha256[ST_TABLES_HASH_HEX];
     double bytes;
     bool readable;      /* the structure parsed (else the line says why) */
     st_identity id;     /* header tokens; device_name and driver from the provenance */
@@ -87,39 +94,42 @@ typedef struct {
 
 typedef enum { ST_INDEX_UP_TO_DATE, ST_INDEX_MISSING, ST_INDEX_DAMAGED, ST_INDEX_STALE } st_index_state;
 /* "up to date", "missing", "damaged", "stale (the tables changed)" */
-const char *st_index_state_text(st_index_state s);
+ST_API const char *st_index_state_text(st_index_state s);
 
 /* Scans DIR's *.table files and computes each status for identity ID and
  * dispatch configuration CFG (the way st_table_load_msg sees them). */
-st_status st_tables_index_build(const char *dir, const st_identity *id, const st_dispatch_config *cfg, st_tables_index **out);
+ST_API st_status st_tables_index_build(const char *dir, const st_identity *id, const st_dispatch_config *cfg, st_tables_index **out);
 
 /* tables.json text (malloc'd, the caller frees). */
-st_status st_tables_index_format(const st_tables_index *ix, char **text, size_t *len);
+ST_API st_status st_tables_index_format(const st_tables_index *ix, char **text, size_t *len);
 /* Parses tables.json text: ST_ERR_PARSE with one line when it is not a
  * well-formed index of this format version. */
-st_status st_tables_index_parse(const char *text, size_t len, st_tables_index **out);
+ST_API st_status st_tables_index_parse(const char *text, size_t len, st_tables_index **out);
 
 /* Reads DIR/tables.json and compares it with the folder: *STATE says
  * whether it is up to date (the same table files with the same hashes),
  * missing, damaged or stale; *OUT is the parsed index or NULL. */
-st_status st_tables_index_read(const char *dir, st_tables_index **out, st_index_state *state);
+ST_API st_status st_tables_index_read(const char *dir, st_tables_index **out, st_index_state *state);
 
 /* Writes IX to DIR/tables.json atomically. */
-st_status st_tables_index_write(const char *dir, const st_tables_index *ix);
+ST_API st_status st_tables_index_write(const char *dir, const st_tables_index *ix);
 
 /* Builds the index for ID/CFG and writes it when WRITE is true or the one
  * on disk is not up to date. *BEFORE: the state found; *WROTE: whether it
  * was written. */
-st_status st_tables_index_update(const char *dir, const st_identity *id, const st_dispatch_config *cfg, bool write,
+ST_API st_status st_tables_index_update(const char *dir, const st_identity *id, const st_dispatch_config *cfg, bool write,
                                  st_tables_index **out, st_index_state *before, bool *wrote);
 
 /* Removes the superseded tables of IX from DIR (and their report files when
  * those describe them), then rewrites the index. REMOVED receives one line
  * per removed file (may be NULL); returns the count in *N_REMOVED. */
 typedef void (*st_prune_note)(void *user, const char *line);
-st_status st_tables_prune(const char *dir, const st_identity *id, const st_dispatch_config *cfg, const st_tables_index *ix,
+ST_API st_status st_tables_prune(const char *dir, const st_identity *id, const st_dispatch_config *cfg, const st_tables_index *ix,
                           st_prune_note note, void *user, int *n_removed);
 
-void st_tables_index_free(st_tables_index *ix);
+ST_API void st_tables_index_free(st_tables_index *ix);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -1,5 +1,5 @@
-/* Untrusted text made safe to show: see text.h. */
-#include "text.h"
+/* Untrusted text made safe to show: see strata/tools/text.h. */
+#include "strata/tools/text.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "text.h"
+#include "strata/tools/text.h"
 
 #include <stdlib.h>
 #include <string.h>

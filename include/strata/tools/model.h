@@ -20,7 +20,7 @@
 #ifndef STRATA_MODEL_H
 #define STRATA_MODEL_H
 
-#include "strata/version.h"
+#include "strata/tools/base.h"
 
 #include "strata/formats.h"
 #include "strata/status.h"

@@ -11,7 +11,7 @@
 #ifndef STRATA_VERIFY_H
 #define STRATA_VERIFY_H
 
-#include "strata/version.h"
+#include "strata/tools/base.h"
 
 #include "strata/decode.h"
 #include "strata/limits.h"
@@ -20,7 +20,10 @@
 extern "C" {
 #endif
 
+/* Fill with st_verify_options_default (which sets struct_size); the struct
+ * grows as st_tune_options does. */
 typedef struct {
+    size_t struct_size;       /* sizeof(st_verify_options), set by st_verify_options_default */
     const char *model_path;   /* GGUF model; NULL = a synthetic model from SHAPES */
     const char *table_path;   /* the table under test */
     const char *const *shapes;/* synthetic model: "expert GU DN N_EMBD N_FF N_TOKENS" / "mmvq TYPE ROWS COLS" */
@@ -47,29 +50,56 @@ typedef enum {
     ST_GATE_UNDECIDED         /* the noise stayed wider than the limit within the budget */
 } st_gate_verdict;
 
+/* One token count the gate measured: the medians of the step without and
+ * with the table (us) and their interquartile spreads (fractions of the
+ * median), the median paired change with/without - 1 and its interval, and
+ * the rounds measured. */
 typedef struct {
+    int n_tokens;
+    double base_us, table_us, base_spread, table_spread;
+    double change, change_lo, change_hi;
+    int rounds;
+} st_verify_step;
+
+#define ST_VERIFY_MESSAGE_MAX 640
+
+/* Set up with st_verify_result_init; st_verify_result_clear frees STEPS. */
+typedef struct {
+    size_t struct_size;       /* sizeof(st_verify_result), set by st_verify_result_init */
     bool bytes_equal;         /* every layer, every token count */
     bool not_slower;          /* every token count measured within max_slowdown (false when undecided) */
     bool passed;              /* verdict == ST_GATE_PASS */
     st_gate_verdict verdict;
     int n_layers, n_ops;      /* expert layers, operations per step */
-    /* Per token count: medians of the step without and with the table (us)
-     * and their interquartile spreads (fractions of the median)... */
-    double base_us[ST_MAX_TOKENS], table_us[ST_MAX_TOKENS], base_spread[ST_MAX_TOKENS], table_spread[ST_MAX_TOKENS];
-    /* ...the median paired change with/without - 1 and its interval, and
-     * the rounds measured. */
-    double change[ST_MAX_TOKENS], change_lo[ST_MAX_TOKENS], change_hi[ST_MAX_TOKENS];
-    int rounds[ST_MAX_TOKENS];
+    st_verify_step *steps;    /* the token counts measured, increasing (malloc'd) */
+    int n_steps;
     double confidence;        /* the intervals' coverage (the lowest of the token counts) */
     double seconds;           /* time the gate measured */
     int table_launches;       /* launches that came from the table over the compared steps */
-    char message[640];        /* the verdict, one line: "PASS: ...", "FAIL: ..." or "cannot decide: ..." */
+    char message[ST_VERIFY_MESSAGE_MAX]; /* the verdict, one line: "PASS: ...", "FAIL: ..." or "cannot decide: ..." */
 } st_verify_result;
+
+/* The verdict in words: "not run", "pass", "fail: bytes differ", "fail:
+ * slower", "cannot decide". */
+ST_API const char *st_gate_verdict_name(st_gate_verdict v);
+
+ST_API void st_verify_result_init(st_verify_result *res);
+/* Frees STEPS (and zeroes the rest; struct_size stays). */
+ST_API void st_verify_result_clear(st_verify_result *res);
 
 /* Runs the gate on CTX (whose own engaged table, if any, is left as it was).
  * ST_OK with res->verdict (and res->passed) set; other statuses for errors
  * (bad model, table that does not engage here, ...). */
 ST_API st_status st_verify_run(st_ctx *ctx, const st_verify_options *opt, st_verify_result *res);
+
+/* The gate's outcome as a JSON document (malloc'd text, *JSON; the caller
+ * frees): verdict, message, bytes, per token count the step times, the
+ * paired change with its interval and the rounds. With COMMAND_LINE (not
+ * NULL) it is a report (`verify --html`, rendered by st_report_write): the
+ * header (tool, version, source commit, date, the command line, identity
+ * ID) and the options O come first. */
+ST_API st_status st_verify_report_json(const st_identity *id, const st_verify_options *o, const st_verify_result *res,
+                                       const char *command_line, char **json);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,5 @@
-/* Several devices tuned into one folder (tune_decode tune --device LIST|all;
- * internal to the tuning layer and its front end).
+/* strata-tune tools library: several devices tuned into one folder
+ * (tune_decode tune --device LIST|all).
  *
  * Devices whose identities are equal (st_identity_same_device: one table
  * serves them all) form a group; groups of different device models get
@@ -19,15 +19,21 @@
  * then holds one set of choices, gated on every device of the group. After
  * two passes per device without that, they disagree beyond the noise: the
  * table holds the last pass's choices, gated on that pass's device only. */
-#ifndef ST_TUNE_DEVICES_H
-#define ST_TUNE_DEVICES_H
+#ifndef STRATA_TOOLS_DEVICES_H
+#define STRATA_TOOLS_DEVICES_H
+
+#include "strata/tools/base.h"
 
 #include "strata/decode.h"
 #include "strata/identity.h"
-#include "strata/tuner.h"
+#include "strata/tools/tuner.h"
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* The most devices one --device value names. */
 #define ST_DEVICES_MAX 64
@@ -42,14 +48,14 @@ typedef struct {
 } st_devices_plan;
 
 /* A plan for N >= 1 devices: the first pass is device 0's. */
-void st_devices_plan_init(st_devices_plan *p, int n);
+ST_API void st_devices_plan_init(st_devices_plan *p, int n);
 
 /* Records the pass just done, which changed CHANGED choices of the table it
  * found (-1 or 0: none; the first pass's changes are against an earlier
  * campaign, not another device, and do not count), and returns the device
  * of the next pass (index in the group), or -1 when the plan is done
  * (p->agreed says how it ended). */
-int st_devices_plan_step(st_devices_plan *p, int changed);
+ST_API int st_devices_plan_step(st_devices_plan *p, int changed);
 
 /* One pass of a group: a tune of one device into the group's folder. */
 typedef struct {
@@ -65,23 +71,28 @@ typedef struct {
  * plan is done or a pass does not end ST_OK. PASS has room for 2 N passes;
  * returns how many ran. HOOK (may be NULL) is called before (BEFORE true)
  * and after each pass with the index in CTX and the pass number from 1. */
-int st_devices_run(st_ctx *const *ctx, int n, st_tune_options *o, st_devices_plan *plan, st_devices_pass *pass,
+ST_API int st_devices_run(st_ctx *const *ctx, int n, st_tune_options *o, st_devices_plan *plan, st_devices_pass *pass,
                    void (*hook)(void *user, int member, int pass_no, bool before), void *user);
+/* Frees what the N passes of st_devices_run hold (their results' paths). */
+ST_API void st_devices_passes_clear(st_devices_pass *pass, int n);
 
 /* GROUP[i] = the group of IDS[i], numbered in first-seen order (devices
  * with equal identities share one); returns the number of groups. */
-int st_devices_group(const st_identity *ids, int n, int *group);
+ST_API int st_devices_group(const st_identity *ids, int n, int *group);
 
 /* The worse of two exit statuses of tune_decode (tune, verify, coverage)
  * run on several devices, so that the one a user must act on is never
  * hidden: a signal (128+N) first, then an error, a failed gate or different
  * bytes (1), usage (2), the table measured slower (4), devices that
  * disagree (5), cannot decide (3), 0. */
-int st_devices_worse_exit(int a, int b);
+ST_API int st_devices_worse_exit(int a, int b);
 
 /* A --device value: "N", a list "N,M,..." of distinct indices 0..1023, or
  * "all" (*ALL set, nothing in OUT). Returns the count in OUT (at most MAX),
  * or -1 with the reason in MSG. */
-int st_devices_parse(const char *v, int *out, int max, bool *all, char *msg, size_t msglen);
+ST_API int st_devices_parse(const char *v, int *out, int max, bool *all, char *msg, size_t msglen);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -15,7 +15,7 @@
  * when the new one is faster than it in the same way. The tuner refuses to
  * run while a dispatch knob is set, and before the sweep when the model and
  * the gate's buffers do not fit in the free memory. The table is gated
- * (strata/verify.h), written atomically (its comment lines carry the
+ * (strata/tools/verify.h), written atomically (its comment lines carry the
  * provenance: tool, source commit, date, device, model file and SHA-256,
  * token mix, report names), loaded back through the guarded loader, a JSON
  * report records every measurement and decision, an HTML page is rendered
@@ -24,31 +24,40 @@
 #ifndef STRATA_TUNER_H
 #define STRATA_TUNER_H
 
-#include "strata/version.h"
+#include "strata/tools/base.h"
 
 #include "strata/decode.h"
 #include "strata/limits.h"
 #include "strata/status.h"
-#include "strata/verify.h"
+#include "strata/tools/verify.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* The most timed rounds per candidate and token count a tune keeps. */
+#define ST_TUNE_MAX_ROUNDS 64
+
+/* Fill with st_tune_options_default (which sets struct_size), then change
+ * what you need. The struct may grow: new members are appended and a
+ * caller built against a smaller one gets the defaults for what it lacks
+ * (docs/API.md, "Structs that grow"). Arrays and strings are the caller's,
+ * read during st_tune_run only. */
 typedef struct {
+    size_t struct_size;     /* sizeof(st_tune_options), set by st_tune_options_default */
     const char *model_path; /* GGUF model, or NULL for the demo set */
     const char *out_dir;    /* where the table and report go ("." if NULL) */
     double threshold;       /* keep threshold, fraction (0.01 = 1%) */
-    int ntok_mix[ST_MAX_TOKENS];        /* decode mix for mmvq shapes (token counts) */
+    const int *ntok_mix;    /* decode mix for mmvq shapes: token counts 1..ST_MAX_TOKENS */
     int n_ntok_mix;         /* 0 = 1..ST_DECODE_TOKENS */
-    int expert_ntok[ST_MAX_TOKENS];     /* token counts tuned for expert shapes */
+    const int *expert_ntok; /* token counts tuned for expert shapes */
     int n_expert_ntok;      /* 0 = same as the mix */
     bool do_expert, do_mmvq;
     bool quick;             /* fewer rounds and smaller rotation (for CI / smoke runs) */
     bool quiet;             /* no progress lines */
     bool force;             /* overwrite a table made for another identity */
     bool no_verify;         /* skip the end-to-end gate before installing */
-    int rounds;             /* timed rounds per candidate, 6..64 (0 = 15; --quick 9) */
+    int rounds;             /* timed rounds per candidate, 6..ST_TUNE_MAX_ROUNDS (0 = 15; --quick 9) */
     double gate_budget_s;   /* the gate's time budget (0 = 60 s; --quick 20 s) */
     /* Hand-given shapes (replace the model's / demo set): each string is
      * "expert GU DN N_EMBD N_FF N_TOKENS" or "mmvq TYPE ROWS COLS". */
@@ -57,8 +66,6 @@ typedef struct {
     int n_expert;           /* experts for demo / hand-given expert shapes (default 64) */
     int topk;               /* top-k for demo / hand-given expert shapes (default 8) */
     const char *command_line; /* recorded in the report */
-    int device;             /* unused: the report records st_ctx_device of the context (kept for source
-                               compatibility) */
     volatile int *stop;     /* set non-zero (e.g. by SIGINT) to stop cleanly; no table is written */
     /* false (the default): the report is DIR/strata-<model>.autotune.json; true: it is
      * DIR/strata-<model>.devN.autotune.json with N = st_ctx_device of the context, so
@@ -73,19 +80,26 @@ ST_API void st_tune_options_default(st_tune_options *o);
  * refused before the sweep (the system's own limit, PATH_MAX on Linux). */
 #define ST_TUNE_PATH_MAX 4096
 
+/* Set up with st_tune_result_init; the library writes only the members
+ * struct_size covers, and st_tune_result_clear frees the paths. */
 typedef struct {
+    size_t struct_size;  /* sizeof(st_tune_result), set by st_tune_result_init */
     int shapes;          /* shapes tuned */
     int kept_variants;   /* shapes where a variant beat the default */
     int mismatches;      /* candidates disqualified by the byte compare (bugs) */
     int noisy;           /* decisions the noise made: the best measured beyond the threshold, its
                             interval did not (the default was kept) */
-    char table_path[ST_TUNE_PATH_MAX];
-    char report_path[ST_TUNE_PATH_MAX]; /* the JSON; the HTML page is the same name ending in .html */
+    char *table_path;    /* this identity's table in the folder (malloc'd; NULL before the folder was set up) */
+    char *report_path;   /* the JSON (malloc'd); the HTML page is the same name ending in .html */
     bool table_written;  /* false when every shape kept the default... still written with provenance */
     bool engaged;        /* the written table loaded back and engaged */
     int changed_vs_previous; /* choices that differ from the table this run replaced (-1: none for this identity) */
     st_gate_verdict gate;    /* the gate's verdict (ST_GATE_NOT_RUN when not needed or skipped) */
 } st_tune_result;
+
+ST_API void st_tune_result_init(st_tune_result *res);
+/* Frees the paths (and zeroes the rest; struct_size stays). */
+ST_API void st_tune_result_clear(st_tune_result *res);
 
 /* Runs the whole tune on context CTX. Prints progress through the log sink
  * unless quiet. Returns ST_ERR_MISMATCH if any candidate disagreed with the
@@ -95,6 +109,11 @@ typedef struct {
  * decide, ST_ERR_NOMEM when the run does not fit in the free memory (in
  * these cases nothing is installed; st_last_error() says why in one line). */
 ST_API st_status st_tune_run(st_ctx *ctx, const st_tune_options *opt, st_tune_result *res);
+
+/* Parses a shape as tune --shape takes it ("expert GU DN N_EMBD N_FF
+ * N_TOKENS" / "mmvq TYPE ROWS COLS") and checks it against the limits,
+ * without tuning: ST_OK, or ST_ERR_INVALID_ARG with the one line. */
+ST_API st_status st_tune_check_shape(const char *shape);
 
 #ifdef __cplusplus
 }

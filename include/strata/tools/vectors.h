@@ -1,18 +1,23 @@
-/* Reader for STQV reference-vector files (testdata/README.md, version 1).
- *
- * Internal to the library and its tools/tests. The reader trusts nothing in
+/* strata-tune tools library: the reader of STQV reference-vector files
+ * (version 1; tests/data/vectors/ holds some, made by ggml). The reader trusts nothing in
  * the file: every header field, section offset and size is checked against
  * the file length and against the sizes the header implies before anything
  * is handed out, so a hostile file gives one clear st_fail() message (see
  * st_last_error()), never an out-of-bounds read. */
-#ifndef ST_STQV_H
-#define ST_STQV_H
+#ifndef STRATA_TOOLS_VECTORS_H
+#define STRATA_TOOLS_VECTORS_H
+
+#include "strata/tools/base.h"
 
 #include "strata/formats.h"
 #include "strata/status.h"
 
 #include <stddef.h>
 #include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 #define ST_STQV_HEADER_BYTES 256
 #define ST_STQV_VERSION 1
@@ -63,22 +68,25 @@ typedef struct st_stqv {
  * close with st_stqv_close(); on failure *OUT is NULL and st_last_error()
  * says why (no path in the message: the caller names the file).
  * ST_ERR_IO: cannot open/read; ST_ERR_PARSE: not a valid STQV v1 file. */
-st_status st_stqv_open(const char *path, st_stqv **out);
+ST_API st_status st_stqv_open(const char *path, st_stqv **out);
 
 /* Same, from LEN bytes at DATA (copied; DATA need not stay alive). */
-st_status st_stqv_parse(const void *data, size_t len, st_stqv **out);
+ST_API st_status st_stqv_parse(const void *data, size_t len, st_stqv **out);
 
 /* Frees S. Accepts NULL. */
-void st_stqv_close(st_stqv *s);
+ST_API void st_stqv_close(st_stqv *s);
 
 /* Pointer to section SEC and its size in *SIZE (may be NULL). NULL (and size
  * 0) when the section is absent or SEC is out of range. Sections required by
  * the format (0..6, 8..10, and 7 when flags say so) are always present after
  * a successful open, with exactly the size the header implies. The pointer
  * is 8-byte aligned: cast to float/double and read directly. */
-const void *st_stqv_section_data(const st_stqv *s, int sec, size_t *size);
+ST_API const void *st_stqv_section_data(const st_stqv *s, int sec, size_t *size);
 
 /* "W_DEQ" etc.; "?" when out of range. */
-const char *st_stqv_section_name(int sec);
+ST_API const char *st_stqv_section_name(int sec);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

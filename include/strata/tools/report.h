@@ -1,0 +1,54 @@
+/* strata-tune tools library: the reports. The HTML reports: one self-contained page (inline CSS and SVG, no
+ * scripts, nothing fetched) rendered from a report's JSON alone, so
+ * `tune_decode report FILE.json` gives the same page the tuner wrote.
+ * Three kinds of JSON are understood: the tuner's autotune report
+ * (strata-<model>.autotune.json), and the verify and bench reports
+ * (`"report": "verify"` / `"bench"`). */
+#ifndef STRATA_TOOLS_REPORT_H
+#define STRATA_TOOLS_REPORT_H
+
+#include "strata/tools/base.h"
+
+#include "strata/identity.h"
+#include "strata/status.h"
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Renders JSON[0..LEN) into a malloc'd page (*HTML, *HTML_LEN; the caller
+ * frees). NAME is the JSON's file name, printed in the page. Input that is
+ * not JSON or not one of the three reports is refused with one line
+ * (st_last_error) and nothing is returned. */
+ST_API st_status st_report_html_render(const char *json, size_t len, const char *name, char **html, size_t *html_len);
+
+/* Reads JSON_PATH, renders it and writes HTML_PATH atomically (temporary
+ * file, fsync, rename): a failed render leaves HTML_PATH as it was. */
+ST_API st_status st_report_html_write(const char *json_path, const char *html_path);
+
+/* JSON_PATH with its ".json" ending replaced by ".html" (".html" appended
+ * when it has none). */
+ST_API void st_report_html_path(const char *json_path, char *out, size_t n);
+
+/* Writes the report document JSON (text) as HTML_PATH minus ".html" plus
+ * ".json", then the page rendered from it as HTML_PATH, each atomically
+ * (what verify --html and bench --html write). HTML_PATH must end in
+ * ".html" (ST_ERR_INVALID_ARG otherwise). */
+ST_API st_status st_report_write(const char *json, const char *html_path);
+
+/* The JSON object every report and --json output gives for an identity
+ * (header, arch, runtime, compiler, space, device, device_model,
+ * compute_units, driver), malloc'd text the caller frees; NULL when out of
+ * memory. */
+ST_API char *st_identity_json(const st_identity *id);
+
+/* The source commit the tools library was configured from ("unknown"
+ * outside a git checkout): recorded in reports and table provenance. */
+ST_API const char *st_source_commit(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
