@@ -13,7 +13,9 @@
 #include "strata/tools/model.h"
 #include "strata/tools/verify.h"
 #include "tools_internal.h"
-#include "tuner_internal.h"
+#include "mem_fit.h"
+#include "tuner_shapes.h"
+#include "verify_internal.h"
 #include "vmodel.h"
 
 #include <cjson/cJSON.h>
@@ -468,7 +470,7 @@ static st_status parse_all(const st_bench_options *o, st_tune_shape *shapes, int
     if (o->n_variants > ST_BENCH_MAX_VARIANTS)
         return st_fail(ST_ERR_INVALID_ARG, "bench: at most %d variants", ST_BENCH_MAX_VARIANTS);
     for (int i = 0; i < o->n_shapes; i++)
-        if (st_tune_parse_shape(o->shapes[i], 64, 8, &shapes[i]) != ST_OK) return st_fail(ST_ERR_PARSE, "%s", st_last_error());
+        if (st_tune_parse_shape(o->shapes[i], 64, 8, &shapes[i]) != ST_OK) return ST_ERR_PARSE; /* its line stays */
     for (int v = 0; v < o->n_variants; v++) {
         const char *name = o->variants[v];
         const size_t len = strlen(name);
@@ -538,7 +540,12 @@ st_status st_bench_run(st_ctx *c, const st_bench_options *opt, st_bench_result *
     const bool suite = o.suite && ns == 0;
     if (o.model_path) {
         st_model *m = NULL;
-        if (st_model_open(o.model_path, &m) != ST_OK) return st_fail(ST_ERR_IO, "%s: %s", o.model_path, st_last_error());
+        const st_status ms = st_model_open(o.model_path, &m);
+        if (ms != ST_OK) {
+            char why[4096]; /* st_last_error's own buffer is about to be written */
+            snprintf(why, sizeof why, "%s", st_last_error());
+            return st_fail(ms, "%s: %s", o.model_path, why);
+        }
         st_model_close(m);
     }
     bench_env e = {0, 0, 0, 0, NULL, o.quick, cJSON_CreateArray(), &o};

@@ -144,17 +144,4 @@ bool st_gguf_type_block(uint32_t ggml_type, uint32_t *values, uint32_t *bytes);
  * characters. Returns DST. */
 const char *st_gguf_printable(char *dst, size_t n, const char *s, size_t len);
 
-/* --- src/tuning/model.c: the model description built from a parsed file --- */
-
-/* Builds the model description from G, which it takes over in every case
- * (freed on failure, freed by st_model_close on success). NAME_FALLBACK is
- * the model name when the file has no general.name (may be NULL: ""). The
- * fuzz target and st_model_open share this path. */
-st_status st_model_from_gguf(st_gguf *g, const char *name_fallback, st_model **out);
-
-/* One line per thing the decode step of M leaves out (the omissions and the
- * dense matrices of unsupported types) through the log sink:
- * "<WHO>: blk.1 experts skipped: <reason>". */
-void st_model_log_skips(const st_model *m, const char *who);
-
 #endif

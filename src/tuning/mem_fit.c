@@ -5,7 +5,7 @@
  * touched. Every size is computed with overflow checks. */
 #include "strata/probe.h"
 #include "tools_internal.h"
-#include "tuner_internal.h"
+#include "mem_fit.h"
 #include "vmodel.h"
 
 #include <stdint.h>
@@ -120,4 +120,14 @@ st_status st_vmodel_fit(st_ctx *c, const st_verify_options *o, const st_model *m
         dev = add(dev, mul(layers, add(w, st_tune_shape_io_bytes(&s))));
     }
     return st_mem_fit(c, "decode model: the synthetic layers", host, dev);
+}
+
+st_status st_tune_check_memory(size_t need, size_t rot_max, size_t gate, size_t free_b, size_t total_b, bool gpu)
+{
+    if (need <= free_b) return ST_OK;
+    return st_fail(ST_ERR_NOMEM,
+                   "tune: needs %.2f GB of %s memory (the gate's model and buffers %.2f GB, the largest weight rotation "
+                   "%.2f GB, 64 MiB scratch) but %.2f GB of %.2f GB are free: free memory, tune fewer or smaller shapes "
+                   "(--shape), or use a larger device",
+                   need / 1e9, gpu ? "device" : "host", gate / 1e9, rot_max / 1e9, free_b / 1e9, total_b / 1e9);
 }

@@ -8,6 +8,7 @@
  * model beyond the limits of strata/limits.h. */
 #include "strata/tools/model.h"
 #include "gguf.h"
+#include "model_extra.h"
 #include "tools_internal.h"
 #include "model_internal.h"
 #include "strata/limits.h"

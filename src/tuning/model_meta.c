@@ -3,6 +3,7 @@
  * shared-expert FFN checked against it the way llama.cpp creates those
  * tensors: a file llama.cpp would refuse to load is refused here too. */
 #include "tools_internal.h"
+#include "model_extra.h"
 #include "model_internal.h"
 #include "strata/limits.h"
 

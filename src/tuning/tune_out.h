@@ -26,7 +26,7 @@
 
 #include "strata/identity.h"
 #include "strata/table.h"
-#include "tuner_internal.h"
+#include "tuner_decide.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -9,7 +9,13 @@
 #include "tools_internal.h"
 #include "randgen.h"
 #include "strata/table.h"
-#include "tuner_internal.h"
+#include "mem_fit.h"
+#include "model_extra.h"
+#include "tuner_decide.h"
+#include "tuner_outputs.h"
+#include "tuner_report.h"
+#include "tuner_shapes.h"
+#include "verify_internal.h"
 #include "tune_out.h"
 #include "tmpfiles.h"
 
@@ -447,16 +453,6 @@ static size_t memory_need(st_ctx *ctx, const st_tune_options *o, const st_model 
         }
     }
     return (*rot_max > *gate ? *rot_max : *gate) + ((size_t)64 << 20);
-}
-
-st_status st_tune_check_memory(size_t need, size_t rot_max, size_t gate, size_t free_b, size_t total_b, bool gpu)
-{
-    if (need <= free_b) return ST_OK;
-    return st_fail(ST_ERR_NOMEM,
-                   "tune: needs %.2f GB of %s memory (the gate's model and buffers %.2f GB, the largest weight rotation "
-                   "%.2f GB, 64 MiB scratch) but %.2f GB of %.2f GB are free: free memory, tune fewer or smaller shapes "
-                   "(--shape), or use a larger device",
-                   need / 1e9, gpu ? "device" : "host", gate / 1e9, rot_max / 1e9, free_b / 1e9, total_b / 1e9);
 }
 
 /* What the table and the report will take, with room to spare: the probe

@@ -5,7 +5,7 @@
  * and judged by the 95% interval of the median paired change: a decision
  * that interval cannot make keeps what is there and says why. */
 #include "tools_internal.h"
-#include "tuner_internal.h"
+#include "tuner_decide.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -7,7 +7,7 @@
 #include "tools_internal.h"
 #include "strata/tools/report.h"
 #include "strata/tools/tables.h"
-#include "tuner_internal.h"
+#include "tuner_outputs.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -13,7 +13,8 @@
 #include "strata/table_meta.h"
 #include "strata/tools/verify.h"
 #include "strata/table.h"
-#include "tuner_internal.h"
+#include "tuner_report.h"
+#include "verify_report.h"
 #include "verify_internal.h"
 
 #include <cjson/cJSON.h>

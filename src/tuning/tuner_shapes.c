@@ -1,7 +1,8 @@
 /* The tuner's list of shapes: a model's, hand-given ones, or the demo set. */
 #include "strata/limits.h"
 #include "tools_internal.h"
-#include "tuner_internal.h"
+#include "tuner_shapes.h"
+#include "strata/table_meta.h"
 
 #include <stdio.h>
 #include <stdlib.h>

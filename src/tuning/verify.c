@@ -8,13 +8,13 @@
  * noise is wider, it measures more rounds within a time budget, and when
  * that runs out it says it cannot decide (noisy machines: the CPU backend
  * on 2 shared cores). */
+#include "strata/probe.h"
 #include "strata/tools/model.h"
 #include "strata/tools/verify.h"
-#include "strata/probe.h"
-#include "gguf.h"
 #include "tools_internal.h"
-#include "randgen.h"
-#include "tuner_internal.h"
+#include "tuner_decide.h"
+#include "mem_fit.h"
+#include "model_extra.h"
 #include "verify_internal.h"
 #include "vmodel.h"
 
@@ -37,338 +37,11 @@ void st_verify_options_default(st_verify_options *o)
     o->budget_s = 60;
 }
 
-typedef struct {
-    st_shape_kind kind;
-    st_matrix *m[3];
-    int n_expert, topk, in, out;
-    float *x, *y, *wts;
-    int32_t *ids;
-    char name[96];
-} vop;
-
-typedef struct {
-    vop *ops;
-    int n, cap;
-} vops;
-
-static st_status add_op(vops *v, vop *op)
-{
-    if (v->n == v->cap) {
-        int cap = v->cap ? 2 * v->cap : 16;
-        vop *p = realloc(v->ops, sizeof *p * (size_t)cap);
-        if (!p) return st_fail(ST_ERR_NOMEM, "verify: out of memory");
-        v->ops = p;
-        v->cap = cap;
-    }
-    v->ops[v->n++] = *op;
-    return ST_OK;
-}
-
-/* Top-k of router logits (router rows are n_embd floats per expert), with
- * weights softmax-normalised over the chosen k, as qwen3moe routes. */
-static void route_router(const float *router, int n_embd, int n_expert, int topk, const float *x, int32_t *ids, float *w)
-{
-    float logit[ST_MAX_EXPERTS];
-    for (int e = 0; e < n_expert; e++) {
-        double acc = 0;
-        for (int k = 0; k < n_embd; k++) acc += (double)router[(size_t)e * n_embd + k] * x[k];
-        logit[e] = (float)acc;
-    }
-    float mx = -INFINITY, sum = 0;
-    for (int k = 0; k < topk; k++) {
-        int best = -1;
-        for (int e = 0; e < n_expert; e++) {
-            int used = 0;
-            for (int j = 0; j < k; j++) used |= ids[j] == e;
-            if (!used && (best < 0 || logit[e] > logit[best])) best = e;
-        }
-        ids[k] = best;
-        if (logit[best] > mx) mx = logit[best];
-    }
-    for (int k = 0; k < topk; k++) sum += (w[k] = expf(logit[ids[k]] - mx));
-    for (int k = 0; k < topk; k++) w[k] /= sum;
-}
-
-static st_status upload_inputs(st_ctx *c, st_rng *r, vop *op, const float *router)
-{
-    float *hx = malloc(sizeof(float) * ST_MAX_TOKENS * (size_t)op->in);
-    if (!hx) return st_fail(ST_ERR_NOMEM, "verify: out of memory");
-    st_random_floats(r, hx, ST_MAX_TOKENS * (size_t)op->in, 1.0f);
-    st_status s = st_ctx_alloc(c, sizeof(float) * ST_MAX_TOKENS * (size_t)op->in, (void **)&op->x);
-    if (s == ST_OK) s = st_ctx_upload(c, op->x, hx, sizeof(float) * ST_MAX_TOKENS * (size_t)op->in);
-    if (s == ST_OK) s = st_ctx_alloc(c, sizeof(float) * ST_MAX_TOKENS * (size_t)op->out, (void **)&op->y);
-    if (s == ST_OK && op->kind == ST_SHAPE_EXPERT) {
-        int32_t ids[ST_MAX_PAIRS];
-        float w[ST_MAX_PAIRS];
-        for (int t = 0; t < ST_MAX_TOKENS; t++) {
-            if (router)
-                route_router(router, op->in, op->n_expert, op->topk, hx + (size_t)t * op->in, ids + t * op->topk, w + t * op->topk);
-            else
-                st_random_routing(r, 1, op->topk, op->n_expert, ids + t * op->topk, w + t * op->topk);
-        }
-        const size_t n = (size_t)(ST_MAX_TOKENS * op->topk);
-        s = st_ctx_alloc(c, n * sizeof(int32_t), (void **)&op->ids);
-        if (s == ST_OK) s = st_ctx_upload(c, op->ids, ids, n * sizeof(int32_t));
-        if (s == ST_OK) s = st_ctx_alloc(c, n * sizeof(float), (void **)&op->wts);
-        if (s == ST_OK) s = st_ctx_upload(c, op->wts, w, n * sizeof(float));
-    }
-    free(hx);
-    return s;
-}
-
-static const float *find_router(const st_model *m, int layer, int n_embd, int n_expert)
-{
-    char want[64];
-    snprintf(want, sizeof want, "blk.%d.ffn_gate_inp.weight", layer);
-    for (size_t i = 0; i < st_model_skipped_count(m); i++) {
-        const st_model_matrix *x = st_model_skipped_at(m, i);
-        if (!strcmp(x->name, want) && x->ggml_type == 0 && x->n_cols == n_embd && x->n_rows == n_expert) return x->data;
-    }
-    return NULL;
-}
-
-/* What one operation holds on the context (also when half made). */
-static void free_op(st_ctx *c, vop *op)
-{
-    for (int k = 0; k < 3; k++) st_matrix_destroy(op->m[k]);
-    st_ctx_free(c, op->x);
-    st_ctx_free(c, op->y);
-    st_ctx_free(c, op->ids);
-    st_ctx_free(c, op->wts);
-}
-
-/* Adds OP when everything before succeeded (S), else frees what it holds. */
-static st_status keep_op(st_ctx *c, vops *v, vop *op, st_status s)
-{
-    if (s == ST_OK) s = add_op(v, op);
-    if (s != ST_OK) free_op(c, op);
-    return s;
-}
-
-static st_status ops_from_model(st_ctx *c, const st_model *m, st_rng *r, vops *v)
-{
-    for (size_t i = 0; i < st_model_expert_layer_count(m); i++) {
-        const st_model_expert_layer *l = st_model_expert_layer_at(m, i);
-        vop op = {ST_SHAPE_EXPERT, {NULL, NULL, NULL}, l->n_expert, st_model_expert_used(m) > 0 ? st_model_expert_used(m) : 2,
-                  l->n_embd, l->n_embd, NULL, NULL, NULL, NULL, ""};
-        if (op.topk > op.n_expert) op.topk = op.n_expert;
-        snprintf(op.name, sizeof op.name, "blk.%d experts", l->layer);
-        const int64_t gr = (int64_t)l->n_expert * l->n_ff, dr = (int64_t)l->n_expert * l->n_embd;
-        st_status s = st_matrix_create(c, l->gu_type, gr, l->n_embd, l->gate, &op.m[0]);
-        if (s == ST_OK) s = st_matrix_create(c, l->gu_type, gr, l->n_embd, l->up, &op.m[1]);
-        if (s == ST_OK) s = st_matrix_create(c, l->down_type, dr, l->n_ff, l->down, &op.m[2]);
-        if (s == ST_OK) s = upload_inputs(c, r, &op, find_router(m, l->layer, l->n_embd, l->n_expert));
-        ST_TRY(keep_op(c, v, &op, s));
-    }
-    for (size_t i = 0; i < st_model_matrix_count(m); i++) {
-        const st_model_matrix *x = st_model_matrix_at(m, i);
-        if (x->type == ST_QTYPE_NONE || !x->data) continue;
-        vop op = {ST_SHAPE_MMVQ, {NULL, NULL, NULL}, 0, 0, x->n_cols, x->n_rows, NULL, NULL, NULL, NULL, ""};
-        snprintf(op.name, sizeof op.name, "%s", x->name);
-        st_status s = st_matrix_create(c, x->type, x->n_rows, x->n_cols, x->data, &op.m[0]);
-        if (s == ST_OK) s = upload_inputs(c, r, &op, NULL);
-        ST_TRY(keep_op(c, v, &op, s));
-    }
-    return ST_OK;
-}
-
-static st_status ops_synthetic(st_ctx *c, const st_verify_options *o, st_rng *r, vops *v)
-{
-    /* One set of random weights per shape, uploaded once per layer: every
-     * layer streams its own device buffers, as a real model does. */
-    void *host[32][3];
-    memset(host, 0, sizeof host);
-    st_status st = o->n_shapes > 32 ? st_fail(ST_ERR_INVALID_ARG, "verify: at most 32 synthetic shapes") : ST_OK;
-    for (int layer = 0; layer < (o->n_layers > 0 ? o->n_layers : 1) && st == ST_OK; layer++)
-        for (int i = 0; i < o->n_shapes && st == ST_OK; i++) {
-            st_tune_shape s;
-            st = st_tune_parse_shape(o->shapes[i], o->n_expert, o->topk, &s);
-            if (st != ST_OK) break;
-            vop op = {s.kind, {NULL, NULL, NULL}, s.n_expert, s.topk, 0, 0, NULL, NULL, NULL, NULL, ""};
-            snprintf(op.name, sizeof op.name, "layer %d: %s", layer, o->shapes[i]);
-            const bool ex = s.kind == ST_SHAPE_EXPERT;
-            const int64_t rows[3] = {ex ? (int64_t)s.n_expert * s.n_ff : s.rows, ex ? (int64_t)s.n_expert * s.n_ff : 0,
-                                     ex ? (int64_t)s.n_expert * s.n_embd : 0};
-            const int64_t cols[3] = {ex ? s.n_embd : s.cols, s.n_embd, s.n_ff};
-            const st_qtype ty[3] = {s.type, s.type, s.down_type};
-            for (int k = 0; k < (ex ? 3 : 1) && st == ST_OK; k++) {
-                if (!host[i][k]) {
-                    host[i][k] = malloc((size_t)rows[k] * st_qtype_row_bytes(ty[k], cols[k]));
-                    if (!host[i][k]) {
-                        st = st_fail(ST_ERR_NOMEM, "verify: out of memory");
-                        break;
-                    }
-                    st_random_blocks(r, ty[k], rows[k], cols[k], host[i][k]);
-                }
-                st = st_matrix_create(c, ty[k], rows[k], cols[k], host[i][k], &op.m[k]);
-            }
-            op.in = ex ? s.n_embd : s.cols;
-            op.out = ex ? s.n_embd : s.rows;
-            if (st == ST_OK) st = upload_inputs(c, r, &op, NULL);
-            st = keep_op(c, v, &op, st);
-        }
-    for (int i = 0; i < 32; i++)
-        for (int k = 0; k < 3; k++) free(host[i][k]);
-    return st;
-}
-
-static st_status step(st_ctx *c, const vops *v, int nt)
-{
-    for (int i = 0; i < v->n; i++) {
-        const vop *op = &v->ops[i];
-        if (op->kind == ST_SHAPE_MMVQ)
-            ST_TRY(st_iq_mmvq(c, op->m[0], op->x, nt, op->y));
-        else {
-            st_experts ex = {op->m[0], op->m[1], op->m[2], op->n_expert};
-            ST_TRY(st_expert_grouped(c, &ex, op->x, op->ids, op->wts, nt, op->topk, op->y));
-        }
-    }
-    return ST_OK;
-}
-
-static st_status outputs(st_ctx *c, const vops *v, int nt, float *dst)
-{
-    ST_TRY(st_ctx_sync(c));
-    for (int i = 0; i < v->n; i++) {
-        const size_t n = (size_t)nt * (size_t)v->ops[i].out;
-        ST_TRY(st_ctx_download(c, dst, v->ops[i].y, n * sizeof(float)));
-        dst += n;
-    }
-    return ST_OK;
-}
-
-static void free_ops(st_ctx *c, vops *v)
-{
-    for (int i = 0; i < v->n; i++) free_op(c, &v->ops[i]);
-    free(v->ops);
-}
-
-/* st_model_open with the path in the message. */
-static st_status open_model(const char *path, st_model **m)
-{
-    st_status s = st_model_open(path, m);
-    if (s == ST_OK) return s;
-    char why[4096];
-    snprintf(why, sizeof why, "%s", st_last_error());
-    return st_fail(s, "%s: %s", path, why);
-}
-
-struct st_vmodel {
-    vops v;
-};
-
-st_status st_vmodel_open(st_ctx *c, const st_verify_options *o, st_vmodel **out)
-{
-    *out = NULL;
-    st_vmodel *vm = calloc(1, sizeof *vm);
-    if (!vm) return st_fail(ST_ERR_NOMEM, "decode model: out of memory");
-    st_rng r;
-    st_rng_seed(&r, 20261129);
-    st_model *m = NULL;
-    st_status s = o->model_path ? open_model(o->model_path, &m) : ST_OK;
-    if (s == ST_OK) s = st_vmodel_fit(c, o, m);
-    if (s == ST_OK) s = m ? ops_from_model(c, m, &r, &vm->v) : ops_synthetic(c, o, &r, &vm->v);
-    st_model_close(m);
-    if (s == ST_OK && vm->v.n == 0) s = st_fail(ST_ERR_NOT_FOUND, "decode model: no operation our kernels run");
-    if (s != ST_OK) {
-        free_ops(c, &vm->v);
-        free(vm);
-        return s;
-    }
-    *out = vm;
-    return ST_OK;
-}
-
-st_status st_vmodel_open_model(st_ctx *c, const st_model *m, st_vmodel **out)
-{
-    *out = NULL;
-    st_vmodel *vm = calloc(1, sizeof *vm);
-    if (!vm) return st_fail(ST_ERR_NOMEM, "decode model: out of memory");
-    st_rng r;
-    st_rng_seed(&r, 20261129);
-    st_status s = st_vmodel_fit(c, NULL, m);
-    if (s == ST_OK) s = ops_from_model(c, m, &r, &vm->v);
-    if (s == ST_OK && vm->v.n == 0) s = st_fail(ST_ERR_NOT_FOUND, "decode model: no operation our kernels run");
-    if (s != ST_OK) {
-        free_ops(c, &vm->v);
-        free(vm);
-        return s;
-    }
-    *out = vm;
-    return ST_OK;
-}
-
-void st_vmodel_close(st_ctx *c, st_vmodel *vm)
-{
-    if (!vm) return;
-    free_ops(c, &vm->v);
-    free(vm);
-}
-
-st_status st_vmodel_step(st_ctx *c, const st_vmodel *vm, int nt) { return step(c, &vm->v, nt); }
-
-st_status st_vmodel_outputs(st_ctx *c, const st_vmodel *vm, int nt, float *dst) { return outputs(c, &vm->v, nt, dst); }
-
-st_status st_vmodel_poison_outputs(st_ctx *c, const st_vmodel *vm, int nt)
-{
-    size_t most = 0;
-    for (int i = 0; i < vm->v.n; i++)
-        if ((size_t)vm->v.ops[i].out > most) most = (size_t)vm->v.ops[i].out;
-    const size_t bytes = sizeof(float) * (size_t)nt * most;
-    void *pat = malloc(bytes ? bytes : 1);
-    if (!pat) return st_fail(ST_ERR_NOMEM, "decode model: out of memory");
-    memset(pat, 0xff, bytes);
-    st_status s = ST_OK;
-    for (int i = 0; i < vm->v.n && s == ST_OK; i++)
-        s = st_ctx_upload(c, vm->v.ops[i].y, pat, sizeof(float) * (size_t)nt * (size_t)vm->v.ops[i].out);
-    free(pat);
-    return s;
-}
-
-size_t st_vmodel_output_floats(const st_vmodel *vm, int nt)
-{
-    size_t n = 0;
-    for (int i = 0; i < vm->v.n; i++) n += (size_t)nt * (size_t)vm->v.ops[i].out;
-    return n;
-}
-
-int st_vmodel_ops(const st_vmodel *vm, int *expert_layers)
-{
-    int e = 0;
-    for (int i = 0; i < vm->v.n; i++) e += vm->v.ops[i].kind == ST_SHAPE_EXPERT;
-    if (expert_layers) *expert_layers = e;
-    return vm->v.n;
-}
-
-size_t st_vmodel_weight_bytes(st_ctx *c, const st_vmodel *vm, int nt)
-{
-    size_t total = 0;
-    for (int i = 0; i < vm->v.n; i++) {
-        const vop *op = &vm->v.ops[i];
-        if (op->kind == ST_SHAPE_MMVQ) {
-            total += (size_t)st_matrix_rows(op->m[0]) * st_qtype_row_bytes(st_matrix_type(op->m[0]), st_matrix_cols(op->m[0]));
-            continue;
-        }
-        int32_t ids[ST_MAX_PAIRS];
-        if (st_ctx_download(c, ids, op->ids, sizeof(int32_t) * (size_t)(nt * op->topk)) != ST_OK) continue;
-        int used = 0;
-        for (int p = 0; p < nt * op->topk; p++) {
-            int dup = 0;
-            for (int q = 0; q < p; q++) dup |= ids[q] == ids[p];
-            used += !dup;
-        }
-        for (int k = 0; k < 3; k++)
-            total += (size_t)used * (size_t)(st_matrix_rows(op->m[k]) / op->n_expert) *
-                     st_qtype_row_bytes(st_matrix_type(op->m[k]), st_matrix_cols(op->m[k]));
-    }
-    return total;
-}
-
-static st_status timed_step(st_ctx *c, const vops *v, int nt, double *us)
+static st_status timed_step(st_ctx *c, const st_vmodel *v, int nt, double *us)
 {
     double ms = 0;
     ST_TRY(st_ctx_timer_start(c));
-    ST_TRY(step(c, v, nt));
+    ST_TRY(st_vmodel_step(c, v, nt));
     ST_TRY(st_ctx_timer_stop(c, &ms));
     *us = ms * 1000.0;
     return ST_OK;
@@ -385,7 +58,7 @@ static double now_s(void)
  * table; the order within a round alternates (*PARITY carries it from one
  * batch to the next) so that drift and the position in the pair hit both
  * alike. */
-static st_status time_pairs(st_ctx *c, const vops *v, st_table *tab, int nt, int rounds, int *parity, double *base,
+static st_status time_pairs(st_ctx *c, const st_vmodel *v, st_table *tab, int nt, int rounds, int *parity, double *base,
                             double *with)
 {
     st_status s = ST_OK;
@@ -467,7 +140,7 @@ st_status st_gate_judge(st_gate_measure_fn measure, void *user, const st_gate_ru
 
 typedef struct {
     st_ctx *c;
-    const vops *v;
+    const st_vmodel *v;
     st_table *tab;
     int nt, parity;
     volatile int *stop;
@@ -489,7 +162,7 @@ static const char *verdict_text(st_step_verdict v)
 }
 
 /* The verdict line of a measured gate (bytes equal or not). */
-static void gate_message(const st_verify_options *o, const vops *v, const st_gate_step *g, const int *nts, int n_nts,
+static void gate_message(const st_verify_options *o, const st_vmodel *v, const st_gate_step *g, const int *nts, int n_nts,
                          const char *first_bad, st_verify_result *res)
 {
     int worst = nts[0] - 1, slow = -1, undecided = 0, first_und = -1;
@@ -526,16 +199,16 @@ static void gate_message(const st_verify_options *o, const vops *v, const st_gat
                  "PASS: %d operations x n_tokens 1..8, 16, 24, 32 byte-identical with the table (%d launches from it "
                  "over those steps); every step within the %.1f%% limit (95%% confidence for the whole verdict): the highest, "
                  "n_tokens %d, %+.1f%% (%.4g%% interval %+.1f%%..%+.1f%%, %d rounds)",
-                 v->n, res->table_launches, lim, worst + 1, 100 * g[worst].change, conf, 100 * g[worst].lo,
+                 st_vmodel_op_count(v), res->table_launches, lim, worst + 1, 100 * g[worst].change, conf, 100 * g[worst].lo,
                  100 * g[worst].hi, g[worst].rounds);
     }
     res->passed = res->verdict == ST_GATE_PASS;
 }
 
-static st_status run_gate(st_ctx *c, const st_verify_options *o, const vops *v, st_table *tab, st_verify_result *res)
+static st_status run_gate(st_ctx *c, const st_verify_options *o, const st_vmodel *v, st_table *tab, st_verify_result *res)
 {
     size_t total = 0;
-    for (int i = 0; i < v->n; i++) total += ST_MAX_TOKENS * (size_t)v->ops[i].out;
+    for (int i = 0; i < st_vmodel_op_count(v); i++) total += ST_MAX_TOKENS * st_vmodel_op_out(v, i);
     float *a = malloc(total * sizeof(float)), *b = malloc(total * sizeof(float));
     st_status s = (a && b) ? ST_OK : st_fail(ST_ERR_NOMEM, "verify: out of memory");
     res->bytes_equal = true;
@@ -559,12 +232,12 @@ static st_status run_gate(st_ctx *c, const st_verify_options *o, const vops *v, 
         st_table *old = NULL, *back = NULL;
         s = st_ctx_swap_table(c, NULL, &old);
         if (s != ST_OK) break;
-        s = step(c, v, nt);
-        if (s == ST_OK) s = outputs(c, v, nt, a);
+        s = st_vmodel_step(c, v, nt);
+        if (s == ST_OK) s = st_vmodel_outputs(c, v, nt, a);
         st_ctx_swap_table(c, tab, &back);
         st_ctx_reset_stats(c);
-        if (s == ST_OK) s = step(c, v, nt);
-        if (s == ST_OK) s = outputs(c, v, nt, b);
+        if (s == ST_OK) s = st_vmodel_step(c, v, nt);
+        if (s == ST_OK) s = st_vmodel_outputs(c, v, nt, b);
         {
             st_ctx_stats stt;
             st_ctx_get_stats(c, &stt);
@@ -573,11 +246,11 @@ static st_status run_gate(st_ctx *c, const st_verify_options *o, const vops *v, 
         st_ctx_swap_table(c, old, &back);
         if (s != ST_OK) break;
         size_t off = 0;
-        for (int i = 0; i < v->n; i++) {
-            const size_t n = (size_t)nt * (size_t)v->ops[i].out;
+        for (int i = 0; i < st_vmodel_op_count(v); i++) {
+            const size_t n = (size_t)nt * st_vmodel_op_out(v, i);
             if (memcmp(a + off, b + off, n * sizeof(float)) != 0 && res->bytes_equal) {
                 res->bytes_equal = false;
-                snprintf(first_bad, sizeof first_bad, "%s at n_tokens %d", v->ops[i].name, nt);
+                snprintf(first_bad, sizeof first_bad, "%s at n_tokens %d", st_vmodel_op_name(v, i), nt);
             }
             off += n;
         }
@@ -626,7 +299,7 @@ static st_status verify_run(st_ctx *c, const st_verify_options *o, st_verify_res
     if (!(opt.budget_s >= 0)) opt.budget_s = 0;
     /* the model first: one that cannot run here is the one line to say */
     st_model *m = NULL;
-    st_status s = o->model_path ? open_model(o->model_path, &m) : ST_OK;
+    st_status s = o->model_path ? st_vmodel_open_gguf(o->model_path, &m) : ST_OK;
     if (s == ST_OK) s = st_vmodel_fit(c, &opt, m);
     if (s != ST_OK) {
         st_model_close(m);
@@ -641,17 +314,13 @@ static st_status verify_run(st_ctx *c, const st_verify_options *o, st_verify_res
     }
     if (!o->quiet) st_log("%s", line);
     if (m && log_skips && !o->quiet) st_model_log_skips(m, "verify");
-    vops v = {NULL, 0, 0};
-    st_rng r;
-    st_rng_seed(&r, 20261129);
-    if (s == ST_OK) s = m ? ops_from_model(c, m, &r, &v) : ops_synthetic(c, &opt, &r, &v);
-    if (s == ST_OK && v.n == 0) s = st_fail(ST_ERR_NOT_FOUND, "verify: the model has no decode operation our kernels run");
+    st_vmodel *v = NULL;
+    s = m ? st_vmodel_open_model(c, m, &v) : st_vmodel_open(c, &opt, &v);
     if (s == ST_OK) {
-        for (int i = 0; i < v.n; i++) res->n_layers += v.ops[i].kind == ST_SHAPE_EXPERT;
-        res->n_ops = v.n;
-        s = run_gate(c, &opt, &v, tab, res);
+        res->n_ops = st_vmodel_ops(v, &res->n_layers);
+        s = run_gate(c, &opt, v, tab, res);
     }
-    free_ops(c, &v);
+    st_vmodel_close(c, v);
     st_model_close(m);
     st_table_destroy(tab);
     return s;

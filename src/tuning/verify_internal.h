@@ -1,13 +1,29 @@
-/* The gate's timing verdict for one token count, separated from the decode
- * step so that its rule is tested with scripted timings
- * (tests/tuning/verify_test.c). */
+/* The gate (verify.c): the token counts a step is measured at, the timing
+ * verdict for one token count, separated from the decode step so that its
+ * rule is tested with scripted timings (tests/tuning/verify_test.c), and
+ * the tuner's way in. Internal to the tools library. */
 #ifndef STRATA_VERIFY_INTERNAL_H
 #define STRATA_VERIFY_INTERNAL_H
 
 #include "measure.h"
+#include "strata/limits.h"
 #include "strata/status.h"
+#include "strata/tools/tuner.h"
+#include "strata/tools/verify.h"
+#include "tuner_decide.h"
 
 #include <stdbool.h>
+
+/* The token counts a whole decode step is measured at (the gate, bench):
+ * 1..ST_DECODE_TOKENS and the common verify batches 16, 24, 32 up to
+ * ST_MAX_TOKENS. Fills NTS (ST_MAX_TOKENS entries), returns the count. */
+static inline int st_step_token_counts(int *nts)
+{
+    int n = 0;
+    for (int i = 1; i <= ST_DECODE_TOKENS && i <= ST_MAX_TOKENS; i++) nts[n++] = i;
+    for (int i = 16; i <= ST_MAX_TOKENS; i += 8) nts[n++] = i;
+    return n;
+}
 
 /* The most rounds the gate measures for one token count. */
 #define ST_GATE_MAX_ROUNDS 4096
@@ -47,11 +63,10 @@ typedef struct {
 st_status st_gate_judge(st_gate_measure_fn measure, void *user, const st_gate_rule *rule, int nt, bool quiet,
                         st_gate_step *out);
 
-/* The steps array of a gate's result (verify_report.c): one object per
- * token count measured, as the tuner's report and the verify report
- * write it. */
-#include <cjson/cJSON.h>
-#include "strata/tools/verify.h"
-cJSON *st_json_verify_steps(const st_verify_result *g);
+/* The tuner's gate (verify.c): the model when one was given, else the
+ * tuned shapes R[0..N) as a synthetic one-layer model, against the table
+ * at TABLE_PATH. */
+st_status st_tune_gate(st_ctx *ctx, const st_tune_options *o, const st_tune_shape_result *r, int n, const char *table_path,
+                       st_verify_result *vr);
 
 #endif

@@ -5,6 +5,7 @@
 #include "strata/tools/verify.h"
 #include "tools_internal.h"
 #include "verify_internal.h"
+#include "verify_report.h"
 
 #include <stdlib.h>
 

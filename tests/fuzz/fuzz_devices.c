@@ -6,6 +6,7 @@
  * the passes' changes, ends within two passes per device, never names a
  * device outside the group, and counts only the changes after the first
  * pass. Any sanitizer report, or an abort() below, is a finding. */
+#include "fuzz_target.h"
 #include "strata/tools/devices.h"
 
 #include <stdint.h>
@@ -13,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -18,13 +18,16 @@
  *   - the gate's synthetic set-up from the table's rows (as the tuner's gate
  *     builds one from tuned shapes), small ones only, stepped the same way.
  * Any sanitizer report, or an abort() below, is a finding. */
+#include "fuzz_target.h"
 #include "ctx_internal.h"
 #include "gguf.h"
+#include "model_extra.h"
 #include "strata/decode.h"
 #include "strata/tools/model.h"
 #include "strata/table.h"
 #include "strata/variants.h"
-#include "tuner_internal.h"
+#include "mem_fit.h"
+#include "tuner_shapes.h"
 #include "vmodel.h"
 
 #include <stdint.h>

@@ -2,7 +2,9 @@
  * After a successful parse, everything the parser vouched for is touched
  * (every KV, array element, string, the first and last byte of every tensor's
  * data), so a wrong bounds check shows up under ASan. */
+#include "fuzz_target.h"
 #include "gguf.h"
+#include "model_extra.h"
 #include "strata/limits.h"
 #include "strata/tools/model.h"
 

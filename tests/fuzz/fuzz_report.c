@@ -7,6 +7,7 @@
  *
  * Seeds: tests/fuzz/corpus/report/ (an autotune report, verify and bench
  * reports, a tables.json). */
+#include "fuzz_target.h"
 #include "strata/tools/report.h"
 #include "strata/status.h"
 #include "strata/tools/tables.h"

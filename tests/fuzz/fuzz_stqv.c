@@ -1,3 +1,4 @@
+#include "fuzz_target.h"
 #include "strata/tools/vectors.h"
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -6,6 +6,7 @@
  *
  * The identity is fixed (not this build's compiler hash) so the seed corpus
  * in tests/fuzz/corpus/table/ reaches the row parser in every build. */
+#include "fuzz_target.h"
 #include "strata/status.h"
 #include "strata/table.h"
 #include "strata/variants.h"

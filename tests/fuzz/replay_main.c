@@ -1,6 +1,7 @@
 /* Replays a fuzz corpus without libFuzzer: every regular file in the
  * directories (or the files) given on the command line goes through
  * LLVMFuzzerTestOneInput once. A crash or sanitizer report fails the test. */
+#include "fuzz_target.h"
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -8,7 +9,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static int run_file(const char *path)
 {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The installed package, end to end, as an engine sees it:
 #   1. cmake --install of this build tree into <build>/test-install, and the
-#      layout checked (library + SONAME links, headers, tune_decode, CMake
-#      package, pkg-config file; no cJSON in the public headers);
+#      layout checked (both libraries + SONAME links, headers, tune_decode,
+#      CMake package, pkg-config files; no cJSON in the public headers; the
+#      engine library needs no libcjson and no tools library);
 #   2. examples/engine configured against that prefix alone
 #      (find_package(strata_tune) through CMAKE_PREFIX_PATH) and built;
 #   3. a table made with the installed tune_decode (CPU backend, --quick), and
@@ -12,7 +13,8 @@
 #      hit; exit 0, the engagement line, and the same checksums every time
 #      (the exactness contract: a table changes speed, never bytes);
 #   4. pkg-config --cflags --libs strata_tune compiles and links a tiny C
-#      program that calls st_version().
+#      program that calls st_version() with the engine library alone, and
+#      strata_tools' flags one that reads a model.
 # With a sanitizer build (STRATA_SANITIZE), the example and the pkg-config
 # program are compiled with the same -fsanitize flags, so the sanitizer
 # runtime that libstrata_tune needs is loaded first.
@@ -61,25 +63,38 @@ fi
 step "cmake --install $BUILD --prefix $P"
 "$CMAKE" --install "$BUILD" --prefix "$P" > "$W/install.log" || { cat "$W/install.log"; fail "cmake --install"; }
 L=$P/$LIBDIR
-for f in include/strata/strata.h include/strata/decode.h include/strata/tools/model.h include/strata/table.h \
+for f in include/strata/strata.h include/strata/decode.h include/strata/table.h include/strata/tools.h \
+         include/strata/tools/model.h include/strata/tools/tuner.h include/strata/tools/bench.h \
          bin/tune_decode "$LIBDIR/cmake/strata_tune/strata_tuneConfig.cmake" \
          "$LIBDIR/cmake/strata_tune/strata_tuneConfigVersion.cmake" \
-         "$LIBDIR/cmake/strata_tune/strata_tuneTargets.cmake" "$LIBDIR/pkgconfig/strata_tune.pc"; do
+         "$LIBDIR/cmake/strata_tune/strata_tuneTargets.cmake" "$LIBDIR/pkgconfig/strata_tune.pc" \
+         "$LIBDIR/pkgconfig/strata_tools.pc"; do
   [ -e "$P/$f" ] || fail "not installed: $f"
 done
 SHARED=0
-if [ -e "$L/libstrata_tune.so" ]; then
-  SHARED=1
-  real=$(readlink -f "$L/libstrata_tune.so")
-  case "$(basename "$real")" in libstrata_tune.so.*.*.*) ;; *) fail "libstrata_tune.so -> $real is not versioned" ;; esac
-  soname=$(objdump -p "$real" | awk '$1 == "SONAME" {print $2}')
-  case "$soname" in libstrata_tune.so.*) ;; *) fail "libstrata_tune has no SONAME ($soname)" ;; esac
-  [ -L "$L/$soname" ] || fail "no SONAME link $soname in $L"
-  echo "shared: libstrata_tune.so -> $soname -> $(basename "$real")"
-elif [ -e "$L/libstrata_tune.a" ]; then
-  echo "static: $L/libstrata_tune.a"
-else
-  fail "no libstrata_tune in $L"
+for lib in strata_tune strata_tools; do
+  if [ -e "$L/lib$lib.so" ]; then
+    SHARED=1
+    real=$(readlink -f "$L/lib$lib.so")
+    case "$(basename "$real")" in lib$lib.so.*.*.*) ;; *) fail "lib$lib.so -> $real is not versioned" ;; esac
+    soname=$(objdump -p "$real" | awk '$1 == "SONAME" {print $2}')
+    case "$soname" in lib$lib.so.*) ;; *) fail "lib$lib has no SONAME ($soname)" ;; esac
+    [ -L "$L/$soname" ] || fail "no SONAME link $soname in $L"
+    echo "shared: lib$lib.so -> $soname -> $(basename "$real")"
+  elif [ -e "$L/lib$lib.a" ]; then
+    echo "static: $L/lib$lib.a"
+  else
+    fail "no lib$lib in $L"
+  fi
+done
+if [ "$SHARED" = 1 ]; then
+  # the engine library needs neither cJSON nor the tools library; the tools
+  # library is built on the engine library
+  needed=$(objdump -p "$(readlink -f "$L/libstrata_tune.so")" | awk '$1 == "NEEDED" {print $2}' | tr '\n' ' ')
+  echo "libstrata_tune needs: $needed"
+  if echo "$needed" | grep -q -i -e cjson -e strata_tools; then fail "libstrata_tune needs $needed"; fi
+  objdump -p "$(readlink -f "$L/libstrata_tools.so")" | awk '$1 == "NEEDED" {print $2}' | grep -q '^libstrata_tune\.so' ||
+    fail "libstrata_tools does not link libstrata_tune"
 fi
 if grep -rl -i cjson "$P/include"; then fail "an installed header names cJSON"; fi
 (cd "$P" && find . -type f -o -type l | sort) > "$W/layout.txt"
@@ -97,6 +112,18 @@ grep "strata_tune .* from $P/" "$W/configure.log" || { cat "$W/configure.log"; f
 "$CMAKE" --build "$W/build" > "$W/build.log" 2>&1 || { cat "$W/build.log"; fail "building examples/engine"; }
 EX=$W/build/strata_engine_example
 [ -x "$EX" ] || fail "no $EX"
+if [ "$SHARED" = 1 ]; then
+  # every call the example makes into the tools library reads its model
+  # (st_model_*); its decode calls resolve in the engine library
+  nm -D --defined-only "$(readlink -f "$L/libstrata_tools.so")" | awk '{print $3}' | sort -u > "$W/tools.syms"
+  nm -D --undefined-only "$EX" | awk '{print $2}' | sed 's/@.*//' | grep '^st_' | sort -u > "$W/example.syms"
+  from_tools=$(comm -12 "$W/example.syms" "$W/tools.syms" | tr '\n' ' ')
+  echo "the example's calls into libstrata_tools: $from_tools"
+  for f in $from_tools; do
+    case "$f" in st_model_*) ;; *) fail "the example calls the tools library beyond reading its model: $f" ;; esac
+  done
+  grep -q '^st_iq_mmvq$' "$W/example.syms" || fail "the example makes no st_iq_mmvq call"
+fi
 
 # ---- 3. tables, and the example runs ------------------------------------
 step "tune_decode --backend cpu tune (installed binary)"
@@ -195,4 +222,26 @@ EOF
 "$CC_" -std=c11 $SANFLAGS "$W/pc.c" -o "$W/pc" $flags -Wl,-rpath,"$L" || fail "compiling with pkg-config's flags"
 "$W/pc" | tee "$W/pc.out"
 grep -q "^st_version $(pkg-config --modversion strata_tune)\$" "$W/pc.out" || fail "st_version() is not the package version"
+if [ "$SHARED" = 1 ] && objdump -p "$W/pc" | awk '$1 == "NEEDED" {print $2}' | grep -q strata_tools; then
+  fail "strata_tune's flags link the tools library"
+fi
+step "pkg-config --cflags --libs strata_tools"
+tflags=$(pkg-config "${pcargs[@]}" strata_tools) || fail "pkg-config strata_tools"
+echo "pkg-config ${pcargs[*]} strata_tools: $tflags"
+cat > "$W/pt.c" <<'CEOF'
+#include <strata/tools.h>
+#include <stdio.h>
+int main(int argc, char **argv)
+{
+    st_model *m = NULL;
+    if (argc < 2 || st_model_open(argv[1], &m) != ST_OK) return 1;
+    printf("model %s: %zu expert layers\n", st_model_name(m), st_model_expert_layer_count(m));
+    st_model_close(m);
+    return 0;
+}
+CEOF
+# shellcheck disable=SC2086
+"$CC_" -std=c11 $SANFLAGS "$W/pt.c" -o "$W/pt" $tflags -Wl,-rpath,"$L" || fail "compiling with strata_tools' flags"
+"$W/pt" "$MODEL" | tee "$W/pt.out"
+grep -q "expert layers" "$W/pt.out" || fail "the strata_tools program did not read the model"
 echo "example_engine_test: OK"

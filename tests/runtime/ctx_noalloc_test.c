@@ -25,6 +25,12 @@ void *__real_calloc(size_t a, size_t b);
 void *__real_realloc(void *p, size_t n);
 int __real_posix_memalign(void **p, size_t a, size_t n);
 void *__real_aligned_alloc(size_t a, size_t n);
+/* the linker's --wrap targets: every allocation of the library comes here */
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t a, size_t b);
+void *__wrap_realloc(void *p, size_t n);
+int __wrap_posix_memalign(void **p, size_t a, size_t n);
+void *__wrap_aligned_alloc(size_t a, size_t n);
 
 void *__wrap_malloc(size_t n)
 {

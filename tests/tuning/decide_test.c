@@ -15,7 +15,9 @@
 #include "strata/decode.h"
 #include "strata/knobs.h"
 #include "strata/tools/tuner.h"
-#include "tuner_internal.h"
+#include "mem_fit.h"
+#include "tuner_decide.h"
+#include "tuner_report.h"
 
 #include <cjson/cJSON.h>
 

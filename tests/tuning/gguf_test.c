@@ -13,6 +13,7 @@
 #include "strata/table.h"
 
 #include "gguf.h"
+#include "model_extra.h"
 #include "strata/tools/model.h"
 #include "strata/status.h"
 

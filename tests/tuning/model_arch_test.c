@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "gguf.h"
+#include "model_extra.h"
 #include "gguf_gen.h"
 #include "strata/limits.h"
 #include "strata/tools/model.h"

