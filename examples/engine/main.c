@@ -524,6 +524,7 @@ int main(int argc, char **argv)
 
     /* 6. Where the launches came from. */
     st_ctx_stats st;
+    st_ctx_stats_init(&st);
     st_ctx_get_stats(e.ctx, &st);
     /* a tuned default is a shape the tuner measured and kept the default
      * for: covered; a miss is a shape the table knows nothing about */

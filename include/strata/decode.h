@@ -219,8 +219,10 @@ ST_API st_status st_expert_grouped_variant(st_ctx *ctx, const st_experts *ex, co
 ST_API void st_ctx_default_expert_equiv(st_ctx *ctx, const st_experts *ex, int *gu_rows, int *down_rows);
 
 /* Counters of where launches came from, so callers and tests can prove a
- * table engaged. */
+ * table engaged. Set up with st_ctx_stats_init (struct_size); the library
+ * fills the members struct_size covers (the struct may grow). */
 typedef struct {
+    size_t struct_size;        /* sizeof(st_ctx_stats), set by st_ctx_stats_init */
     uint64_t table_hits;       /* entry-point calls that launched a table variant */
     uint64_t table_misses;     /* entry-point calls with a table that has nothing for the shape:
                                   no row and no tuned-default record (a gap: tune the model) */
@@ -229,6 +231,7 @@ typedef struct {
     uint64_t table_defaults;   /* entry-point calls whose shape the tuner measured and kept the
                                   default for ("tuned default": covered, not a gap) */
 } st_ctx_stats;
+ST_API void st_ctx_stats_init(st_ctx_stats *stats);
 ST_API void st_ctx_get_stats(const st_ctx *ctx, st_ctx_stats *stats);
 ST_API void st_ctx_reset_stats(st_ctx *ctx);
 

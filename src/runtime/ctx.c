@@ -472,6 +472,18 @@ st_status st_expert_grouped(st_ctx *c, const st_experts *ex, const float *x, con
     return st_expert_grouped_variant(c, ex, x, ids, wts, nt, topk, out, gu, dn);
 }
 
-void st_ctx_get_stats(const st_ctx *c, st_ctx_stats *s) { *s = c->stats; }
-void st_ctx_reset_stats(st_ctx *c) { memset(&c->stats, 0, sizeof c->stats); }
+void st_ctx_stats_init(st_ctx_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    s->struct_size = sizeof *s;
+}
+
+void st_ctx_get_stats(const st_ctx *c, st_ctx_stats *s)
+{
+    if (!c || !s || s->struct_size < sizeof s->struct_size) return;
+    /* the members the caller's struct has room for (it may be older) */
+    const size_t n = s->struct_size < sizeof c->stats ? s->struct_size : sizeof c->stats;
+    memcpy((char *)s + sizeof s->struct_size, (const char *)&c->stats + sizeof s->struct_size, n - sizeof s->struct_size);
+}
+void st_ctx_reset_stats(st_ctx *c) { st_ctx_stats_init(&c->stats); }
 

@@ -3,6 +3,7 @@
 #include "strata/tools/devices.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -91,9 +92,16 @@ int st_devices_parse(const char *v, int *out, int max, bool *all, char *msg, siz
     }
 }
 
-int st_devices_run(st_ctx *const *ctx, int n, st_tune_options *o, st_devices_plan *plan, st_devices_pass *pass,
+int st_devices_run(st_ctx *const *ctx, int n, st_tune_options *o, st_devices_plan *plan, st_devices_pass **passes,
                    void (*hook)(void *user, int member, int pass_no, bool before), void *user)
 {
+    *passes = NULL;
+    st_devices_pass *pass = calloc((size_t)(n > 0 ? 2 * n : 1), sizeof *pass);
+    if (!pass) {
+        st_fail(ST_ERR_NOMEM, "tune: out of memory");
+        return -1;
+    }
+    *passes = pass;
     st_devices_plan_init(plan, n);
     int done = 0;
     for (int k = plan->next; k >= 0 && done < 2 * n;) {
@@ -118,7 +126,8 @@ int st_devices_run(st_ctx *const *ctx, int n, st_tune_options *o, st_devices_pla
     return done;
 }
 
-void st_devices_passes_clear(st_devices_pass *pass, int n)
+void st_devices_passes_free(st_devices_pass *pass, int n)
 {
     for (int i = 0; pass && i < n; i++) st_tune_result_clear(&pass[i].res);
+    free(pass);
 }

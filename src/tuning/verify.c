@@ -240,6 +240,7 @@ static st_status run_gate(st_ctx *c, const st_verify_options *o, const st_vmodel
         if (s == ST_OK) s = st_vmodel_outputs(c, v, nt, b);
         {
             st_ctx_stats stt;
+            st_ctx_stats_init(&stt);
             st_ctx_get_stats(c, &stt);
             res->table_launches += (int)stt.table_hits;
         }

@@ -49,6 +49,7 @@ static void entry_points_use_engaged_table_and_stay_exact(void **state)
         CHECK_OK(st_iq_mmvq(gpu, wg, xd, nt, yd));
         CHECK_OK(st_ctx_download(gpu, y, yd, sizeof(float) * (size_t)(nt * rows)));
         st_ctx_stats st;
+        st_ctx_stats_init(&st);
         st_ctx_get_stats(gpu, &st);
         printf("mmvq iq3_s %dx%d: table hits %llu, misses %llu, variant launches %llu, default %llu\n", rows, cols,
                (unsigned long long)st.table_hits, (unsigned long long)st.table_misses,

@@ -146,6 +146,8 @@ static void calls_beyond_the_limits_are_refused(void **state)
     int32_t ids[ST_MAX_PAIRS] = {0};
     float wts[ST_MAX_PAIRS] = {0};
     st_ctx_stats before, after;
+    st_ctx_stats_init(&before);
+    st_ctx_stats_init(&after);
     st_ctx_get_stats(f.ctx, &before);
     memset(y, 0x7f, sizeof(float) * ROWS);
     assert_int_equal(st_iq_mmvq(f.ctx, f.w, x, 5, y), ST_ERR_INVALID_ARG);

@@ -151,6 +151,7 @@ static void engine_counters_tell_tuned_defaults_from_gaps(void **state)
         st_ctx_reset_stats(ctx);
         assert_int_equal(st_iq_mmvq(ctx, w, x, 1, y), ST_OK);
         st_ctx_stats st;
+        st_ctx_stats_init(&st);
         st_ctx_get_stats(ctx, &st);
         assert_int_equal(st.table_hits, row);
         assert_int_equal(st.table_defaults, dflt);
@@ -169,6 +170,7 @@ static void engine_counters_tell_tuned_defaults_from_gaps(void **state)
     st_ctx_reset_stats(ctx);
     assert_int_equal(st_iq_mmvq(ctx, w, xv, 1, yv), ST_OK);
     st_ctx_stats st;
+    st_ctx_stats_init(&st);
     st_ctx_get_stats(ctx, &st);
     assert_int_equal(st.table_misses, 1);
     assert_int_equal(st.table_defaults, 0);

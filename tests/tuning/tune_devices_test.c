@@ -223,9 +223,9 @@ static void two_devices_of_one_model_agree_into_one_table(void **state)
     o.ntok_mix = mix;
     o.n_ntok_mix = 2;
     st_devices_plan plan;
-    st_devices_pass pass[4];
+    st_devices_pass *pass = NULL;
     g_hook_calls = 0;
-    const int n = st_devices_run(ctx, 2, &o, &plan, pass, count_hook, NULL);
+    const int n = st_devices_run(ctx, 2, &o, &plan, &pass, count_hook, NULL);
     if (n != 2 || pass[0].status != ST_OK || pass[1].status != ST_OK)
         fail_msg("passes %d: %s / %s", n, pass[0].message, n > 1 ? pass[1].message : "-");
     assert_true(plan.agreed);
@@ -241,18 +241,18 @@ static void two_devices_of_one_model_agree_into_one_table(void **state)
     assert_true(file_exists(pass[0].res.report_path));
     assert_true(file_exists(pass[1].res.report_path));
 
-    st_devices_passes_clear(pass, n);
+    st_devices_passes_free(pass, n);
 
     volatile int stop = 1;
     o.stop = &stop;
     const char *dir2 = make_dir();
     o.out_dir = dir2;
-    const int n2 = st_devices_run(ctx, 2, &o, &plan, pass, NULL, NULL);
+    const int n2 = st_devices_run(ctx, 2, &o, &plan, &pass, NULL, NULL);
     assert_int_equal(n2, 1);
     assert_int_equal(pass[0].status, ST_ERR_INTERRUPTED);
     assert_false(pass[0].report);
     assert_true(!pass[0].res.table_path || !file_exists(pass[0].res.table_path));
-    st_devices_passes_clear(pass, n2);
+    st_devices_passes_free(pass, n2);
     for (int k = 0; k < 2; k++) st_ctx_destroy(ctx[k]);
 }
 
@@ -285,8 +285,8 @@ static void devices_that_measure_the_opposite_disagree(void **state)
     o.ntok_mix = mix;
     o.n_ntok_mix = 4;
     st_devices_plan plan;
-    st_devices_pass pass[4];
-    const int n = st_devices_run(ctx, 2, &o, &plan, pass, NULL, NULL);
+    st_devices_pass *pass = NULL;
+    const int n = st_devices_run(ctx, 2, &o, &plan, &pass, NULL, NULL);
     for (int i = 0; i < n; i++)
         print_message("pass %d (device %d): %s, %d kept a variant, changed %d\n", i + 1, pass[i].device,
                       st_status_name(pass[i].status), pass[i].res.kept_variants, pass[i].res.changed_vs_previous);
@@ -301,7 +301,7 @@ static void devices_that_measure_the_opposite_disagree(void **state)
     assert_true(pass[1].res.kept_variants < pass[0].res.kept_variants); /* device 1 put the default back */
     assert_int_equal(plan.changes, pass[1].res.changed_vs_previous + pass[2].res.changed_vs_previous +
                                        pass[3].res.changed_vs_previous);
-    st_devices_passes_clear(pass, n);
+    st_devices_passes_free(pass, n);
     for (int k = 0; k < 2; k++) st_ctx_destroy(ctx[k]);
 }
 

@@ -82,7 +82,13 @@ static void run_group(td_group *gr, st_ctx **ctx, st_tune_options *o)
     st_ctx *mine[TD_MAX_DEVICES];
     for (int k = 0; k < gr->n; k++) mine[k] = ctx[gr->members[k]];
     td_hook h = {ctx, gr, o->quiet};
-    gr->n_pass = st_devices_run(mine, gr->n, o, &gr->plan, gr->pass, on_pass, &h);
+    gr->n_pass = st_devices_run(mine, gr->n, o, &gr->plan, &gr->pass, on_pass, &h);
+    if (gr->n_pass < 0) {
+        gr->n_pass = 0;
+        gr->rc = 1;
+        td_eprint("tune: %s", st_last_error());
+        return;
+    }
     const td_pass *last = gr->n_pass ? &gr->pass[gr->n_pass - 1] : NULL;
     gr->rc = last && last->status != ST_OK ? pass_rc(last) : gr->plan.agreed ? 0 : 5;
 }
@@ -190,11 +196,6 @@ int td_tune_devices(st_tune_options *o, const td_global *g)
     for (int k = 0; k < ng && rc == 0; k++) {
         for (int i = 0; i < n; i++)
             if (group[i] == k) gr[k].members[gr[k].n++] = i;
-        gr[k].pass = calloc((size_t)(2 * gr[k].n), sizeof *gr[k].pass);
-        if (!gr[k].pass) {
-            td_eprint("tune_decode: out of memory");
-            rc = 1;
-        }
     }
     if (rc == 0 && !g->quiet) {
         td_eprint("tune: %d device%s, %d model%s (one table each; devices of one model take turns and must agree):",
@@ -212,7 +213,10 @@ int td_tune_devices(st_tune_options *o, const td_global *g)
         td_signals_end();
         cJSON *all = g->json ? cJSON_CreateArray() : NULL;
         for (int k = 0; k < ng; k++) {
-            if (!gr[k].n_pass) continue;
+            if (!gr[k].n_pass) {
+                rc = st_devices_worse_exit(rc, gr[k].rc); /* a group that could not start */
+                continue;
+            }
             if (all) cJSON_AddItemToArray(all, group_json(&gr[k], devs, ctx));
             else print_group(&gr[k], devs, ctx);
             rc = st_devices_worse_exit(rc, gr[k].rc);
@@ -229,10 +233,7 @@ int td_tune_devices(st_tune_options *o, const td_global *g)
         }
         if (rc >= 128) td_eprint("tune: interrupted; the pass that was running wrote nothing");
     }
-    for (int k = 0; k < ng && gr; k++) {
-        st_devices_passes_clear(gr[k].pass, gr[k].n_pass);
-        free(gr[k].pass);
-    }
+    for (int k = 0; k < ng && gr; k++) st_devices_passes_free(gr[k].pass, gr[k].n_pass);
     free(gr);
     for (int i = 0; i < n; i++) st_ctx_destroy(ctx[i]);
     return rc;

@@ -57,7 +57,8 @@ ST_API void st_devices_plan_init(st_devices_plan *p, int n);
  * (p->agreed says how it ended). */
 ST_API int st_devices_plan_step(st_devices_plan *p, int changed);
 
-/* One pass of a group: a tune of one device into the group's folder. */
+/* One pass of a group: a tune of one device into the group's folder (the
+ * library allocates them: st_devices_run). */
 typedef struct {
     int device;        /* st_ctx_device of its context */
     st_status status;  /* st_tune_run's */
@@ -68,13 +69,15 @@ typedef struct {
 
 /* Runs the plan over the N contexts CTX of one group (equal identities):
  * st_tune_run on each in turn with O (report_per_device set), until the
- * plan is done or a pass does not end ST_OK. PASS has room for 2 N passes;
- * returns how many ran. HOOK (may be NULL) is called before (BEFORE true)
- * and after each pass with the index in CTX and the pass number from 1. */
-ST_API int st_devices_run(st_ctx *const *ctx, int n, st_tune_options *o, st_devices_plan *plan, st_devices_pass *pass,
-                   void (*hook)(void *user, int member, int pass_no, bool before), void *user);
-/* Frees what the N passes of st_devices_run hold (their results' paths). */
-ST_API void st_devices_passes_clear(st_devices_pass *pass, int n);
+ * plan is done or a pass does not end ST_OK. *PASSES (allocated here, at
+ * most 2 N; freed with st_devices_passes_free) gets the passes that ran;
+ * returns how many (-1 when out of memory, *PASSES NULL). HOOK (may be
+ * NULL) is called before (BEFORE true) and after each pass with the index
+ * in CTX and the pass number from 1. */
+ST_API int st_devices_run(st_ctx *const *ctx, int n, st_tune_options *o, st_devices_plan *plan, st_devices_pass **passes,
+                          void (*hook)(void *user, int member, int pass_no, bool before), void *user);
+/* Frees the N passes of st_devices_run (NULL is ok). */
+ST_API void st_devices_passes_free(st_devices_pass *passes, int n);
 
 /* GROUP[i] = the group of IDS[i], numbered in first-seen order (devices
  * with equal identities share one); returns the number of groups. */
