@@ -140,38 +140,28 @@ static st_status probe(const st_tune_out *o, size_t bytes)
 
 /* ---- this identity's table in the folder ------------------------------------- */
 
-static bool is_table_name(const char *n)
-{
-    const size_t k = strlen(n);
-    return n[0] != '.' && k > 6 && !strcmp(n + k - 6, ".table");
-}
-
-/* The *.table regular files of the folder whose header is this identity's. */
+/* The *.table regular files of the folder (the loader's own list,
+ * st_table_dir_list) whose header is this identity's. */
 static st_status find_ours(st_tune_out *o, const st_identity *id, char **found, int *count, char *names, size_t nn)
 {
     *found = NULL;
     *count = 0;
     names[0] = '\0';
-    DIR *d = opendir(o->dir);
-    if (!d) return st_fail(ST_ERR_IO, "tune: cannot read the output folder %s: %s", o->dir, strerror(errno));
+    char **list = NULL, why[ST_FILE_WHY_MAX];
+    size_t n = 0;
+    if (st_table_dir_list(o->dir, &list, &n, why) != ST_OK)
+        return st_fail(ST_ERR_IO, "tune: cannot read the output folder %s: %s", o->dir, why);
     st_status s = ST_OK;
-    struct dirent *e;
-    while (s == ST_OK && (e = readdir(d)) != NULL) {
-        if (!is_table_name(e->d_name)) continue;
-        char *full = fmt("%s/%s", o->dir, e->d_name), *buf = NULL;
-        size_t len = 0;
-        st_identity hdr;
+    for (size_t i = 0; i < n && s == ST_OK; i++) {
+        char *full = fmt("%s/%s", o->dir, list[i]);
         if (!full) {
             s = st_fail(ST_ERR_NOMEM, "tune: out of memory");
             break;
         }
-        /* a FIFO or device among them is skipped like the loader skips it */
-        const bool ours = st_file_read_all(full, ST_TABLE_MAX_BYTES, &buf, &len, NULL, NULL) == ST_OK &&
-                          st_table_read_header(buf, len, &hdr) == ST_OK && st_identity_same_device(&hdr, id);
-        free(buf);
-        if (ours) {
+        /* a file that cannot be read is skipped like the loader skips it */
+        if (st_table_file_is_for(full, id)) {
             const size_t at = strlen(names);
-            snprintf(names + at, nn - at, "%s%s", at ? ", " : "", e->d_name);
+            snprintf(names + at, nn - at, "%s%s", at ? ", " : "", list[i]);
             if (++*count == 1) {
                 *found = full;
                 full = NULL;
@@ -179,11 +169,12 @@ static st_status find_ours(st_tune_out *o, const st_identity *id, char **found, 
         }
         free(full);
     }
-    closedir(d);
-    st_clear_error();
+    st_table_dir_list_free(list, n);
     if (s != ST_OK) {
         free(*found);
         *found = NULL;
+    } else {
+        st_clear_error();
     }
     return s;
 }
