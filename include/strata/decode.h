@@ -182,14 +182,11 @@ ST_API int64_t st_matrix_cols(const st_matrix *m);
  * [nt][rows] f32, both backend memory. Uses the engaged table's variant for
  * (type, rows, cols) on a hit, else the default chain. */
 ST_API st_status st_iq_mmvq(st_ctx *ctx, const st_matrix *w, const float *x, int nt, float *y);
-/* Forces a launch: ROWS = 0 is the default chain (never the table), R the
- * plain one-warp-per-row variant with R rows per block (R in
- * STRATA_MMVQ_ROWS_VARIANTS), -W the matrix-instruction variant on W warps
- * (STRATA_MMVQ_MMA_VARIANTS), STRATA_MMVQ_SPLIT_BASE + W the split variant
- * with W warps on one row (STRATA_MMVQ_SPLIT_VARIANTS), STRATA_MMVQ_WIDE_ROWS(T,
- * R) the wide-row variant (STRATA_MMVQ_WIDE_VARIANTS; only for a matrix of
+/* Forces a launch: ROWS is a variant id (strata/variants.h:
+ * st_mmvq_variant_id, st_mmvq_variant_parse): 0 the default chain (never the
+ * table), else a compiled-in variant (a wide-row one only on a matrix of
  * 8192 columns or more, else refused with the reason); anything else is
- * refused. For the tuner and the parity tests. */
+ * refused. For the tuner, bench and the parity tests. */
 ST_API st_status st_iq_mmvq_variant(st_ctx *ctx, const st_matrix *w, const float *x, int nt, float *y,
                                     int rows);
 

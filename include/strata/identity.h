@@ -55,7 +55,7 @@ ST_API void st_identity_set_model(st_identity *id);
  * Returns the length it needed (as snprintf). */
 ST_API int st_identity_header(const st_identity *id, char *buf, size_t n);
 
-/* Library version string ("0.1.0"). */
+/* The library version string, "MAJOR.MINOR.PATCH" of the build (STRATA_VERSION_*). */
 ST_API const char *st_version(void);
 
 /* Which GPU backend this build has: "none", "hip" or "cuda". */

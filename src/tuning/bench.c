@@ -432,19 +432,13 @@ void st_bench_options_default(st_bench_options *o)
     o->layers = 48;
 }
 
-void st_bench_result_init(st_bench_result *r)
-{
-    memset(r, 0, sizeof *r);
-    r->struct_size = sizeof *r;
-}
+void st_bench_result_init(st_bench_result *r) { st_struct_zero(r, sizeof *r, true); }
 
 void st_bench_result_clear(st_bench_result *r)
 {
     if (!r) return;
-    const size_t n = r->struct_size;
-    free(r->json);
-    memset(r, 0, sizeof *r);
-    r->struct_size = n;
+    if (r->struct_size >= offsetof(st_bench_result, json) + sizeof r->json) free(r->json);
+    st_struct_zero(r, sizeof *r, false);
 }
 
 /* The options as this build knows them: a caller compiled against an
@@ -531,8 +525,8 @@ st_status st_bench_run(st_ctx *c, const st_bench_options *opt, st_bench_result *
 {
     st_bench_options o;
     ST_TRY(read_options(opt, &o));
-    if (!c || !res || res->struct_size < offsetof(st_bench_result, json) + sizeof res->json)
-        return st_fail(ST_ERR_INVALID_ARG, "bench: no context, or the result is not set up (st_bench_result_init)");
+    if (!c) return st_fail(ST_ERR_INVALID_ARG, "bench: no context");
+    ST_TRY(st_struct_ready(res, "bench"));
     st_tune_shape parsed[ST_BENCH_MAX_SHAPES];
     int variant[ST_BENCH_MAX_VARIANTS][2];
     ST_TRY(parse_all(&o, parsed, variant));

@@ -8,6 +8,7 @@
 #include "strata/status.h"
 #include "st_macros.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -27,6 +28,26 @@ static inline st_status st_struct_in(void *out, size_t out_size, const void *in,
     memcpy(out, in, n < out_size ? n : out_size);
     memcpy(out, &out_size, sizeof out_size);
     return ST_OK;
+}
+
+/* st_struct_zero: zeroes the caller's struct P (FULL bytes in this build)
+ * as far as its struct_size covers, keeping it; INIT first sets it to FULL
+ * (what the _init functions do; the _clear functions free first). */
+static inline void st_struct_zero(void *p, size_t full, bool init)
+{
+    size_t n = full;
+    if (!init) memcpy(&n, p, sizeof n);
+    memset(p, 0, n < full ? n : full);
+    memcpy(p, &n, sizeof n);
+}
+
+/* Whether the caller's result P was set up (its struct_size set); else
+ * ST_ERR_INVALID_ARG naming WHAT and the init function. */
+static inline st_status st_struct_ready(const void *p, const char *what)
+{
+    size_t n = 0;
+    if (p) memcpy(&n, p, sizeof n);
+    return p && n >= sizeof n ? ST_OK : st_fail(ST_ERR_INVALID_ARG, "%s: the result is not set up (its _init function)", what);
 }
 
 /* st_struct_out: the result IN (IN_SIZE bytes, this build's) into the

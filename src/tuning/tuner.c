@@ -585,8 +585,7 @@ static st_status install(st_ctx *ctx, const st_tune_options *o, const st_model *
 
 void st_tune_result_init(st_tune_result *r)
 {
-    memset(r, 0, sizeof *r);
-    r->struct_size = sizeof *r;
+    st_struct_zero(r, sizeof *r, true);
     r->changed_vs_previous = -1;
 }
 
@@ -598,8 +597,7 @@ void st_tune_result_clear(st_tune_result *r)
         free(r->table_path);
         free(r->report_path);
     }
-    memset(r, 0, n < sizeof *r ? n : sizeof *r);
-    r->struct_size = n;
+    st_struct_zero(r, sizeof *r, false);
     if (n >= offsetof(st_tune_result, changed_vs_previous) + sizeof r->changed_vs_previous) r->changed_vs_previous = -1;
 }
 
@@ -607,8 +605,8 @@ static st_status tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result 
 
 st_status st_tune_run(st_ctx *ctx, const st_tune_options *opt, st_tune_result *res)
 {
-    if (!ctx || !res || res->struct_size < sizeof res->struct_size)
-        return st_fail(ST_ERR_INVALID_ARG, "tune: no context, or the result is not set up (st_tune_result_init)");
+    if (!ctx) return st_fail(ST_ERR_INVALID_ARG, "tune: no context");
+    ST_TRY(st_struct_ready(res, "tune"));
     st_tune_options o;
     st_tune_options_default(&o);
     ST_TRY(st_struct_in(&o, sizeof o, opt, "tune: the options"));

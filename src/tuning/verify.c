@@ -327,25 +327,19 @@ static st_status verify_run(st_ctx *c, const st_verify_options *o, st_verify_res
     return s;
 }
 
-void st_verify_result_init(st_verify_result *r)
-{
-    memset(r, 0, sizeof *r);
-    r->struct_size = sizeof *r;
-}
+void st_verify_result_init(st_verify_result *r) { st_struct_zero(r, sizeof *r, true); }
 
 void st_verify_result_clear(st_verify_result *r)
 {
     if (!r) return;
-    const size_t n = r->struct_size;
-    if (n >= offsetof(st_verify_result, steps) + sizeof r->steps) free(r->steps);
-    memset(r, 0, n < sizeof *r ? n : sizeof *r);
-    r->struct_size = n;
+    if (r->struct_size >= offsetof(st_verify_result, steps) + sizeof r->steps) free(r->steps);
+    st_struct_zero(r, sizeof *r, false);
 }
 
 st_status st_verify_run(st_ctx *c, const st_verify_options *opt, st_verify_result *res)
 {
-    if (!c || !res || res->struct_size < sizeof res->struct_size)
-        return st_fail(ST_ERR_INVALID_ARG, "verify: no context, or the result is not set up (st_verify_result_init)");
+    if (!c) return st_fail(ST_ERR_INVALID_ARG, "verify: no context");
+    ST_TRY(st_struct_ready(res, "verify"));
     st_verify_options o;
     st_verify_options_default(&o);
     ST_TRY(st_struct_in(&o, sizeof o, opt, "verify: the options"));

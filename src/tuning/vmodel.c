@@ -233,18 +233,17 @@ struct st_vmodel {
     vops v;
 };
 
-st_status st_vmodel_open(st_ctx *c, const st_verify_options *o, st_vmodel **out)
+/* The decode model of M (a model's layers) or, M NULL, of O's synthetic
+ * shapes: fitted to the memory, uploaded with the inputs of one seed. */
+static st_status build(st_ctx *c, const st_verify_options *o, const st_model *m, st_vmodel **out)
 {
     *out = NULL;
     st_vmodel *vm = calloc(1, sizeof *vm);
     if (!vm) return st_fail(ST_ERR_NOMEM, "decode model: out of memory");
     st_rng r;
     st_rng_seed(&r, 20261129);
-    st_model *m = NULL;
-    st_status s = o->model_path ? st_vmodel_open_gguf(o->model_path, &m) : ST_OK;
-    if (s == ST_OK) s = st_vmodel_fit(c, o, m);
+    st_status s = st_vmodel_fit(c, o, m);
     if (s == ST_OK) s = m ? ops_from_model(c, m, &r, &vm->v) : ops_synthetic(c, o, &r, &vm->v);
-    st_model_close(m);
     if (s == ST_OK && vm->v.n == 0) s = st_fail(ST_ERR_NOT_FOUND, "decode model: no operation our kernels run");
     if (s != ST_OK) {
         free_ops(c, &vm->v);
@@ -255,24 +254,17 @@ st_status st_vmodel_open(st_ctx *c, const st_verify_options *o, st_vmodel **out)
     return ST_OK;
 }
 
-st_status st_vmodel_open_model(st_ctx *c, const st_model *m, st_vmodel **out)
+st_status st_vmodel_open(st_ctx *c, const st_verify_options *o, st_vmodel **out)
 {
     *out = NULL;
-    st_vmodel *vm = calloc(1, sizeof *vm);
-    if (!vm) return st_fail(ST_ERR_NOMEM, "decode model: out of memory");
-    st_rng r;
-    st_rng_seed(&r, 20261129);
-    st_status s = st_vmodel_fit(c, NULL, m);
-    if (s == ST_OK) s = ops_from_model(c, m, &r, &vm->v);
-    if (s == ST_OK && vm->v.n == 0) s = st_fail(ST_ERR_NOT_FOUND, "decode model: no operation our kernels run");
-    if (s != ST_OK) {
-        free_ops(c, &vm->v);
-        free(vm);
-        return s;
-    }
-    *out = vm;
-    return ST_OK;
+    st_model *m = NULL;
+    st_status s = o->model_path ? st_vmodel_open_gguf(o->model_path, &m) : ST_OK;
+    if (s == ST_OK) s = build(c, o, m, out);
+    st_model_close(m);
+    return s;
 }
+
+st_status st_vmodel_open_model(st_ctx *c, const st_model *m, st_vmodel **out) { return build(c, NULL, m, out); }
 
 void st_vmodel_close(st_ctx *c, st_vmodel *vm)
 {
