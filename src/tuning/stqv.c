@@ -1,5 +1,5 @@
 /* STQV reference-vector reader: validate everything, then hand out pointers.
- * Layout: testdata/README.md ("STQV binary format"). */
+ * Layout: the reference data's README, "STQV binary format" (stqv.h). */
 #include "stqv.h"
 
 #include "internal.h"

@@ -1,6 +1,8 @@
-/* Reader for STQV reference-vector files (testdata/README.md, version 1).
+/* Reader for STQV reference-vector files (version 1 of the format the README
+ * of the ggml quant reference data defines; that data set is kept outside
+ * this repository, tests/data/vectors holds vectors from it).
  *
- * Internal to the library and its tools/tests. The reader trusts nothing in
+ * Internal to the library and its tools and tests. The reader trusts nothing in
  * the file: every header field, section offset and size is checked against
  * the file length and against the sizes the header implies before anything
  * is handed out, so a hostile file gives one clear st_fail() message (see
