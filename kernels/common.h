@@ -41,19 +41,7 @@ static inline st_rt_error st_launch_dependent(const st_launch &L, bool want, voi
                                               unsigned block, A... args)
 {
 #if ST_CUDA
-    if (L.dependent && want) {
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(grid);
-        cfg.blockDim = dim3(block);
-        cfg.dynamicSmemBytes = 0;
-        cfg.stream = L.stream;
-        cudaLaunchAttribute at[1];
-        at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        at[0].val.programmaticStreamSerializationAllowed = 1;
-        cfg.attrs = at;
-        cfg.numAttrs = 1;
-        return cudaLaunchKernelEx(&cfg, kernel, static_cast<P>(args)...);
-    }
+    if (L.dependent && want) return st_rt_launch_as_dependent(kernel, grid, block, L.stream, args...);
 #endif
     kernel<<<grid, block, 0, L.stream>>>(static_cast<P>(args)...);
     return st_rt_get_last_error();

@@ -46,12 +46,7 @@ bool st_quantize_takes_dependents()
     /* the kernels hold griddepcontrol only when compiled for sm_90 or
      * later: a build for an older architecture that the driver compiles
      * from its PTX for this device must launch as usual */
-    cudaFuncAttributes a;
-    if (cudaFuncGetAttributes(&a, st_quantize_kernel<false>) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return false;
-    }
-    return a.ptxVersion >= 90;
+    return st_rt_func_ptx_version(st_quantize_kernel<false>) >= 90;
 #else
     return false;
 #endif

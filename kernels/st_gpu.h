@@ -140,6 +140,44 @@ static inline bool st_rt_dependent_launch(int device)
 #endif
 }
 
+#if ST_CUDA
+/* NVIDIA only (HIP has no programmatic dependent launch, so callers guard
+ * these with ST_CUDA and launch as usual there). */
+
+/* Launches KERNEL on STREAM as a programmatic dependent of the kernel before
+ * it in the stream (kernels/common.h's st_launch_dependent decides when),
+ * ARGS converted to the kernel's parameter types as a <<<>>> launch does. */
+template <typename... P, typename... A>
+static inline st_rt_error st_rt_launch_as_dependent(void (*kernel)(P...), unsigned grid, unsigned block,
+                                                    st_rt_stream stream, const A &...args)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(block);
+    cfg.dynamicSmemBytes = 0;
+    cfg.stream = stream;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, kernel, static_cast<P>(args)...);
+}
+
+/* The PTX version KERNEL was compiled for (90 for sm_90), 0 when the runtime
+ * cannot say; that error is cleared so the next launch's check does not
+ * report it. */
+template <typename... P> static inline int st_rt_func_ptx_version(void (*kernel)(P...))
+{
+    cudaFuncAttributes a;
+    if (cudaFuncGetAttributes(&a, kernel) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return a.ptxVersion;
+}
+#endif
+
 /* Compute units (AMD) or streaming multiprocessors (NVIDIA) of DEVICE, 0
  * when the runtime does not say; part of the device model token. */
 static inline int st_rt_compute_units(int device)

@@ -2,7 +2,7 @@
 # Fetches the gfx11 amdgcn device-library bitcode (Debian trixie's
 # rocm-device-libs-17) into build/devlibs without installing anything from
 # trixie; bookworm's rocm-device-libs has no gfx11 bitcode. Prints the
-# bitcode folder. Needs root for apt. Recipe: shared docs TOOLCHAIN.md.
+# bitcode folder. Needs root for apt. Recipe: the shared TOOLCHAIN notes.
 #
 # The package comes from the archive this system's apt is configured with:
 # the first configured source that serves this release (VERSION_CODENAME of

@@ -3,7 +3,7 @@
 (tools/isa/unit_probe.hip): the decode + int8 dot + float accumulation of one
 32-weight unit for one token, address arithmetic included. Prints a table and
 reports whether IQ3_S meets the target of <= 128 (4 per weight; the card's
-budget at 960 GB/s is ~6.6 per weight, GFX1100.md). The formats are those of
+budget at 960 GB/s is ~6.6 per weight, the shared GFX1100 notes). The formats are those of
 ST_QTYPES (include/strata/formats.h). It fails only when a probe has no
 v_dot4_i32_iu8 or a format's probe is missing; the target is tracked in
 docs/PERFORMANCE.md, not enforced."""

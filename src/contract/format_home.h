@@ -15,7 +15,7 @@
  * Each part has its own include guard, so a file may take the shared part
  * first and a part later. The list of formats is ST_QTYPES
  * (include/strata/formats.h); the build generates st_format_homes.h, which
- * includes every listed home (kernels/gen_instances.cmake).
+ * includes every listed home (cmake/StrataFormats.cmake).
  *
  * The per-unit contract (st_canon.h): a unit is 32 values; its exact integer
  * weights w[j] times the q8_1 values q[j] give isum = sum w[j] q[j]

@@ -1,7 +1,8 @@
 /* The weight block formats: type information from ST_QTYPES,
  * dequantization bit for bit as ggml's to_float (each format's dequantizer is
- * in its home, src/contract/formats/<fmt>.h; testdata/formats/blocks.md),
- * and the q8_1 activation quantizer of ggml's CUDA backend.
+ * in its home, src/contract/formats/<fmt>.h, with the block layout the ggml
+ * quant reference data describes; that data set is kept outside this
+ * repository), and the q8_1 activation quantizer of ggml's CUDA backend.
  *
  * Built with -ffp-contract=off: every float operation below happens as
  * written, in the written order. */

@@ -1,8 +1,8 @@
 /* ggml's lookup tables for the i-quants, IQ4_NL/IQ4_XS and MXFP4,
- * bit-identical to ggml-common.h at the testdata commit, and lossless
+ * bit-identical to ggml-common.h at the ggml commit of the ggml quant
+ * reference data (a data set kept outside this repository), and lossless
  * repackings of them for the GPU decoders. Generated into
- * src/contract/grids.c by tools/gen_grids.py from the testdata/formats/
- * tables.
+ * src/contract/grids.c by tools/gen_grids.py from that data set's tables.
  *
  * Plain C with <stdint.h> types only, so the GPU kernels can include this
  * header too (they copy the tables into device memory or constant space).

@@ -88,7 +88,7 @@ static bool any_token(const char *list, const char *dev, bool (*fn)(const char *
     return false;
 }
 
-static bool hip_token(const char *tok, size_t n, const char *dev)
+static bool gfx_token(const char *tok, size_t n, const char *dev)
 {
     const char *colon = memchr(tok, ':', n);
     const size_t m = colon ? (size_t)(colon - tok) : n;
@@ -111,7 +111,7 @@ static int sm_number(const char *s, size_t n)
     return (int)v;
 }
 
-static bool cuda_token(const char *tok, size_t n, const char *dev)
+static bool sm_token(const char *tok, size_t n, const char *dev)
 {
     static const char *const any[] = {"all", "all-major", "native"};
     for (size_t i = 0; i < 3; i++)
@@ -129,7 +129,7 @@ static bool cuda_token(const char *tok, size_t n, const char *dev)
 bool st_arch_built_for(const char *dev, const char *archs)
 {
     if (!dev || !dev[0]) return false;
-    return any_token(archs, dev, strncmp(dev, "sm_", 3) == 0 ? cuda_token : hip_token);
+    return any_token(archs, dev, strncmp(dev, "sm_", 3) == 0 ? sm_token : gfx_token);
 }
 
 void st_arch_refusal(char *buf, size_t n, int device, const char *dev, const char *name, const char *archs,

@@ -1,6 +1,6 @@
 #define _POSIX_C_SOURCE 200809L
 /* SHA-256 as FIPS 180-4 writes it, checked against its test vectors in
- * tests/tuning/provenance_test.c. */
+ * tests/tuning/tables_index_test.c. */
 #include "sha256.h"
 #include "tools_internal.h"
 

@@ -1,5 +1,6 @@
 /* STQV reference-vector reader: validate everything, then hand out pointers.
- * Layout: testdata/README.md ("STQV binary format"). */
+ * Layout: the reference data's README, "STQV binary format"
+ * (strata/tools/vectors.h). */
 #include "strata/tools/vectors.h"
 
 #include "tools_internal.h"

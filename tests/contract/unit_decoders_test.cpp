@@ -1,7 +1,7 @@
 /* The GPU unit decoders (kernels/units.h) and their per-unit contract
  * arithmetic (st_unit_fma), compiled for the host through st_gpu_emu.h, give
  * exactly the CPU reference's integers and float bits on the device layout
- * (src/repack.c) for every format, with both vendors' table lookups. This
+ * (src/contract/repack.c) for every format, with both vendors' table lookups. This
  * runs on every CPU build: a decode bug in the kernels shows here before a
  * GPU ever runs them. */
 #define ST_HOST_EMULATION 1

@@ -1,7 +1,7 @@
 /* Tests: a small GGUF v3 writer (chosen key/value pairs and tensors), and
  * the tiny model of each MoE architecture the model reader knows, with
- * llama.cpp's real key and tensor names (src/llama-arch.cpp,
- * gguf-py/gguf/constants.py) and tiny dimensions.
+ * llama.cpp's real key and tensor names (llama.cpp/src/llama-arch.cpp,
+ * llama.cpp/gguf-py/gguf/constants.py) and tiny dimensions.
  *
  * Tensor data is random but valid: blocks of a type the library supports are
  * st_random_blocks() blocks that dequantize to finite values of a sane size

@@ -1,5 +1,7 @@
 /* strata-tune tools library: the reader of STQV reference-vector files
- * (version 1; tests/data/vectors/ holds some, made by ggml). The reader trusts nothing in
+ * (version 1 of the format the README of the ggml quant reference data
+ * defines; that data set is kept outside this repository, tests/data/vectors
+ * holds vectors from it). The reader trusts nothing in
  * the file: every header field, section offset and size is checked against
  * the file length and against the sizes the header implies before anything
  * is handed out, so a hostile file gives one clear st_fail() message (see
