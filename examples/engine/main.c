@@ -1,4 +1,5 @@
-/* strata_engine_example: how an inference engine drives libstrata_tune.
+/* strata_engine_example: how an inference engine drives libstrata_tune (the
+ * engine library; the GGUF is read through libstrata_tools).
  *
  *   strata_engine_example [--backend auto|cpu|gpu] [--steps N] MODEL.gguf [TABLE|DIR]
  *

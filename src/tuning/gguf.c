@@ -547,7 +547,7 @@ st_status st_gguf_open(const char *path, st_gguf **out)
 {
     if (!out || !path) return st_fail(ST_ERR_INVALID_ARG, "gguf: no path or output pointer");
     *out = NULL;
-    /* Refuses a FIFO or a device without blocking on it (file_io.h); a
+    /* Refuses a FIFO or a device without blocking on it (strata/files.h); a
      * regular file is mapped, so its size costs address space only. */
     int fd;
     uint64_t size;

@@ -1,5 +1,5 @@
 #define _POSIX_C_SOURCE 200809L
-/* The HTML report: entry points (report_html.h), the page skeleton, the
+/* The HTML report: entry points (strata/tools/report.h), the page skeleton, the
  * identity block and the gate's step chart shared by the pages. */
 #include "strata/tools/report.h"
 #include "report_page.h"

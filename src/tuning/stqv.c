@@ -199,7 +199,7 @@ st_status st_stqv_open(const char *path, st_stqv **out)
     *out = NULL;
     if (!path) return st_fail(ST_ERR_INVALID_ARG, "stqv: path is NULL");
     /* A FIFO or a device is refused without blocking and the size bounds
-     * what a huge file can cost (file_io.h). */
+     * what a huge file can cost (strata/files.h). */
     char *buf = NULL, why[ST_FILE_WHY_MAX];
     size_t len = 0;
     st_status rc = st_file_read_all(path, ST_STQV_MAX_BYTES, &buf, &len, why, NULL);

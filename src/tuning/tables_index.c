@@ -1,5 +1,5 @@
 #define _POSIX_C_SOURCE 200809L
-/* tables.json (tables_index.h): built from a folder's tables, written and
+/* tables.json (strata/tools/tables.h): built from a folder's tables, written and
  * read back, compared with the folder, and pruned of superseded tables. */
 #include "strata/tools/tables.h"
 #include "tools_internal.h"
@@ -235,7 +235,7 @@ static bool same_model(const st_tables_entry *a, const st_tables_entry *b)
     return a->prov.model[0] && !strcmp(a->prov.model, b->prov.model);
 }
 
-/* Marks the superseded entries (see tables_index.h). */
+/* Marks the superseded entries (see strata/tools/tables.h). */
 static void supersede(st_tables_index *ix)
 {
     for (int i = 0; i < ix->n; i++) {

@@ -1,5 +1,5 @@
 #define _POSIX_C_SOURCE 200809L
-/* tables.json as text (tables_index.h): the index to JSON and back. The
+/* tables.json as text (strata/tools/tables.h): the index to JSON and back. The
  * parser takes nothing on trust: a field of the wrong type, a string longer
  * than its place or an unknown status makes the whole index "damaged", and
  * it is then rebuilt from the tables. */

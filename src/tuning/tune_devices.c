@@ -1,5 +1,5 @@
 /* Several devices into one folder: the pass plan, the groups, the list
- * (tune_devices.h). */
+ * (strata/tools/devices.h). */
 #include "strata/tools/devices.h"
 
 #include <stdio.h>

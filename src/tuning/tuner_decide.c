@@ -1,4 +1,4 @@
-/* The tuner's decisions (tuner_internal.h): the keep rule, the re-tune
+/* The tuner's decisions (tuner_decide.h): the keep rule, the re-tune
  * rule and the campaign verdict per kernel family. Every comparison is
  * paired round by round (the candidates of one round ran back to back, in
  * an order rotated each round), so drift that hits a whole round cancels,

@@ -1,4 +1,4 @@
-/* Several devices into one folder (src/tuning/tune_devices.h): the pass
+/* Several devices into one folder (include/strata/tools/devices.h): the pass
  * plan with scripted changes (agreement, a change confirmed by the others,
  * a disagreement that does not settle), the grouping by identity, the
  * --device list; and on the CPU backend, `tune --device all` end to end

@@ -1,5 +1,5 @@
 /* tune_decode tune --device LIST|all: every named device tuned into one
- * folder, one table per device model (the rule: src/tuning/tune_devices.h). */
+ * folder, one table per device model (the rule: include/strata/tools/devices.h). */
 #include "commands.h"
 
 #include <cjson/cJSON.h>

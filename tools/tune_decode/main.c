@@ -1,5 +1,6 @@
 /* tune_decode: tune, check and inspect strata-tune decode kernels.
- * A thin front end: argument parsing here, the work in libstrata_tune. */
+ * A thin front end on the public API of the two libraries: argument parsing
+ * and printing here, the work in libstrata_tools and libstrata_tune. */
 #include "commands.h"
 
 #include <stdarg.h>

@@ -1,7 +1,7 @@
 /* What tune_decode prints: every line that can carry bytes from a file or
  * the command line (names, comments, paths, the library's messages) goes
  * through st_text_show, every JSON string through st_text_utf8_dup
- * (src/contract/text.h), so a hostile table or model cannot drive the
+ * (include/strata/tools/text.h), so a hostile table or model cannot drive the
  * terminal and --json output is always valid UTF-8. */
 #define _POSIX_C_SOURCE 200809L
 #include "commands.h"
