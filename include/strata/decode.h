@@ -84,7 +84,9 @@ typedef struct {
 
 /* Defaults: auto backend, device 0, own stream, the largest limits, own
  * workspace, the process's log sink. */
-ST_API void st_ctx_params_init(st_ctx_params *p);
+ST_API void st_ctx_params_init_size(st_ctx_params *p, size_t size);
+/* (sizeof *P is the caller's: the growth rule of docs/API.md) */
+static inline void st_ctx_params_init(st_ctx_params *p) { st_ctx_params_init_size(p, sizeof *p); }
 
 /* Creates a context from P. The dispatch knobs are read from the
  * environment here, once. All scratch of the decode calls is reserved here
@@ -210,11 +212,6 @@ ST_API st_status st_expert_grouped_variant(st_ctx *ctx, const st_experts *ex, co
                                            const int32_t *ids, const float *wts, int nt, int topk,
                                            float *out, int gu_rows, int down_rows);
 
-/* The expert rows pair whose launches equal the default chain's for the
- * experts EX under the context's dispatch, or 0/0 when none does: a tuner
- * need not time that pair against the default (it is the same launch). */
-ST_API void st_ctx_default_expert_equiv(st_ctx *ctx, const st_experts *ex, int *gu_rows, int *down_rows);
-
 /* Counters of where launches came from, so callers and tests can prove a
  * table engaged. Set up with st_ctx_stats_init (struct_size); the library
  * fills the members struct_size covers (the struct may grow). */
@@ -228,7 +225,8 @@ typedef struct {
     uint64_t table_defaults;   /* entry-point calls whose shape the tuner measured and kept the
                                   default for ("tuned default": covered, not a gap) */
 } st_ctx_stats;
-ST_API void st_ctx_stats_init(st_ctx_stats *stats);
+ST_API void st_ctx_stats_init_size(st_ctx_stats *stats, size_t size);
+static inline void st_ctx_stats_init(st_ctx_stats *stats) { st_ctx_stats_init_size(stats, sizeof *stats); }
 ST_API void st_ctx_get_stats(const st_ctx *ctx, st_ctx_stats *stats);
 ST_API void st_ctx_reset_stats(st_ctx *ctx);
 

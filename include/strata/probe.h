@@ -66,6 +66,11 @@ ST_API st_status st_ctx_capture_end(st_ctx *ctx, st_ctx_graph **graph);
 ST_API st_status st_ctx_graph_launch(st_ctx *ctx, st_ctx_graph *graph);
 ST_API void st_ctx_graph_destroy(st_ctx *ctx, st_ctx_graph *graph);
 
+/* The expert rows pair whose launches equal the default chain's for the
+ * experts EX under the context's dispatch, or 0/0 when none does: a tuner
+ * need not time that pair against the default (it is the same launch). */
+ST_API void st_ctx_default_expert_equiv(st_ctx *ctx, const st_experts *ex, int *gu_rows, int *down_rows);
+
 /* One formatted line to the context's log (its st_ctx_params log_fn, else
  * the process's sink). CTX may be NULL: the process's sink. */
 ST_API void st_ctx_log(const st_ctx *ctx, const char *fmt, ...) ST_PRINTF(2, 3);

@@ -96,8 +96,9 @@ ST_API st_status st_table_load_msg(const char *path, const st_identity *id,
 /* Finds the header of table text BUF[0..LEN) without checking anything
  * else: ST_OK and its four tokens (and the device line's model, empty when
  * there is none) in *HDR when the first non-comment line is a well-formed
- * header; otherwise ST_ERR_PARSE. Silent: no message, no st_last_error (how
- * a folder's tables are told apart before one is parsed). */
+ * header; otherwise ST_ERR_PARSE (or ST_ERR_REFUSED for a selection-space
+ * token this build cannot read), with why in st_last_error(). Gives no log
+ * line: how a folder's tables are told apart before one is parsed. */
 ST_API st_status st_table_read_header(const char *buf, size_t len, st_identity *hdr);
 
 ST_API void st_table_destroy(st_table *t);
@@ -142,7 +143,8 @@ ST_API void st_table_expert_at(const st_table *t, size_t i, st_expert_key *key,
 ST_API st_status st_table_dir_list(const char *dir, char ***names, size_t *n, char *why);
 ST_API void st_table_dir_list_free(char **names, size_t n);
 /* Whether the file at PATH is a table whose header and device line are
- * ID's (quietly: the test the loader applies to a folder's files). */
+ * ID's (no log line; st_last_error() may hold why not): the test the
+ * loader applies to a folder's files. */
 ST_API bool st_table_file_is_for(const char *path, const st_identity *id);
 
 /* Shapes the tuner measured and kept the default for ("tuned defaults",

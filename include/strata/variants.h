@@ -106,7 +106,7 @@ extern "C" {
  *
  *   0                              the default chain (never a table row)
  *   R          (1 .. 99)           ST_MMVQ_ROWS: R rows (warps) per block
- *   -W                             ST_MMVQ_MMA: W warps
+ *   -W         (-1 .. -99)         ST_MMVQ_MMA: W warps
  *   STRATA_MMVQ_SPLIT_BASE + W     ST_MMVQ_SPLIT: W warps on one row (W < 100)
  *   STRATA_MMVQ_WIDE_BASE + T / 32 * 10 + R
  *                                  ST_MMVQ_WIDE: T lanes per row, R rows per
@@ -155,7 +155,8 @@ static inline st_mmvq_variant st_mmvq_variant_of(int id)
 {
     st_mmvq_variant v = {ST_MMVQ_INVALID, 0, 0, 0};
     if (id == 0) v.family = ST_MMVQ_DEFAULT;
-    else if (id < 0) v.family = ST_MMVQ_MMA, v.warps = -id;
+    else if (id < 0 && id > -STRATA_MMVQ_SPLIT_BASE) v.family = ST_MMVQ_MMA, v.warps = -id;
+    else if (id < 0) return v; /* no family below -99 (and -INT_MIN is no int) */
     else if (id < STRATA_MMVQ_SPLIT_BASE) v.family = ST_MMVQ_ROWS, v.rows = id;
     else if (id < STRATA_MMVQ_WIDE_BASE) v.family = ST_MMVQ_SPLIT, v.warps = id - STRATA_MMVQ_SPLIT_BASE;
     else if ((id - STRATA_MMVQ_WIDE_BASE) % 10 && (id - STRATA_MMVQ_WIDE_BASE) / 10)

@@ -1,6 +1,6 @@
-/* Helper macros every layer of both libraries may include: no functions,
- * no state, nothing of either library's inside (src/CMakeLists.txt gives
- * this folder to every layer). */
+/* Helper macros every layer of both libraries may include: no state,
+ * nothing of either library's inside (src/CMakeLists.txt gives this folder
+ * to every layer; st_struct.h beside it holds stateless inline helpers). */
 #ifndef ST_MACROS_H
 #define ST_MACROS_H
 

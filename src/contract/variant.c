@@ -115,9 +115,9 @@ bool st_mmvq_variant_parse(const char *s, size_t n, int *id)
     st_mmvq_variant v = {ST_MMVQ_INVALID, 0, 0, 0};
     int a = 0, b = 0;
     if (starts(s, n, "mma")) {
-        if (small_num(s + 3, n - 3, 99, &a)) v.family = ST_MMVQ_MMA, v.warps = a;
+        if (small_num(s + 3, n - 3, STRATA_MMVQ_SPLIT_BASE - 1, &a)) v.family = ST_MMVQ_MMA, v.warps = a;
     } else if (starts(s, n, "split")) {
-        if (small_num(s + 5, n - 5, 99, &a)) v.family = ST_MMVQ_SPLIT, v.warps = a;
+        if (small_num(s + 5, n - 5, STRATA_MMVQ_WIDE_BASE - STRATA_MMVQ_SPLIT_BASE - 1, &a)) v.family = ST_MMVQ_SPLIT, v.warps = a;
     } else if (starts(s, n, "wide")) {
         const char *x = memchr(s + 4, 'x', n - 4);
         if (x && small_num(s + 4, (size_t)(x - s - 4), 320, &a) && a % 32 == 0 &&

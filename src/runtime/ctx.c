@@ -6,6 +6,7 @@
 #include "backend.h"
 #include "ctx_internal.h"
 #include "devinfo.h"
+#include "st_struct.h"
 #include "table_internal.h"
 
 #include <stdarg.h>
@@ -16,12 +17,13 @@
 
 #define DEFAULT_MAX_DIM 32768
 
-void st_ctx_params_init(st_ctx_params *p)
+void st_ctx_params_init_size(st_ctx_params *p, size_t size)
 {
-    if (!p) return;
-    memset(p, 0, sizeof *p);
-    p->struct_size = sizeof *p;
-    p->backend = ST_BACKEND_AUTO;
+    st_ctx_params d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    d.backend = ST_BACKEND_AUTO;
+    st_struct_init(p, size, &d, sizeof d);
 }
 
 /* P as this build knows it: a caller's smaller struct (an older header)
@@ -30,7 +32,7 @@ static st_status read_params(const st_ctx_params *p, st_ctx_params *out)
 {
     st_ctx_params_init(out);
     if (!p) return ST_OK;
-    if (p->struct_size < offsetof(st_ctx_params, stream) || p->struct_size > (size_t)1 << 20)
+    if (p->struct_size < offsetof(st_ctx_params, stream) || p->struct_size > ST_STRUCT_SIZE_MAX)
         return st_fail(ST_ERR_INVALID_ARG, "st_ctx_params: struct_size %zu is not a size this library knows "
                        "(call st_ctx_params_init first)", p->struct_size);
     memcpy(out, p, p->struct_size < sizeof *out ? p->struct_size : sizeof *out);
@@ -472,18 +474,18 @@ st_status st_expert_grouped(st_ctx *c, const st_experts *ex, const float *x, con
     return st_expert_grouped_variant(c, ex, x, ids, wts, nt, topk, out, gu, dn);
 }
 
-void st_ctx_stats_init(st_ctx_stats *s)
+void st_ctx_stats_init_size(st_ctx_stats *s, size_t size)
 {
-    memset(s, 0, sizeof *s);
-    s->struct_size = sizeof *s;
+    st_ctx_stats d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    st_struct_init(s, size, &d, sizeof d);
 }
 
 void st_ctx_get_stats(const st_ctx *c, st_ctx_stats *s)
 {
-    if (!c || !s || s->struct_size < sizeof s->struct_size) return;
     /* the members the caller's struct has room for (it may be older) */
-    const size_t n = s->struct_size < sizeof c->stats ? s->struct_size : sizeof c->stats;
-    memcpy((char *)s + sizeof s->struct_size, (const char *)&c->stats + sizeof s->struct_size, n - sizeof s->struct_size);
+    if (c && s) st_struct_out(s, &c->stats, sizeof c->stats);
 }
 void st_ctx_reset_stats(st_ctx *c) { st_ctx_stats_init(&c->stats); }
 

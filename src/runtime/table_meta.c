@@ -73,12 +73,17 @@ static bool word(const char *c, const char *w)
     return !strncmp(c, w, n) && (c[n] == ' ' || c[n] == '\0');
 }
 
+static bool tuned_default(const char *c, st_table_row *r);
+
 st_comment_kind st_table_comment_kind(const char *c)
 {
     if (!c) return ST_COMMENT_OTHER;
+    st_table_row r;
     if (key_of(c) >= 0 || !strncmp(c, W_LEGACY_MADE, strlen(W_LEGACY_MADE))) return ST_COMMENT_PROVENANCE;
     if (word(c, W_NTOK_MIX)) return ST_COMMENT_NTOK_MIX;
-    if (word(c, W_TUNED_DEFAULT)) return ST_COMMENT_TUNED_DEFAULT;
+    /* only a record the loader honours: a malformed one is free text (kept
+     * as it is by a merge, never read as a shape) */
+    if (tuned_default(c, &r)) return ST_COMMENT_TUNED_DEFAULT;
     if (word(c, W_MERGED)) return ST_COMMENT_MERGED;
     return ST_COMMENT_OTHER;
 }
@@ -203,13 +208,16 @@ st_status st_table_add_tuned_default_expert(st_table *t, const st_expert_key *ke
     return st_table_add_comment(t, line);
 }
 
-bool st_meta_tuned_default_row(const char *c, st_table_row *r)
+/* "tuned-default mmvq TYPE ROWS COLS" / "tuned-default expert GU DN NE NF
+ * NT" with known types, as a row's kind and key in *R. */
+static bool tuned_default(const char *c, st_table_row *r)
 {
-    if (st_table_comment_kind(c) != ST_COMMENT_TUNED_DEFAULT) return false;
+    const size_t w = strlen(W_TUNED_DEFAULT);
+    if (strncmp(c, W_TUNED_DEFAULT, w) != 0 || c[w] != ' ') return false;
     char kind[16], a[16], b[16];
     int v[3] = {0, 0, 0}, nt = 0, used = 0;
     memset(r, 0, sizeof *r);
-    c += strlen(W_TUNED_DEFAULT " ");
+    c += w + 1;
     if (sscanf(c, "mmvq %15s %d %d %n", a, &v[0], &v[1], &used) == 3 && !c[used]) {
         r->kind = ST_ROW_MMVQ;
         r->mmvq = (st_mmvq_key){st_qtype_from_name(a), v[0], v[1]};
@@ -223,6 +231,8 @@ bool st_meta_tuned_default_row(const char *c, st_table_row *r)
     }
     return false;
 }
+
+bool st_meta_tuned_default_row(const char *c, st_table_row *r) { return c && tuned_default(c, r); }
 
 /* ---- merges --------------------------------------------------------------- */
 

@@ -424,21 +424,29 @@ static st_status bench_model(st_ctx *c, bench_env *e, const st_verify_options *v
     return s;
 }
 
-void st_bench_options_default(st_bench_options *o)
+void st_bench_options_init_size(st_bench_options *o, size_t size)
 {
-    memset(o, 0, sizeof *o);
-    o->struct_size = sizeof *o;
-    o->suite = true;
-    o->layers = 48;
+    st_bench_options d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    d.suite = true;
+    d.layers = 48;
+    st_struct_init(o, size, &d, sizeof d);
 }
 
-void st_bench_result_init(st_bench_result *r) { st_struct_zero(r, sizeof *r, true); }
+void st_bench_result_init_size(st_bench_result *r, size_t size)
+{
+    st_bench_result d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    st_struct_init(r, size, &d, sizeof d);
+}
 
 void st_bench_result_clear(st_bench_result *r)
 {
-    if (!r) return;
-    if (r->struct_size >= offsetof(st_bench_result, json) + sizeof r->json) free(r->json);
-    st_struct_zero(r, sizeof *r, false);
+    if (!st_struct_size_of(r)) return;
+    if (st_struct_has(r, offsetof(st_bench_result, json) + sizeof r->json)) free(r->json);
+    st_struct_zero(r, sizeof *r);
 }
 
 /* The options as this build knows them: a caller compiled against an
@@ -446,11 +454,7 @@ void st_bench_result_clear(st_bench_result *r)
 static st_status read_options(const st_bench_options *o, st_bench_options *out)
 {
     st_bench_options_default(out);
-    if (!o || o->struct_size < offsetof(st_bench_options, user) + sizeof o->user)
-        return st_fail(ST_ERR_INVALID_ARG, "bench: options not set up (st_bench_options_default)");
-    memcpy(out, o, o->struct_size < sizeof *out ? o->struct_size : sizeof *out);
-    out->struct_size = sizeof *out;
-    return ST_OK;
+    return st_struct_in(out, sizeof *out, o, "bench: the options");
 }
 
 /* The shapes and variants of O, parsed: what was named is checked before
@@ -463,6 +467,8 @@ static st_status parse_all(const st_bench_options *o, st_tune_shape *shapes, int
         return st_fail(ST_ERR_INVALID_ARG, "bench: at most %d shapes", ST_BENCH_MAX_SHAPES);
     if (o->n_variants > ST_BENCH_MAX_VARIANTS)
         return st_fail(ST_ERR_INVALID_ARG, "bench: at most %d variants", ST_BENCH_MAX_VARIANTS);
+    if (o->n_variants && !o->n_shapes)
+        return st_fail(ST_ERR_INVALID_ARG, "variants apply to the shapes given (the suite runs the default chain)");
     for (int i = 0; i < o->n_shapes; i++)
         if (st_tune_parse_shape(o->shapes[i], 64, 8, &shapes[i]) != ST_OK) return ST_ERR_PARSE; /* its line stays */
     for (int v = 0; v < o->n_variants; v++) {
@@ -527,6 +533,7 @@ st_status st_bench_run(st_ctx *c, const st_bench_options *opt, st_bench_result *
     ST_TRY(read_options(opt, &o));
     if (!c) return st_fail(ST_ERR_INVALID_ARG, "bench: no context");
     ST_TRY(st_struct_ready(res, "bench"));
+    st_bench_result_clear(res);
     st_tune_shape parsed[ST_BENCH_MAX_SHAPES];
     int variant[ST_BENCH_MAX_VARIANTS][2];
     ST_TRY(parse_all(&o, parsed, variant));
@@ -588,10 +595,12 @@ st_status st_bench_run(st_ctx *c, const st_bench_options *opt, st_bench_result *
         snprintf(label, sizeof label, "synthetic %d x MoE iq3_s/iq4_nl 2560/640", vo.n_layers);
         s = bench_model(c, &e, &vo, label);
     }
-    res->read_gbs = e.read_gbs;
-    res->copy_gbs = e.copy_gbs;
-    res->launch_us = e.launch_us;
-    res->llc = e.llc;
+    st_bench_result r;
+    st_bench_result_init(&r);
+    r.read_gbs = e.read_gbs;
+    r.copy_gbs = e.copy_gbs;
+    r.launch_us = e.launch_us;
+    r.llc = e.llc;
     cJSON *root = cJSON_CreateObject();
     if (root) {
         if (o.command_line) {
@@ -607,11 +616,16 @@ st_status st_bench_run(st_ctx *c, const st_bench_options *opt, st_bench_result *
         st_json_add_text(root, "llc_source", e.llc_source);
         cJSON_AddItemToObject(root, "rows", e.rows);
         e.rows = NULL;
-        free(res->json);
-        res->json = cJSON_Print(root);
+        r.json = cJSON_Print(root);
         cJSON_Delete(root);
     }
     cJSON_Delete(e.rows);
-    if (s == ST_OK && !res->json) s = st_fail(ST_ERR_NOMEM, "bench: out of memory");
+    if (s == ST_OK && !r.json) s = st_fail(ST_ERR_NOMEM, "bench: out of memory");
+    /* the document goes to the caller when its struct has room for it */
+    if (!st_struct_has(res, offsetof(st_bench_result, json) + sizeof r.json)) {
+        free(r.json);
+        r.json = NULL;
+    }
+    st_struct_out(res, &r, sizeof r);
     return s;
 }

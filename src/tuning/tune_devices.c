@@ -126,6 +126,11 @@ int st_devices_run(st_ctx *const *ctx, int n, st_tune_options *o, st_devices_pla
     return done;
 }
 
+const st_devices_pass *st_devices_pass_at(const st_devices_pass *passes, int i)
+{
+    return passes && i >= 0 ? &passes[i] : NULL;
+}
+
 void st_devices_passes_free(st_devices_pass *pass, int n)
 {
     for (int i = 0; pass && i < n; i++) st_tune_result_clear(&pass[i].res);

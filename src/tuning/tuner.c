@@ -30,15 +30,17 @@
 
 _Static_assert(ST_TUNE_MAX_ROUNDS <= ST_MEASURE_MAX_ROUNDS, "the tuner keeps every round it measures");
 
-void st_tune_options_default(st_tune_options *o)
+void st_tune_options_init_size(st_tune_options *o, size_t size)
 {
-    memset(o, 0, sizeof *o);
-    o->struct_size = sizeof *o;
-    o->out_dir = ".";
-    o->threshold = 0.01;
-    o->do_expert = o->do_mmvq = true;
-    o->n_expert = 64;
-    o->topk = 8;
+    st_tune_options d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    d.out_dir = ".";
+    d.threshold = 0.01;
+    d.do_expert = d.do_mmvq = true;
+    d.n_expert = 64;
+    d.topk = 8;
+    st_struct_init(o, size, &d, sizeof d);
 }
 
 typedef struct {
@@ -583,22 +585,30 @@ static st_status install(st_ctx *ctx, const st_tune_options *o, const st_model *
     return st;
 }
 
-void st_tune_result_init(st_tune_result *r)
+static void result_defaults(st_tune_result *d)
 {
-    st_struct_zero(r, sizeof *r, true);
-    r->changed_vs_previous = -1;
+    memset(d, 0, sizeof *d);
+    d->struct_size = sizeof *d;
+    d->changed_vs_previous = -1;
+}
+
+void st_tune_result_init_size(st_tune_result *r, size_t size)
+{
+    st_tune_result d;
+    result_defaults(&d);
+    st_struct_init(r, size, &d, sizeof d);
 }
 
 void st_tune_result_clear(st_tune_result *r)
 {
-    if (!r) return;
-    const size_t n = r->struct_size;
-    if (n >= offsetof(st_tune_result, report_path) + sizeof r->report_path) {
+    if (!st_struct_size_of(r)) return;
+    if (st_struct_has(r, offsetof(st_tune_result, report_path) + sizeof r->report_path)) {
         free(r->table_path);
         free(r->report_path);
     }
-    st_struct_zero(r, sizeof *r, false);
-    if (n >= offsetof(st_tune_result, changed_vs_previous) + sizeof r->changed_vs_previous) r->changed_vs_previous = -1;
+    st_tune_result d;
+    result_defaults(&d);
+    st_struct_out(r, &d, sizeof d);
 }
 
 static st_status tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result *res);
@@ -618,7 +628,7 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *opt, st_tune_result *r
     const st_status s = tune_run(ctx, &o, &r);
     st_tune_result_clear(res);
     /* the paths go to the caller when its struct has room for them */
-    if (res->struct_size < offsetof(st_tune_result, report_path) + sizeof r.report_path) {
+    if (!st_struct_has(res, offsetof(st_tune_result, report_path) + sizeof r.report_path)) {
         free(r.table_path);
         free(r.report_path);
         r.table_path = r.report_path = NULL;

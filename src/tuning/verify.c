@@ -25,16 +25,18 @@
 #include <string.h>
 #include <time.h>
 
-void st_verify_options_default(st_verify_options *o)
+void st_verify_options_init_size(st_verify_options *o, size_t size)
 {
-    memset(o, 0, sizeof *o);
-    o->struct_size = sizeof *o;
-    o->n_layers = 1;
-    o->n_expert = 64;
-    o->topk = 8;
-    o->rounds = 21;
-    o->max_slowdown = 0.02;
-    o->budget_s = 60;
+    st_verify_options d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    d.n_layers = 1;
+    d.n_expert = 64;
+    d.topk = 8;
+    d.rounds = 21;
+    d.max_slowdown = 0.02;
+    d.budget_s = 60;
+    st_struct_init(o, size, &d, sizeof d);
 }
 
 static st_status timed_step(st_ctx *c, const st_vmodel *v, int nt, double *us)
@@ -234,7 +236,8 @@ static st_status run_gate(st_ctx *c, const st_verify_options *o, const st_vmodel
         if (s != ST_OK) break;
         s = st_vmodel_step(c, v, nt);
         if (s == ST_OK) s = st_vmodel_outputs(c, v, nt, a);
-        st_ctx_swap_table(c, tab, &back);
+        const st_status sw = st_ctx_swap_table(c, tab, &back);
+        if (s == ST_OK) s = sw; /* never a "with the table" step without it */
         st_ctx_reset_stats(c);
         if (s == ST_OK) s = st_vmodel_step(c, v, nt);
         if (s == ST_OK) s = st_vmodel_outputs(c, v, nt, b);
@@ -327,13 +330,19 @@ static st_status verify_run(st_ctx *c, const st_verify_options *o, st_verify_res
     return s;
 }
 
-void st_verify_result_init(st_verify_result *r) { st_struct_zero(r, sizeof *r, true); }
+void st_verify_result_init_size(st_verify_result *r, size_t size)
+{
+    st_verify_result d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    st_struct_init(r, size, &d, sizeof d);
+}
 
 void st_verify_result_clear(st_verify_result *r)
 {
-    if (!r) return;
-    if (r->struct_size >= offsetof(st_verify_result, steps) + sizeof r->steps) free(r->steps);
-    st_struct_zero(r, sizeof *r, false);
+    if (!st_struct_size_of(r)) return;
+    if (st_struct_has(r, offsetof(st_verify_result, steps) + sizeof r->steps)) free(r->steps);
+    st_struct_zero(r, sizeof *r);
 }
 
 st_status st_verify_run(st_ctx *c, const st_verify_options *opt, st_verify_result *res)
@@ -348,7 +357,7 @@ st_status st_verify_run(st_ctx *c, const st_verify_options *opt, st_verify_resul
     const st_status s = verify_run(c, &o, &r, true);
     st_verify_result_clear(res);
     /* the steps go to the caller when its struct has room for them */
-    if (res->struct_size < offsetof(st_verify_result, n_steps) + sizeof r.n_steps) {
+    if (!st_struct_has(res, offsetof(st_verify_result, n_steps) + sizeof r.n_steps)) {
         free(r.steps);
         r.steps = NULL;
         r.n_steps = 0;

@@ -226,20 +226,20 @@ static void two_devices_of_one_model_agree_into_one_table(void **state)
     st_devices_pass *pass = NULL;
     g_hook_calls = 0;
     const int n = st_devices_run(ctx, 2, &o, &plan, &pass, count_hook, NULL);
-    if (n != 2 || pass[0].status != ST_OK || pass[1].status != ST_OK)
-        fail_msg("passes %d: %s / %s", n, pass[0].message, n > 1 ? pass[1].message : "-");
+    if (n != 2 || st_devices_pass_at(pass, 0)->status != ST_OK || st_devices_pass_at(pass, 1)->status != ST_OK)
+        fail_msg("passes %d: %s / %s", n, st_devices_pass_at(pass, 0)->message, n > 1 ? st_devices_pass_at(pass, 1)->message : "-");
     assert_true(plan.agreed);
     assert_int_equal(g_hook_calls, 4);
-    assert_int_equal(pass[0].device, 0);
-    assert_int_equal(pass[1].device, 1);
-    assert_int_equal(pass[0].res.changed_vs_previous, -1); /* it made the table */
-    assert_int_equal(pass[1].res.changed_vs_previous, 0);  /* merged into it, nothing changed */
-    assert_string_equal(pass[0].res.table_path, pass[1].res.table_path);
-    assert_true(pass[0].report && pass[1].report);
-    assert_non_null(strstr(pass[0].res.report_path, ".dev0.autotune.json"));
-    assert_non_null(strstr(pass[1].res.report_path, ".dev1.autotune.json"));
-    assert_true(file_exists(pass[0].res.report_path));
-    assert_true(file_exists(pass[1].res.report_path));
+    assert_int_equal(st_devices_pass_at(pass, 0)->device, 0);
+    assert_int_equal(st_devices_pass_at(pass, 1)->device, 1);
+    assert_int_equal(st_devices_pass_at(pass, 0)->res.changed_vs_previous, -1); /* it made the table */
+    assert_int_equal(st_devices_pass_at(pass, 1)->res.changed_vs_previous, 0);  /* merged into it, nothing changed */
+    assert_string_equal(st_devices_pass_at(pass, 0)->res.table_path, st_devices_pass_at(pass, 1)->res.table_path);
+    assert_true(st_devices_pass_at(pass, 0)->report && st_devices_pass_at(pass, 1)->report);
+    assert_non_null(strstr(st_devices_pass_at(pass, 0)->res.report_path, ".dev0.autotune.json"));
+    assert_non_null(strstr(st_devices_pass_at(pass, 1)->res.report_path, ".dev1.autotune.json"));
+    assert_true(file_exists(st_devices_pass_at(pass, 0)->res.report_path));
+    assert_true(file_exists(st_devices_pass_at(pass, 1)->res.report_path));
 
     st_devices_passes_free(pass, n);
 
@@ -249,9 +249,9 @@ static void two_devices_of_one_model_agree_into_one_table(void **state)
     o.out_dir = dir2;
     const int n2 = st_devices_run(ctx, 2, &o, &plan, &pass, NULL, NULL);
     assert_int_equal(n2, 1);
-    assert_int_equal(pass[0].status, ST_ERR_INTERRUPTED);
-    assert_false(pass[0].report);
-    assert_true(!pass[0].res.table_path || !file_exists(pass[0].res.table_path));
+    assert_int_equal(st_devices_pass_at(pass, 0)->status, ST_ERR_INTERRUPTED);
+    assert_false(st_devices_pass_at(pass, 0)->report);
+    assert_true(!st_devices_pass_at(pass, 0)->res.table_path || !file_exists(st_devices_pass_at(pass, 0)->res.table_path));
     st_devices_passes_free(pass, n2);
     for (int k = 0; k < 2; k++) st_ctx_destroy(ctx[k]);
 }
@@ -288,19 +288,19 @@ static void devices_that_measure_the_opposite_disagree(void **state)
     st_devices_pass *pass = NULL;
     const int n = st_devices_run(ctx, 2, &o, &plan, &pass, NULL, NULL);
     for (int i = 0; i < n; i++)
-        print_message("pass %d (device %d): %s, %d kept a variant, changed %d\n", i + 1, pass[i].device,
-                      st_status_name(pass[i].status), pass[i].res.kept_variants, pass[i].res.changed_vs_previous);
-    if (n != 4) fail_msg("%d passes, expected 4 (last: %s)", n, n ? pass[n - 1].message : "-");
+        print_message("pass %d (device %d): %s, %d kept a variant, changed %d\n", i + 1, st_devices_pass_at(pass, i)->device,
+                      st_status_name(st_devices_pass_at(pass, i)->status), st_devices_pass_at(pass, i)->res.kept_variants, st_devices_pass_at(pass, i)->res.changed_vs_previous);
+    if (n != 4) fail_msg("%d passes, expected 4 (last: %s)", n, n ? st_devices_pass_at(pass, n - 1)->message : "-");
     assert_false(plan.agreed);
-    assert_true(pass[0].res.kept_variants > 0);
+    assert_true(st_devices_pass_at(pass, 0)->res.kept_variants > 0);
     for (int i = 1; i < 4; i++) {
-        assert_int_equal(pass[i].status, ST_OK);
-        assert_int_equal(pass[i].device, i % 2);
-        assert_true(pass[i].res.changed_vs_previous > 0);
+        assert_int_equal(st_devices_pass_at(pass, i)->status, ST_OK);
+        assert_int_equal(st_devices_pass_at(pass, i)->device, i % 2);
+        assert_true(st_devices_pass_at(pass, i)->res.changed_vs_previous > 0);
     }
-    assert_true(pass[1].res.kept_variants < pass[0].res.kept_variants); /* device 1 put the default back */
-    assert_int_equal(plan.changes, pass[1].res.changed_vs_previous + pass[2].res.changed_vs_previous +
-                                       pass[3].res.changed_vs_previous);
+    assert_true(st_devices_pass_at(pass, 1)->res.kept_variants < st_devices_pass_at(pass, 0)->res.kept_variants); /* device 1 put the default back */
+    assert_int_equal(plan.changes, st_devices_pass_at(pass, 1)->res.changed_vs_previous + st_devices_pass_at(pass, 2)->res.changed_vs_previous +
+                                       st_devices_pass_at(pass, 3)->res.changed_vs_previous);
     st_devices_passes_free(pass, n);
     for (int k = 0; k < 2; k++) st_ctx_destroy(ctx[k]);
 }

@@ -89,7 +89,7 @@ static void run_group(td_group *gr, st_ctx **ctx, st_tune_options *o)
         td_eprint("tune: %s", st_last_error());
         return;
     }
-    const td_pass *last = gr->n_pass ? &gr->pass[gr->n_pass - 1] : NULL;
+    const td_pass *last = gr->n_pass ? st_devices_pass_at(gr->pass, gr->n_pass - 1) : NULL;
     gr->rc = last && last->status != ST_OK ? pass_rc(last) : gr->plan.agreed ? 0 : 5;
 }
 
@@ -99,7 +99,7 @@ static void print_group(const td_group *gr, const int *devs, st_ctx **ctx)
     list_devices(gr, devs, list, sizeof list);
     const st_identity *id = st_ctx_identity(ctx[gr->members[0]]);
     for (int i = 0; i < gr->n_pass; i++) {
-        const td_pass *p = &gr->pass[i];
+        const td_pass *p = st_devices_pass_at(gr->pass, i);
         char what[128];
         if (p->status != ST_OK)
             snprintf(what, sizeof what, "%s: nothing installed", p->status == ST_ERR_INTERRUPTED ? "stopped" : "refused");
@@ -112,7 +112,7 @@ static void print_group(const td_group *gr, const int *devs, st_ctx **ctx)
                p->res.kept_variants, what, st_gate_verdict_name(p->res.gate));
         if (p->report) td_print("device %d: report %s", p->device, td_s(p->res.report_path));
     }
-    const td_pass *last = gr->n_pass ? &gr->pass[gr->n_pass - 1] : NULL;
+    const td_pass *last = gr->n_pass ? st_devices_pass_at(gr->pass, gr->n_pass - 1) : NULL;
     const char *model = model_of(id);
     const char *dv = gr->n == 1 ? "device" : "devices";
     if (!last) return;
@@ -145,11 +145,11 @@ static cJSON *group_json(const td_group *gr, const int *devs, st_ctx **ctx)
                                           : gr->rc == 5 ? "disagree" : "stopped");
     cJSON_AddNumberToObject(j, "exit", gr->rc);
     cJSON_AddNumberToObject(j, "changes", gr->plan.changes);
-    const char *table = gr->n_pass ? td_s(gr->pass[gr->n_pass - 1].res.table_path) : "";
+    const char *table = gr->n_pass ? td_s(st_devices_pass_at(gr->pass, gr->n_pass - 1)->res.table_path) : "";
     td_json_add_string(j, "table", exists(table) ? table : "");
     cJSON *pl = cJSON_AddArrayToObject(j, "passes");
     for (int i = 0; i < gr->n_pass; i++) {
-        const td_pass *p = &gr->pass[i];
+        const td_pass *p = st_devices_pass_at(gr->pass, i);
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "device", p->device);
         cJSON_AddStringToObject(o, "status", st_status_name(p->status));
@@ -228,7 +228,7 @@ int td_tune_devices(st_tune_options *o, const td_global *g)
             td_json_put(j);
         }
         for (int k = 0; k < ng; k++) {
-            const td_pass *last = gr[k].n_pass ? &gr[k].pass[gr[k].n_pass - 1] : NULL;
+            const td_pass *last = gr[k].n_pass ? st_devices_pass_at(gr[k].pass, gr[k].n_pass - 1) : NULL;
             if (last && last->status != ST_OK && !g->json) td_eprint("tune: device %d: %s", last->device, last->message);
         }
         if (rc >= 128) td_eprint("tune: interrupted; the pass that was running wrote nothing");

@@ -63,7 +63,9 @@ typedef struct {
     void *user;
 } st_bench_options;
 
-ST_API void st_bench_options_default(st_bench_options *o);
+ST_API void st_bench_options_init_size(st_bench_options *o, size_t size);
+/* (sizeof *O is the caller's: the growth rule of docs/API.md) */
+static inline void st_bench_options_default(st_bench_options *o) { st_bench_options_init_size(o, sizeof *o); }
 
 /* Checks O without measuring: ST_ERR_PARSE when a shape does not parse,
  * ST_ERR_INVALID_ARG when a variant is not compiled in, is not of the
@@ -82,10 +84,11 @@ typedef struct {
     char *json;
 } st_bench_result;
 
+ST_API void st_bench_result_init_size(st_bench_result *res, size_t size);
+static inline void st_bench_result_init(st_bench_result *res) { st_bench_result_init_size(res, sizeof *res); }
 /* Runs the benchmark on CTX (st_bench_check first; then a model and every
  * shape must fit the free memory: one line with the bytes otherwise).
  * RES is filled on ST_OK and, as far as the run got, on failure. */
-ST_API void st_bench_result_init(st_bench_result *res);
 ST_API st_status st_bench_run(st_ctx *ctx, const st_bench_options *o, st_bench_result *res);
 /* Frees what the library allocated in RES (and zeroes it, struct_size kept). */
 ST_API void st_bench_result_clear(st_bench_result *res);

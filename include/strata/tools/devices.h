@@ -76,6 +76,9 @@ typedef struct {
  * in CTX and the pass number from 1. */
 ST_API int st_devices_run(st_ctx *const *ctx, int n, st_tune_options *o, st_devices_plan *plan, st_devices_pass **passes,
                           void (*hook)(void *user, int member, int pass_no, bool before), void *user);
+/* Pass I of what st_devices_run gave (index with this, not with the
+ * caller's own sizeof: the pass holds an st_tune_result, which grows). */
+ST_API const st_devices_pass *st_devices_pass_at(const st_devices_pass *passes, int i);
 /* Frees the N passes of st_devices_run (NULL is ok). */
 ST_API void st_devices_passes_free(st_devices_pass *passes, int n);
 

@@ -12,9 +12,6 @@
 
 #ifdef __cplusplus
 extern "C" {
-#ifdef __cplusplus
-}
-#endif
 #endif
 
 /* For a terminal: S[0..LEN) into DST (N bytes, always NUL-terminated when

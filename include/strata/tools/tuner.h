@@ -74,7 +74,9 @@ typedef struct {
     bool report_per_device;
 } st_tune_options;
 
-ST_API void st_tune_options_default(st_tune_options *o);
+ST_API void st_tune_options_init_size(st_tune_options *o, size_t size);
+/* (sizeof *O is the caller's: the growth rule of docs/API.md) */
+static inline void st_tune_options_default(st_tune_options *o) { st_tune_options_init_size(o, sizeof *o); }
 
 /* The longest output path (folder included) a tune writes; a longer one is
  * refused before the sweep (the system's own limit, PATH_MAX on Linux). */
@@ -97,7 +99,8 @@ typedef struct {
     st_gate_verdict gate;    /* the gate's verdict (ST_GATE_NOT_RUN when not needed or skipped) */
 } st_tune_result;
 
-ST_API void st_tune_result_init(st_tune_result *res);
+ST_API void st_tune_result_init_size(st_tune_result *res, size_t size);
+static inline void st_tune_result_init(st_tune_result *res) { st_tune_result_init_size(res, sizeof *res); }
 /* Frees the paths (and zeroes the rest; struct_size stays). */
 ST_API void st_tune_result_clear(st_tune_result *res);
 

@@ -40,7 +40,9 @@ typedef struct {
     volatile int *stop;
 } st_verify_options;
 
-ST_API void st_verify_options_default(st_verify_options *o);
+ST_API void st_verify_options_init_size(st_verify_options *o, size_t size);
+/* (sizeof *O is the caller's: the growth rule of docs/API.md) */
+static inline void st_verify_options_default(st_verify_options *o) { st_verify_options_init_size(o, sizeof *o); }
 
 typedef enum {
     ST_GATE_NOT_RUN = 0,
@@ -83,7 +85,8 @@ typedef struct {
  * slower", "cannot decide". */
 ST_API const char *st_gate_verdict_name(st_gate_verdict v);
 
-ST_API void st_verify_result_init(st_verify_result *res);
+ST_API void st_verify_result_init_size(st_verify_result *res, size_t size);
+static inline void st_verify_result_init(st_verify_result *res) { st_verify_result_init_size(res, sizeof *res); }
 /* Frees STEPS (and zeroes the rest; struct_size stays). */
 ST_API void st_verify_result_clear(st_verify_result *res);
 

@@ -89,7 +89,10 @@ static st_status cpu_mmvq(void *b, const st_bmatrix *w, const float *x, int nt, 
     const size_t stride = (size_t)(w->cols / 32) * ST_Q8_1_BLOCK_BYTES;
     uint8_t *xq = c->scratch; /* the context's limits bound nt and cols */
     for (int t = 0; t < nt; t++) ST_TRY(st_quantize_q8_1(x + (size_t)t * (size_t)w->cols, xq + (size_t)t * stride, w->cols));
-    st_cpu_split split = {0, rows}; /* a variant's rows = rows per work item */
+    /* a variant's rows (per block, per lane group) = rows per work item;
+     * the others chunk as the reference does by itself */
+    const st_mmvq_variant v = st_mmvq_variant_of(rows);
+    st_cpu_split split = {0, v.family == ST_MMVQ_ROWS || v.family == ST_MMVQ_WIDE ? v.rows : 0};
     return st_ref_mmvq_pool(w->type, w->data, w->rows, w->cols, xq, nt, y, &split, c->pool);
 }
 
