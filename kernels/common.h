@@ -108,6 +108,13 @@ st_rt_error st_launch_combine_v2k(const st_launch &L, const st_expert_args &a);
 st_rt_error st_launch_repack(st_rt_stream s, int type, const st_repack_io &io, const void *src, size_t bb,
                              int64_t nblocks, void *dst);
 
+/* The probes (kernels/probes.hip): a streaming read of BYTES at SRC folded
+ * into SINK, an empty launch, and the weight loads of the default iq_mmvq
+ * on M without the decode (the ablation). */
+st_rt_error st_probe_read_launch(st_rt_stream s, const void *src, size_t bytes, float *sink);
+st_rt_error st_probe_empty_launch(st_rt_stream s);
+st_rt_error st_probe_loads_launch(st_rt_stream s, int type, const st_mat_dev &m, float *sink);
+
 /* Pick the lanes per row of a row with NU units: the default chain's
  * sub-warp rule. */
 static inline int st_lanes_for_units(int nu, int min_lanes)

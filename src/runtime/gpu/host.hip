@@ -416,10 +416,6 @@ void gpu_default_expert_equiv(void *b, int n_embd, int n_ff, const st_dispatch_c
 
 } // namespace
 
-st_rt_error st_probe_read_launch(st_rt_stream s, const void *src, size_t bytes, float *sink);
-st_rt_error st_probe_loads_launch(st_rt_stream s, int type, const st_mat_dev &m, float *sink);
-st_rt_error st_probe_empty_launch(st_rt_stream s);
-
 namespace {
 
 st_status gpu_probe_loads(void *b, const st_bmatrix *w, float *sink)
