@@ -36,7 +36,9 @@ if has bench; then
 fi
 if has peer; then
   t1=$(date +%s)
-  bash .device/peer/run-peer.sh > "$OUT/peer.txt" 2>&1
+  # the peer at every token count the bench suite measures (1..8 for the
+  # MoE layer, 1 2 4 8 for the dense shapes, 16 24 32 for both)
+  PEER_NT=${PEER_NT:-1,2,3,4,5,6,7,8,16,24,32} bash .device/peer/run-peer.sh > "$OUT/peer.txt" 2>&1
   echo "== peer: rc=$? $(( $(date +%s) - t1 )) s"
 fi
 if has devices; then

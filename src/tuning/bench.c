@@ -26,7 +26,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-_Static_assert(ST_MAX_TOKENS >= 16, "bench_graph takes its second activation vector from rows 16..23");
+/* The token counts of the suite: every dense shape at the decode counts and
+ * the verify batches, the MoE layer at 1..8 and the verify batches (the
+ * whole range engines run: a suite that stopped where we lose would hide
+ * the gap). */
+static const int DENSE_NTS[] = {1, 2, 4, 8, 16, 24, 32};
+static const int MOE_NTS[] = {1, 2, 3, 4, 5, 6, 7, 8, 16, 24, 32};
+_Static_assert(ST_MAX_TOKENS >= 32, "the suite measures verify batches of 32 tokens");
 
 typedef struct {
     st_ctx *ctx;
@@ -186,7 +192,7 @@ static st_status bench_graph(st_ctx *c, bench_run *b, const st_tune_shape *s, in
     st_mmvq_variant_ids(&first_variant, 1); /* a one-warp rows variant */
     const size_t n = (size_t)b->nt * (size_t)s->rows;
     const int last = (TD_GRAPH_CALLS - 1) % b->copies;
-    const float *x2 = b->x + (size_t)(ST_MAX_TOKENS / 2) * (size_t)s->cols; /* other random rows (nt <= 8) */
+    const float *x2 = b->x + (size_t)ST_MAX_TOKENS * (size_t)s->cols; /* the other ST_MAX_TOKENS random rows */
     float *a = malloc(n * sizeof(float)), *g = malloc(n * sizeof(float));
     st_status st = a && g ? ST_OK : st_fail(ST_ERR_NOMEM, "bench: out of memory");
     st_ctx_graph *gr = NULL;
@@ -283,11 +289,13 @@ static st_status bench_shape(st_ctx *c, bench_env *e, const st_tune_shape *s, co
     free(h1);
     free(h2);
     const int in = b.expert ? s->n_embd : s->cols, out = b.expert ? s->n_embd : s->rows;
-    float *hx = malloc(sizeof(float) * ST_MAX_TOKENS * (size_t)in);
+    /* twice the activations a call takes: the graph check alternates two */
+    const size_t nx = 2 * ST_MAX_TOKENS * (size_t)in;
+    float *hx = malloc(sizeof(float) * nx);
     if (st == ST_OK && hx) {
-        st_random_floats(&r, hx, ST_MAX_TOKENS * (size_t)in, 1.0f);
-        st = st_ctx_alloc(c, sizeof(float) * ST_MAX_TOKENS * (size_t)in, (void **)&b.x);
-        if (st == ST_OK) st = st_ctx_upload(c, b.x, hx, sizeof(float) * ST_MAX_TOKENS * (size_t)in);
+        st_random_floats(&r, hx, nx, 1.0f);
+        st = st_ctx_alloc(c, sizeof(float) * nx, (void **)&b.x);
+        if (st == ST_OK) st = st_ctx_upload(c, b.x, hx, sizeof(float) * nx);
         if (st == ST_OK) st = st_ctx_alloc(c, sizeof(float) * ST_MAX_TOKENS * (size_t)out, (void **)&b.y);
         if (st == ST_OK) st = st_ctx_alloc(c, 4096 * sizeof(float), (void **)&b.sink);
     }
@@ -502,7 +510,7 @@ st_status st_bench_check(const st_bench_options *opt)
 }
 
 /* The bench suite: by ggml name, a type this build lacks is left out. */
-static st_status run_suite(st_ctx *c, bench_env *e, const int *nt4, const int *nt8)
+static st_status run_suite(st_ctx *c, bench_env *e)
 {
     static const struct {
         const char *t;
@@ -515,14 +523,15 @@ static st_status run_suite(st_ctx *c, bench_env *e, const int *nt4, const int *n
         const st_qtype t = st_qtype_from_name(mm[i].t);
         if (t == ST_QTYPE_NONE) continue;
         st_tune_shape m = {ST_SHAPE_MMVQ, t, ST_QTYPE_NONE, mm[i].rows, mm[i].cols, 0, 0, 0, 0, 0, {0}, ""};
-        s = bench_shape(c, e, &m, nt4, 4, NULL, 0);
+        s = bench_shape(c, e, &m, DENSE_NTS, (int)ST_ARRAY_LEN(DENSE_NTS), NULL, 0);
     }
     static const char *const gus[] = {"iq3_s", "iq3_xxs", "iq2_s", "iq4_xs", "iq4_nl", "q8_0", "q4_K", "iq2_xxs"};
     for (size_t i = 0; i < sizeof gus / sizeof gus[0] && s == ST_OK; i++) {
         const st_qtype gu = st_qtype_from_name(gus[i]);
         if (gu == ST_QTYPE_NONE) continue;
         st_tune_shape x = {ST_SHAPE_EXPERT, gu, ST_IQ4_NL, 0, 0, 2560, 640, 1, 64, 8, {0}, ""};
-        s = bench_shape(c, e, &x, nt8, i == 0 ? 8 : 2, NULL, 0);
+        /* the MoE layer of the suite at every count; the other pairs at 1 and 2 */
+        s = bench_shape(c, e, &x, MOE_NTS, i == 0 ? (int)ST_ARRAY_LEN(MOE_NTS) : 2, NULL, 0);
     }
     return s;
 }
@@ -565,14 +574,13 @@ st_status st_bench_run(st_ctx *c, const st_bench_options *opt, st_bench_result *
         say(&e, "%-6s %-32s %2s %-9s %9s %6s %8s %7s %7s %6s", "kind", "shape", "nt", "path", "us/call", "spread", "GB/s",
             "%read", "%same", "vs nt1");
     }
-    const int nt4[] = {1, 2, 4, 8}, nt8[] = {1, 2, 3, 4, 5, 6, 7, 8};
     for (int i = 0; i < ns && s == ST_OK; i++) {
         const st_tune_shape *sh = &parsed[i];
         const int one[] = {sh->n_tokens};
-        s = sh->kind == ST_SHAPE_MMVQ ? bench_shape(c, &e, sh, nt4, 4, (const int(*)[2])variant, nv)
+        s = sh->kind == ST_SHAPE_MMVQ ? bench_shape(c, &e, sh, DENSE_NTS, (int)ST_ARRAY_LEN(DENSE_NTS), (const int(*)[2])variant, nv)
                                        : bench_shape(c, &e, sh, one, 1, (const int(*)[2])variant, nv);
     }
-    if (s == ST_OK && suite) s = run_suite(c, &e, nt4, nt8);
+    if (s == ST_OK && suite) s = run_suite(c, &e);
     /* a model named must be there; the suite's own small model is run only
      * when present (from the source tree) */
     const char *tiny = o.model_path ? o.model_path : (suite ? o.suite_model_path : NULL);

@@ -36,7 +36,7 @@ extern "C" {
  * callers' smaller struct_size keeps its meaning. */
 typedef struct {
     size_t struct_size;
-    /* Shapes ("mmvq TYPE ROWS COLS": n_tokens 1 2 4 8; "expert GU DN
+    /* Shapes ("mmvq TYPE ROWS COLS": n_tokens 1 2 4 8 16 24 32; "expert GU DN
      * N_EMBD N_FF N_TOKENS": its N_TOKENS), 64 experts and top-8. */
     const char *const *shapes;
     int n_shapes;
