@@ -37,6 +37,15 @@ static inline void st_struct_init(void *p, size_t size, const void *defaults, si
     memcpy(p, &size, sizeof size);
 }
 
+/* An init function whose defaults are all zeros: SIZE bytes of P zeroed,
+ * struct_size SIZE. */
+static inline void st_struct_init_zeros(void *p, size_t size)
+{
+    if (!p || size < sizeof size || size > ST_STRUCT_SIZE_MAX) return;
+    memset(p, 0, size);
+    memcpy(p, &size, sizeof size);
+}
+
 /* The caller's options IN over the defaults already in OUT (FULL bytes):
  * only the first IN->struct_size bytes are the caller's. A struct never set
  * up is refused, naming WHAT. OUT's struct_size becomes FULL. */

@@ -474,13 +474,7 @@ st_status st_expert_grouped(st_ctx *c, const st_experts *ex, const float *x, con
     return st_expert_grouped_variant(c, ex, x, ids, wts, nt, topk, out, gu, dn);
 }
 
-void st_ctx_stats_init_size(st_ctx_stats *s, size_t size)
-{
-    st_ctx_stats d;
-    memset(&d, 0, sizeof d);
-    d.struct_size = sizeof d;
-    st_struct_init(s, size, &d, sizeof d);
-}
+void st_ctx_stats_init_size(st_ctx_stats *s, size_t size) { st_struct_init_zeros(s, size); }
 
 void st_ctx_get_stats(const st_ctx *c, st_ctx_stats *s)
 {

@@ -442,13 +442,7 @@ void st_bench_options_init_size(st_bench_options *o, size_t size)
     st_struct_init(o, size, &d, sizeof d);
 }
 
-void st_bench_result_init_size(st_bench_result *r, size_t size)
-{
-    st_bench_result d;
-    memset(&d, 0, sizeof d);
-    d.struct_size = sizeof d;
-    st_struct_init(r, size, &d, sizeof d);
-}
+void st_bench_result_init_size(st_bench_result *r, size_t size) { st_struct_init_zeros(r, size); }
 
 void st_bench_result_clear(st_bench_result *r)
 {

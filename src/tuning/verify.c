@@ -330,13 +330,7 @@ static st_status verify_run(st_ctx *c, const st_verify_options *o, st_verify_res
     return s;
 }
 
-void st_verify_result_init_size(st_verify_result *r, size_t size)
-{
-    st_verify_result d;
-    memset(&d, 0, sizeof d);
-    d.struct_size = sizeof d;
-    st_struct_init(r, size, &d, sizeof d);
-}
+void st_verify_result_init_size(st_verify_result *r, size_t size) { st_struct_init_zeros(r, size); }
 
 void st_verify_result_clear(st_verify_result *r)
 {
