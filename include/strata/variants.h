@@ -110,7 +110,7 @@ extern "C" {
  *   STRATA_MMVQ_SPLIT_BASE + W     ST_MMVQ_SPLIT: W warps on one row (W < 100)
  *   STRATA_MMVQ_WIDE_BASE + T / 32 * 10 + R
  *                                  ST_MMVQ_WIDE: T lanes per row, R rows per
- *                                  lane group (R < 10, T a multiple of 32)
+ *                                  lane group (R 1 .. 9, T 32 .. 1024 in steps of 32)
  *
  * Ids never change meaning (a stored table names them; a new family takes
  * a new range, as MIOpen's solver ids are append-only). Code elsewhere goes
@@ -159,7 +159,9 @@ static inline st_mmvq_variant st_mmvq_variant_of(int id)
     else if (id < 0) return v; /* no family below -99 (and -INT_MIN is no int) */
     else if (id < STRATA_MMVQ_SPLIT_BASE) v.family = ST_MMVQ_ROWS, v.rows = id;
     else if (id < STRATA_MMVQ_WIDE_BASE) v.family = ST_MMVQ_SPLIT, v.warps = id - STRATA_MMVQ_SPLIT_BASE;
-    else if ((id - STRATA_MMVQ_WIDE_BASE) % 10 && (id - STRATA_MMVQ_WIDE_BASE) / 10)
+    /* T / 32 in 1..32 (a block holds at most 1024 lanes), R in 1..9 */
+    else if ((id - STRATA_MMVQ_WIDE_BASE) % 10 && (id - STRATA_MMVQ_WIDE_BASE) / 10 &&
+             (id - STRATA_MMVQ_WIDE_BASE) / 10 <= 32)
         v.family = ST_MMVQ_WIDE, v.lanes = (id - STRATA_MMVQ_WIDE_BASE) / 10 * 32, v.rows = (id - STRATA_MMVQ_WIDE_BASE) % 10;
     return v;
 }

@@ -56,7 +56,7 @@ static void every_mmvq_id_round_trips(void **state)
         char choice[32];
         st_mmvq_choice_name(id, choice, sizeof choice);
         if (v.family == ST_MMVQ_ROWS) {
-            char want_choice[32];
+            char want_choice[48];
             snprintf(want_choice, sizeof want_choice, "rows %s", name);
             assert_string_equal(choice, want_choice);
         } else {
@@ -104,6 +104,7 @@ static void nothing_else_is_a_variant(void **state)
         st_mmvq_variant_name(edge[i], b, sizeof b); /* no overflow, no crash */
     }
     assert_int_equal(st_mmvq_variant_of(INT_MIN).family, ST_MMVQ_INVALID);
+    assert_int_equal(st_mmvq_variant_of(INT_MAX).family, ST_MMVQ_INVALID); /* no lane count past a block */
     static const char *const junk[] = {"", "0", "3", "+4", "-4", "4x", "104", "222", "mma", "mma4", "mma-8",
                                        "split", "split3", "split4x", "wide", "wide64", "wide64x", "wide64x3",
                                        "wide96x2", "widex2", "wide64x2y", "default", "rows 4", "mma99999999999"};
