@@ -4,6 +4,7 @@
 
 #include "dot.h"
 #include "strata/limits.h"
+#include "strata/variants.h"
 
 #include <type_traits>
 
@@ -47,14 +48,42 @@ static inline st_rt_error st_launch_dependent(const st_launch &L, bool want, voi
     return st_rt_get_last_error();
 }
 
-/* Activations of NT vectors in the planar q8_1 layout. */
+/* Activations of NT vectors in the planar q8_1 layout. Plain (tiled 0):
+ * qs [nt][nu][32], d, d16, s16 [nt][nu]. Tiled for the matrix units
+ * (tiled 1, st_mmvq_tiled): the tokens in tiles of st_mma::TOK, the units
+ * of a tile one after another, each unit's TOK tokens together (st_xtile):
+ * a warp's B operand of one unit and tile is one contiguous read, and its
+ * scales too; the slots past the call's last token up to the tile's end
+ * hold zeros. d16 and s16 stay [nt][nu] (the matrix units read neither).
+ * Either way the planes hold st_xtile_tokens(nt) vectors' room when tiled. */
 struct st_xplanes {
-    int8_t *qs;     /* [nt][nu][32] */
-    float *d;       /* [nt][nu] */
-    uint16_t *d16;  /* [nt][nu] f16 bits of d */
-    uint16_t *s16;  /* [nt][nu] f16 bits of the block sum */
+    int8_t *qs;
+    float *d;
+    uint16_t *d16; /* f16 bits of d */
+    uint16_t *s16; /* f16 bits of the block sum */
     int nu;
+    int tiled;
 };
+
+/* Token slots a tiled call of NT tokens takes: whole tiles. */
+ST_HD int st_xtile_tokens(int nt) { return (nt + st_mma::TOK - 1) / st_mma::TOK * st_mma::TOK; }
+
+/* The slot of token T's unit U in the tiled planes: qs bytes 32 x slot (word
+ * w at 4 st_mma::x_pos(w) of them), d at slot. */
+ST_DEV int64_t st_xtile(int t, int u, int nu)
+{
+    return ((int64_t)(t / st_mma::TOK) * nu + u) * st_mma::TOK + t % st_mma::TOK;
+}
+
+/* Whether an iq_mmvq call of variant ROWS (an id, strata/variants.h) with NT
+ * tokens runs on the matrix units and so reads tiled activations: the
+ * matrix-unit variants, and the default chain beyond 8 tokens (not the
+ * legacy path). The one place the runtime and the launcher decide it. */
+static inline bool st_mmvq_tiled(int rows, int nt, bool legacy)
+{
+    const st_mmvq_variant v = st_mmvq_variant_of(rows);
+    return v.family == ST_MMVQ_MMA || (v.family == ST_MMVQ_DEFAULT && !legacy && nt > 8);
+}
 
 /* Whether this build's kernels were compiled with the dependent-launch
  * instructions (PTX for sm_90 or later; false on HIP). */

@@ -260,13 +260,17 @@ st_rt_error st_launch_mmvq(const st_launch &L, const st_mat_dev &m, const st_xpl
                            int nt, float *y, int rows, bool stage, bool legacy)
 {
     const st_mmvq_variant v = st_mmvq_variant_of(rows);
+    /* the matrix units read the tiled activations the runtime quantized
+     * for them (the same st_mmvq_tiled), the other kernels the plain */
+    if ((x.tiled != 0) != st_mmvq_tiled(rows, nt, legacy)) return ST_RT_INVALID_VALUE;
     if (v.family == ST_MMVQ_MMA) return st_launch_mmvq_mma<TYPE>(L, m, x, nt, y, v.warps, stage);
+    /* verify batches: the default chain takes the matrix units (each
+     * weight decoded once for every token) */
+    if (x.tiled) return st_launch_mmvq_mma<TYPE>(L, m, x, nt, y, 16, stage);
     if (nt > 8) {
-        /* verify batches: the default chain takes the matrix units (each
-         * weight decoded once for every token); a rows variant and the
-         * legacy path run in chunks of 8 tokens, exact because a token's
-         * bytes never depend on the other tokens of a call */
-        if (v.family == ST_MMVQ_DEFAULT && !legacy) return st_launch_mmvq_mma<TYPE>(L, m, x, nt, y, 16, stage);
+        /* a rows variant and the legacy path run in chunks of 8 tokens,
+         * exact because a token's bytes never depend on the other tokens
+         * of a call */
         for (int t0 = 0; t0 < nt; t0 += 8) {
             const int64_t nu = m.nu;
             st_xplanes c = x;

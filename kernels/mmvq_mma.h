@@ -28,87 +28,109 @@
 #include "common.h"
 #include "strata/variants.h"
 
-/* The unit factors of one decoded row: what the C elements need. */
+/* The factors of one decoded row-unit that its C elements need (those the
+ * format has: st_unit_plain's traits). */
 struct st_mma_rowf {
     float W, M;
     int f0, f1, g0, g1;
 };
 
-/* Words WORDS[0..N) of unit U of ROW into OUT, and the row's factors, from
- * the format's whole-unit decoder. */
-template <int TYPE, int N>
-ST_DEV void st_mma_words(const st_mat_dev &m, int64_t row, int u, const st_grids &g, const int (&words)[N], uint32_t *out,
-                         st_mma_rowf &f)
+/* Decodes the row-units of one round of a warp into its staging area S (8
+ * words each, in the order of st_mma::x_pos), from the raw bytes R loaded
+ * before; row-unit k (of 16 SPW: row k % 16 of the block, the warp's unit
+ * k / 16 of the round) is lane k % 32's slot k / 32. Keeps the factors in F. */
+template <int TYPE, int PER, int RU>
+ST_DEV void st_mma_stage(const typename st_unit_dec<TYPE>::raw (&r)[PER], const int (&u)[PER], int lane, const st_grids &g,
+                         uint32_t (*s)[8], st_mma_rowf (&f)[PER])
 {
-    st_dunit un;
-    st_unit_dec<TYPE>().get(m, row, u, g, un);
 #pragma unroll
-    for (int i = 0; i < N; i++) out[i] = un.w[words[i]];
-    f.W = un.W;
-    f.M = un.M;
-    f.f0 = un.f0;
-    f.f1 = un.f1;
-    f.g0 = un.g0;
-    f.g1 = un.g1;
+    for (int i = 0; i < PER; i++) {
+        const int k = lane + 32 * i;
+        if (RU % 32 != 0 && k >= RU) break;
+        st_dunit un;
+        st_unit_dec<TYPE>().dec(r[i], u[i], g, un);
+        uint32_t w[8];
+#pragma unroll
+        for (int j = 0; j < 8; j++) w[st_mma::x_pos(j)] = un.w[j];
+        uint4 *d = (uint4 *)s[k];
+        d[0] = make_uint4(w[0], w[1], w[2], w[3]);
+        d[1] = make_uint4(w[4], w[5], w[6], w[7]);
+        f[i] = st_mma_rowf{un.W, un.M, un.f0, un.f1, un.g0, un.g1};
+    }
 }
 
-/* The operands of one lane for unit U: A words and the factors of the rows
- * whose C elements it holds. */
-template <int TYPE>
-ST_DEV void st_mma_load_a(const st_mat_dev &m, int64_t row0, int u, int lane, const st_grids &g,
-                          uint32_t (&a)[st_mma::NA], st_mma_rowf (&cf)[st_mma::NC])
+/* The A operand of the warp's unit J of the round from its staging area S,
+ * and the factors of the rows whose C elements the lane holds (from the
+ * lanes that decoded them, F). */
+template <int TYPE, int PER>
+ST_DEV void st_mma_fetch_a(const uint32_t (*s)[8], int j, int lane, const st_mma_rowf (&f)[PER], uint32_t (&a)[st_mma::NA],
+                           st_mma_rowf (&cf)[st_mma::NC])
 {
     using M = st_mma;
+    using D = st_unit_dec<TYPE>;
 #if ST_HIP
-    /* one row per lane (lanes 16-31 repeat 0-15), all 8 words; the C rows'
-     * factors come from the lanes that decoded them */
-    const int64_t r = row0 + M::a_row(lane, 0) < m.rows ? row0 + M::a_row(lane, 0) : m.rows - 1;
-    const int words[8] = {0, 1, 2, 3, 4, 5, 6, 7};
-    st_mma_rowf f;
-    st_mma_words<TYPE>(m, r, u, g, words, a, f);
+    /* the row's 8 words (lanes 16-31 repeat 0-15) */
+    const uint4 *p = (const uint4 *)s[16 * j + M::a_row(lane, 0)];
+    const uint4 lo = p[0], hi = p[1];
+    a[0] = lo.x, a[1] = lo.y, a[2] = lo.z, a[3] = lo.w, a[4] = hi.x, a[5] = hi.y, a[6] = hi.z, a[7] = hi.w;
+#else
+    /* words t, t + 4 of rows g and g + 8: A elements (g, t), (g + 8, t),
+     * (g, t + 4), (g + 8, t + 4) */
+    const int t = lane & 3;
+    const uint2 r0 = *(const uint2 *)&s[16 * j + M::a_row(lane, 0)][2 * t];
+    const uint2 r1 = *(const uint2 *)&s[16 * j + M::a_row(lane, 1)][2 * t];
+    a[0] = r0.x, a[1] = r1.x, a[2] = r0.y, a[3] = r1.y;
+#endif
+    /* row-unit 16 j + c_row sits in slot j / 2 of lane 16 (j % 2) + c_row */
+    const st_mma_rowf &mine = f[(j / 2) < PER ? j / 2 : 0];
 #pragma unroll
     for (int i = 0; i < M::NC; i++) {
-        const int src = M::c_row(lane, i);
-        cf[i].W = st_shfl_idx(f.W, src);
-        cf[i].M = st_unit_dec<TYPE>::min ? st_shfl_idx(f.M, src) : 0.0f;
-        cf[i].f0 = st_unit_dec<TYPE>::halves ? st_shfl_idx_i(f.f0, src) : 1;
-        cf[i].f1 = st_unit_dec<TYPE>::halves ? st_shfl_idx_i(f.f1, src) : 1;
-        cf[i].g0 = st_unit_dec<TYPE>::min_halves ? st_shfl_idx_i(f.g0, src) : 1;
-        cf[i].g1 = st_unit_dec<TYPE>::min_halves ? st_shfl_idx_i(f.g1, src) : 1;
-    }
-#else
-    /* rows g and g + 8, words t and t + 4 of each: A elements (g, t),
-     * (g + 8, t), (g, t + 4), (g + 8, t + 4); C elements 0-1 are row g's,
-     * 2-3 row g + 8's */
-    const int t = lane & 3;
-    const int words[2] = {t, t + 4};
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        const int64_t rr = row0 + M::a_row(lane, h);
-        const int64_t r = rr < m.rows ? rr : m.rows - 1;
-        uint32_t w2[2];
-        st_mma_rowf f;
-        if constexpr (st_unit_dec<TYPE>::has_frag2) {
-            f.W = st_unit_dec<TYPE>().frag2(m, r, u, g, t, w2[0], w2[1]);
-            f.M = 0.0f;
-            f.f0 = f.f1 = f.g0 = f.g1 = 1;
-        } else {
-            st_mma_words<TYPE>(m, r, u, g, words, w2, f);
+#if !ST_HIP
+        if (i & 1) { /* C elements 2h and 2h + 1 share row g + 8 h */
+            cf[i] = cf[i - 1];
+            continue;
         }
-        a[h] = w2[0];
-        a[h + 2] = w2[1];
-        cf[2 * h] = f;
-        cf[2 * h + 1] = f;
+#endif
+        const int src = 16 * (j & 1) + M::c_row(lane, i);
+        cf[i].W = st_shfl_idx(mine.W, src);
+        cf[i].M = D::min ? st_shfl_idx(mine.M, src) : 0.0f;
+        cf[i].f0 = D::halves ? st_shfl_idx_i(mine.f0, src) : 1;
+        cf[i].f1 = D::halves ? st_shfl_idx_i(mine.f1, src) : 1;
+        cf[i].g0 = D::min_halves ? st_shfl_idx_i(mine.g0, src) : 1;
+        cf[i].g1 = D::min_halves ? st_shfl_idx_i(mine.g1, src) : 1;
     }
+}
+
+/* The B words of unit U and token tile TL from the tiled planes (common.h
+ * st_xtile): one contiguous read per warp, a lane's words in the order of
+ * st_mma::x_pos. */
+ST_DEV void st_mma_load_b(const st_xplanes &x, int u, int tl, int lane, uint32_t (&b)[st_mma::NB])
+{
+    using M = st_mma;
+    const int8_t *q = x.qs + st_xtile(tl * M::TOK + M::b_tok(lane), u, x.nu) * 32;
+#if ST_HIP
+    const uint4 lo = *(const uint4 *)q, hi = *(const uint4 *)(q + 16);
+    b[0] = lo.x, b[1] = lo.y, b[2] = lo.z, b[3] = lo.w, b[4] = hi.x, b[5] = hi.y, b[6] = hi.z, b[7] = hi.w;
+#else
+    const uint2 w = *(const uint2 *)(q + 8 * (lane & 3)); /* words t, t + 4 */
+    b[0] = w.x, b[1] = w.y;
 #endif
 }
 
-/* B words of token N (already clamped to the call) for unit U. */
-ST_DEV void st_mma_load_b(const st_xplanes &x, int u, int n, int lane, uint32_t (&b)[st_mma::NB])
+/* The activation scales of the lane's C tokens of unit U and tile TL. */
+ST_DEV void st_mma_load_da(const st_xplanes &x, int u, int tl, int lane, float (&da)[st_mma::NC])
 {
-    const uint32_t *q = (const uint32_t *)(x.qs + ((int64_t)n * x.nu + u) * 32);
+    using M = st_mma;
+    const float *p = x.d + st_xtile(tl * M::TOK, u, x.nu);
+#if ST_HIP
+    const float v = p[M::c_tok(lane, 0)]; /* one token per lane */
 #pragma unroll
-    for (int i = 0; i < st_mma::NB; i++) b[i] = q[st_mma::b_word(lane, i)];
+    for (int i = 0; i < M::NC; i++) da[i] = v;
+#else
+    const float2 v = *(const float2 *)(p + M::c_tok(lane, 0)); /* tokens 2t, 2t + 1 */
+#pragma unroll
+    for (int i = 0; i < M::NC; i++) da[i] = i & 1 ? v.y : v.x;
+#endif
 }
 
 template <int TYPE, int W, int TILES, bool STAGE, int NG>
@@ -117,32 +139,47 @@ __global__ void __launch_bounds__(32 * W) st_mmvq_mma_kernel(st_mat_dev m, st_xp
 {
     using M = st_mma;
     using D = st_unit_dec<TYPE>;
-    constexpr int SPW = 32 / W; /* streams of a group per warp */
+    constexpr int SPW = 32 / W;             /* streams of a group per warp */
+    constexpr int RU = 16 * SPW;            /* row-units a warp decodes per round */
+    constexpr int PER = (RU + 31) / 32;     /* of them per lane */
     __shared__ uint32_t s_grid[st_grid_bytes<TYPE>::n / 4 + 1];
+    __shared__ __align__(16) uint32_t s_a[W][RU][8]; /* each warp's decoded round */
     __shared__ float s_part[W][16][M::TOK];
     __shared__ float s_grp[NG > 1 ? 2 : 1][NG > 1 ? TILES * 16 * M::TOK : 1]; /* g0 (+ g2), g1 of a wide row */
     const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int64_t row0 = (int64_t)blockIdx.x * 16;
+    uint32_t (*const sa)[8] = s_a[warp];
     uint32_t ones[M::NA];
 #pragma unroll
     for (int i = 0; i < M::NA; i++) ones[i] = 0x01010101u;
 
-    /* a round: the warp's SPW units of 32, in groups of G whose A operands
-     * are all loaded first (independent loads in flight), then their
-     * products. Each stream j has its own accumulator and still takes its
-     * units in increasing order, so G changes no bit. G = SPW, except on
-     * gfx11 with 4 streams per warp: there a lane decodes whole row-units,
-     * and four of them at once spilled (q2_K, iq2_xs), so two at a time, and
-     * one at a time for formats with a min term per 16 values (q2_K still
-     * spilled 16 bytes at 2 tiles with two). */
-#if ST_HIP
-    constexpr int G = SPW <= 2 ? SPW : D::min_halves ? 1 : 2;
-#else
-    constexpr int G = SPW;
-#endif
-    /* A wide row's groups one after another (group q: the units u with
-     * (u / 32) % 4 == q), each combined to one value per (row, token) */
+    /* The raw bytes of the lane's row-units of the round at U0 (row-unit k
+     * = lane + 32 i: row k % 16, the warp's unit k / 16 of the round, that
+     * is stream warp + W (k / 16)); past the matrix's end the last row or
+     * unit is read and never used. */
+    typename D::raw raw[PER];
+    int ru_u[PER];
+    auto load_round = [&](int u0) {
+#pragma unroll
+        for (int i = 0; i < PER; i++) {
+            const int k = lane + 32 * i;
+            const int64_t r = row0 + k % 16 < m.rows ? row0 + k % 16 : m.rows - 1;
+            const int u = u0 + warp + W * (k / 16);
+            ru_u[i] = u < m.nu ? u : m.nu - 1;
+            if (RU % 32 == 0 || k < RU) D().load(m, r, ru_u[i], raw[i]);
+        }
+    };
+
+    /* A round: the warp's SPW units of 32 (stream warp + W j takes unit u0
+     * + warp + W j). Its lanes decode the 16 SPW row-units once into the
+     * warp's staging area, the next round's raw bytes are requested, and
+     * each unit's A operand comes from the staging area: every weight is
+     * read and decoded once, the next round's loads in flight while this
+     * round computes. Each stream j has its own accumulator and takes its
+     * units in increasing order (docs/DESIGN.md section 2). A wide row's
+     * groups run one after another (group q: the units u with (u / 32) %
+     * 4 == q), each combined to one value per (row, token). */
     for (int gq = 0; gq < NG; gq++) {
     float acc[TILES][M::NC][SPW];
 #pragma unroll
@@ -151,51 +188,56 @@ __global__ void __launch_bounds__(32 * W) st_mmvq_mma_kernel(st_mat_dev m, st_xp
         for (int i = 0; i < M::NC; i++)
 #pragma unroll
             for (int j = 0; j < SPW; j++) acc[tl][i][j] = 0.0f;
+    load_round(32 * gq);
     for (int u0 = 32 * gq; u0 < m.nu; u0 += 32 * NG) {
+        st_mma_rowf f[PER];
+        int cur_u[PER];
 #pragma unroll
-    for (int j0 = 0; j0 < SPW; j0 += G) {
-        uint32_t a[G][M::NA];
-        st_mma_rowf cf[G][M::NC];
+        for (int i = 0; i < PER; i++) cur_u[i] = ru_u[i];
+        st_mma_stage<TYPE, PER, RU>(raw, cur_u, lane, g, sa, f);
+        if (u0 + 32 * NG < m.nu) load_round(u0 + 32 * NG);
+        st_syncwarp();
 #pragma unroll
-        for (int jj = 0; jj < G; jj++) {
-            const int u = u0 + warp + W * (j0 + jj); /* of stream warp + W j */
-            st_mma_load_a<TYPE>(m, row0, u < m.nu ? u : m.nu - 1, lane, g, a[jj], cf[jj]);
-        }
-#pragma unroll
-        for (int jj = 0; jj < G; jj++) {
-            const int j = j0 + jj;
+        for (int j = 0; j < SPW; j++) {
             const int u = u0 + warp + W * j;
-            if (u >= m.nu) break; /* uniform across the warp (and every later group's u is larger) */
+            if (u >= m.nu) break; /* uniform across the warp (and every later j's u is larger) */
+            uint32_t a[M::NA];
+            st_mma_rowf cf[M::NC];
+            st_mma_fetch_a<TYPE, PER>(sa, j, lane, f, a, cf);
+            /* TILES covers the call's tokens exactly (the last tile's slots
+             * past NT hold zeros and are never stored) */
+            uint32_t b[TILES][M::NB];
+            float das[TILES][M::NC];
 #pragma unroll
             for (int tl = 0; tl < TILES; tl++) {
-                if (tl * M::TOK >= nt) break; /* uniform across the warp */
-                const int bt = tl * M::TOK + M::b_tok(lane);
-                uint32_t b[M::NB];
-                st_mma_load_b(x, u, bt < nt ? bt : nt - 1, lane, b);
+                st_mma_load_b(x, u, tl, lane, b[tl]);
+                st_mma_load_da(x, u, tl, lane, das[tl]);
+            }
+#pragma unroll
+            for (int tl = 0; tl < TILES; tl++) {
                 int c0[M::NC], c1[M::NC], q0[M::NC], q1[M::NC];
                 if (D::halves)
-                    M::mma16x2(c0, c1, a[jj], b);
+                    M::mma16x2(c0, c1, a, b[tl]);
                 else
-                    M::mma32(c0, a[jj], b);
+                    M::mma32(c0, a, b[tl]);
                 if (D::min) {
                     if (D::min_halves)
-                        M::mma16x2(q0, q1, ones, b);
+                        M::mma16x2(q0, q1, ones, b[tl]);
                     else
-                        M::mma32(q0, ones, b);
+                        M::mma32(q0, ones, b[tl]);
                 }
 #pragma unroll
                 for (int i = 0; i < M::NC; i++) {
-                    const int tok = tl * M::TOK + M::c_tok(lane, i);
-                    const float da = x.d[(int64_t)(tok < nt ? tok : nt - 1) * x.nu + u];
-                    const st_mma_rowf &f = cf[jj][i];
-                    const int isum = D::halves ? f.f0 * c0[i] + f.f1 * c1[i] : c0[i];
-                    float v = st_canon_unit(f.W, da, isum, acc[tl][i][j]);
-                    if (D::min) v = st_canon_unit_min(f.M, da, D::min_halves ? f.g0 * q0[i] + f.g1 * q1[i] : q0[i], v);
+                    const float da = das[tl][i];
+                    const st_mma_rowf &cfi = cf[i];
+                    const int isum = D::halves ? cfi.f0 * c0[i] + cfi.f1 * c1[i] : c0[i];
+                    float v = st_canon_unit(cfi.W, da, isum, acc[tl][i][j]);
+                    if (D::min) v = st_canon_unit_min(cfi.M, da, D::min_halves ? cfi.g0 * q0[i] + cfi.g1 * q1[i] : q0[i], v);
                     acc[tl][i][j] = v;
                 }
             }
         }
-    }
+        st_syncwarp(); /* the staging area is read before the next round writes it */
     }
     /* the butterfly: in-thread levels 16 .. W, then W/2 .. 1 over warps */
 #pragma unroll

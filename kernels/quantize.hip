@@ -1,5 +1,6 @@
 /* On-device q8_1 quantization of activations (one warp per 32-block): the
- * same bytes as st_quantize_q8_1 on the CPU. */
+ * same bytes as st_quantize_q8_1 on the CPU, in the plain or the tiled
+ * planes (common.h st_xplanes) or the legacy 36-byte blocks. */
 #include "common.h"
 
 template <bool BLOCKS>
@@ -16,12 +17,24 @@ __global__ void __launch_bounds__(256) st_quantize_kernel(const float *__restric
     const int lane = threadIdx.x & 31;
     const int64_t nbk = k / 32;
     const int64_t gw = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-    if (gw >= nbk * n) return; /* whole warps leave together */
+    const int slots = xp.tiled ? st_xtile_tokens(n) : n;
+    if (gw >= nbk * slots) return; /* whole warps leave together */
     const int64_t t = gw / nbk, b = gw % nbk;
-    int q;
-    uint16_t d16, s16;
-    st_quantize_warp_block(x[t * k + b * 32 + lane], q, d16, s16);
-    if (BLOCKS) {
+    int q = 0;
+    uint16_t d16 = 0, s16 = 0;
+    if (t < n) st_quantize_warp_block(x[t * k + b * 32 + lane], q, d16, s16);
+    if (!BLOCKS && xp.tiled) {
+        /* a slot past the last token gets zeros: whole tiles are read */
+        const int64_t sl = st_xtile((int)t, (int)b, (int)nbk);
+        xp.qs[sl * 32 + 4 * st_mma::x_pos(lane / 4) + lane % 4] = (int8_t)q;
+        if (lane == 0) {
+            xp.d[sl] = t < n ? st_h2f(d16) : 0.0f;
+            if (t < n) {
+                xp.d16[gw] = d16;
+                xp.s16[gw] = s16;
+            }
+        }
+    } else if (BLOCKS) {
         uint8_t *blk = blocks + gw * 36;
         blk[4 + lane] = (uint8_t)(int8_t)q;
         if (lane == 0) {
@@ -55,7 +68,7 @@ bool st_quantize_takes_dependents()
 st_rt_error st_launch_quantize(const st_launch &L, const float *x, int64_t k, int n, const st_xplanes &xp,
                                uint8_t *blocks)
 {
-    const int64_t warps = (k / 32) * n;
+    const int64_t warps = (k / 32) * (xp.tiled && !blocks ? st_xtile_tokens(n) : n);
     const int per_block = 8;
     const unsigned grid = (unsigned)((warps + per_block - 1) / per_block);
     /* a programmatic dependent of whatever kernel precedes it in the

@@ -340,6 +340,20 @@ ST_DEV uint32_t st_ballot(bool p)
 #endif
 }
 
+/* The lanes of the warp meet: shared-memory writes before it are seen by
+ * every lane of the warp after it (on gfx11 a wave runs in lockstep, and
+ * the fences keep the compiler from moving LDS accesses across). */
+ST_DEV void st_syncwarp()
+{
+#if ST_HIP
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+    __builtin_amdgcn_wave_barrier();
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+#else
+    __syncwarp();
+#endif
+}
+
 /* Value of V in lane SRC (0..31) of the warp. */
 ST_DEV float st_shfl_idx(float v, int src)
 {
@@ -382,6 +396,9 @@ struct st_mma {
     static ST_DEVM int b_word(int, int i) { return i; }
     static ST_DEVM int c_row(int lane, int i) { return 2 * i + (lane >> 4); }
     static ST_DEVM int c_tok(int lane, int) { return lane & 15; }
+    /* the tiled activations (common.h st_xtile): a lane reads its token's
+     * 32 bytes in order */
+    static ST_DEVM int x_pos(int w) { return w; }
     typedef int v4i __attribute__((ext_vector_type(4)));
     typedef int v8i __attribute__((ext_vector_type(8)));
     static ST_DEVM v8i wmma(const uint32_t *a, const uint32_t *b, v8i c)
@@ -414,10 +431,14 @@ struct st_mma {
     static ST_DEVM int b_word(int lane, int i) { return (lane & 3) + 4 * i; }
     static ST_DEVM int c_row(int lane, int i) { return (lane >> 2) + 8 * (i >> 1); }
     static ST_DEVM int c_tok(int lane, int i) { return 2 * (lane & 3) + (i & 1); }
+    /* the tiled activations (common.h st_xtile): word w of a token at word
+     * position x_pos(w), so that lane l's B words (t, t + 4 of token l / 4)
+     * are the 8 bytes at 8 l of the tile's unit */
+    static ST_DEVM int x_pos(int w) { return 2 * (w & 3) + (w >> 2); }
     static ST_DEVM void mma32(int (&c)[NC], const uint32_t (&a)[NA], const uint32_t (&b)[NB])
     {
         c[0] = c[1] = c[2] = c[3] = 0;
-        asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
                      "{%0, %1, %2, %3};"
                      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
@@ -426,10 +447,10 @@ struct st_mma {
     {
         c0[0] = c0[1] = c0[2] = c0[3] = 0;
         c1[0] = c1[1] = c1[2] = c1[3] = 0;
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
+        asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
                      : "+r"(c0[0]), "+r"(c0[1]), "+r"(c0[2]), "+r"(c0[3])
                      : "r"(a[0]), "r"(a[1]), "r"(b[0]));
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
+        asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
                      : "+r"(c1[0]), "+r"(c1[1]), "+r"(c1[2]), "+r"(c1[3])
                      : "r"(a[2]), "r"(a[3]), "r"(b[1]));
     }

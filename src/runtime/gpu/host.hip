@@ -99,7 +99,7 @@ ws_layout plan_workspace(const st_ctx_limits *l, const st_dispatch_config *cfg)
     ws_layout w{};
     const int64_t d = (l->max_rows < l->max_cols ? l->max_rows : l->max_cols) / 32 * 32;
     const size_t np = (size_t)l->max_tokens * (size_t)l->max_topk;
-    w.xq = align_up(xplanes_bytes(l->max_cols, l->max_tokens));
+    w.xq = align_up(xplanes_bytes(l->max_cols, st_xtile_tokens(l->max_tokens))); /* tiled: whole tiles */
     w.xblocks = align_up((size_t)(l->max_cols / 32) * 36 * (size_t)l->max_tokens);
     w.h = align_up(sizeof(float) * np * (size_t)d);
     w.hq = align_up(xplanes_bytes(d, (int)np));
@@ -152,6 +152,7 @@ st_xplanes xplanes(uint8_t *base, int64_t k, int n)
     xp.d16 = (uint16_t *)(base + qs + d);
     xp.s16 = (uint16_t *)(base + qs + d + h);
     xp.nu = (int)nu;
+    xp.tiled = 0;
     return xp;
 }
 
@@ -302,10 +303,13 @@ st_status gpu_mmvq(void *b, const st_bmatrix *w, const float *x, int nt, float *
     st_xplanes xp;
     memset(&xp, 0, sizeof xp);
     uint8_t *blocks = nullptr;
-    if (legacy)
+    if (legacy) {
         blocks = p.xblocks;
-    else
-        xp = xplanes(p.xq, w->cols, nt);
+    } else {
+        const bool tiled = st_mmvq_tiled(rows, nt, legacy);
+        xp = xplanes(p.xq, w->cols, tiled ? st_xtile_tokens(nt) : nt);
+        xp.tiled = tiled;
+    }
     RT_TRY(st_launch_quantize(g->L, x, w->cols, nt, xp, blocks), "q8_1 launch");
     const st_mat_dev m = mat_dev(w);
     st_rt_error e = by_type(w->type, [&](auto tc) {
