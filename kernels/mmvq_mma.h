@@ -18,10 +18,16 @@
  * and combines the group values by st_canon_groups4. Same bits as the CPU
  * reference and every dp4a path.
  *
- * The A operand comes from each format's decoder: on NVIDIA a lane needs
- * words t and t + 4 of two rows' units, which a format's frag2 decodes alone
- * (has_frag2); otherwise the lane decodes the whole unit and keeps those
- * words (4 times the decode work). On gfx11 a lane holds a whole row-unit. */
+ * The A operand: per round (the warp's 32 / W units) the lanes decode the
+ * 16 x 32 / W row-units once each (a format's load and dec, units.h) into
+ * the warp's staging area in shared memory, and each unit's fragment is
+ * read from there (NVIDIA: words t, t + 4 of rows g, g + 8, one 8-byte read
+ * each; gfx11: a lane's whole row); the factors of a C element's row come
+ * by shuffle from the lane that decoded it. The next round's raw bytes are
+ * requested before this round's matrix work, so each warp keeps a round of
+ * weight loads in flight. The B operand and the activation scales come from
+ * the tiled planes (common.h st_xplanes): one contiguous read per unit and
+ * tile. */
 #ifndef ST_MMVQ_MMA_H
 #define ST_MMVQ_MMA_H
 
@@ -81,8 +87,9 @@ ST_DEV void st_mma_fetch_a(const uint32_t (*s)[8], int j, int lane, const st_mma
     const uint2 r1 = *(const uint2 *)&s[16 * j + M::a_row(lane, 1)][2 * t];
     a[0] = r0.x, a[1] = r1.x, a[2] = r0.y, a[3] = r1.y;
 #endif
-    /* row-unit 16 j + c_row sits in slot j / 2 of lane 16 (j % 2) + c_row */
-    const st_mma_rowf &mine = f[(j / 2) < PER ? j / 2 : 0];
+    /* row-unit 16 j + c_row sits in slot j / 2 (PER is 1 or 2) of lane
+     * 16 (j % 2) + c_row */
+    const st_mma_rowf &mine = PER > 1 && j >= 2 ? f[PER - 1] : f[0];
 #pragma unroll
     for (int i = 0; i < M::NC; i++) {
 #if !ST_HIP
@@ -158,6 +165,14 @@ __global__ void __launch_bounds__(32 * W) st_mmvq_mma_kernel(st_mat_dev m, st_xp
      * = lane + 32 i: row k % 16, the warp's unit k / 16 of the round, that
      * is stream warp + W (k / 16)); past the matrix's end the last row or
      * unit is read and never used. */
+    /* gfx11 with two row-units per lane (W 8): no prefetch, and the B words
+     * (8 per lane and tile there) loaded tile by tile, else the registers
+     * spill */
+#if ST_HIP
+    constexpr bool PREFETCH = PER == 1, B_AHEAD = false;
+#else
+    constexpr bool PREFETCH = true, B_AHEAD = true;
+#endif
     typename D::raw raw[PER];
     int ru_u[PER];
     auto load_round = [&](int u0) {
@@ -188,19 +203,18 @@ __global__ void __launch_bounds__(32 * W) st_mmvq_mma_kernel(st_mat_dev m, st_xp
         for (int i = 0; i < M::NC; i++)
 #pragma unroll
             for (int j = 0; j < SPW; j++) acc[tl][i][j] = 0.0f;
-    load_round(32 * gq);
+    if (PREFETCH) load_round(32 * gq);
     for (int u0 = 32 * gq; u0 < m.nu; u0 += 32 * NG) {
+        if (!PREFETCH) load_round(u0);
         st_mma_rowf f[PER];
         int cur_u[PER];
 #pragma unroll
         for (int i = 0; i < PER; i++) cur_u[i] = ru_u[i];
         st_mma_stage<TYPE, PER, RU>(raw, cur_u, lane, g, sa, f);
-        if (u0 + 32 * NG < m.nu) load_round(u0 + 32 * NG);
+        if (PREFETCH && u0 + 32 * NG < m.nu) load_round(u0 + 32 * NG);
         st_syncwarp();
-#pragma unroll
-        for (int j = 0; j < SPW; j++) {
-            const int u = u0 + warp + W * j;
-            if (u >= m.nu) break; /* uniform across the warp (and every later j's u is larger) */
+        /* the warp's unit J (stream warp + W J) into accumulator slot S */
+        auto unit = [&](int j, int u, int sl) {
             uint32_t a[M::NA];
             st_mma_rowf cf[M::NC];
             st_mma_fetch_a<TYPE, PER>(sa, j, lane, f, a, cf);
@@ -210,11 +224,16 @@ __global__ void __launch_bounds__(32 * W) st_mmvq_mma_kernel(st_mat_dev m, st_xp
             float das[TILES][M::NC];
 #pragma unroll
             for (int tl = 0; tl < TILES; tl++) {
+                if (!B_AHEAD) break;
                 st_mma_load_b(x, u, tl, lane, b[tl]);
                 st_mma_load_da(x, u, tl, lane, das[tl]);
             }
 #pragma unroll
             for (int tl = 0; tl < TILES; tl++) {
+                if (!B_AHEAD) {
+                    st_mma_load_b(x, u, tl, lane, b[tl]);
+                    st_mma_load_da(x, u, tl, lane, das[tl]);
+                }
                 int c0[M::NC], c1[M::NC], q0[M::NC], q1[M::NC];
                 if (D::halves)
                     M::mma16x2(c0, c1, a, b[tl]);
@@ -231,12 +250,40 @@ __global__ void __launch_bounds__(32 * W) st_mmvq_mma_kernel(st_mat_dev m, st_xp
                     const float da = das[tl][i];
                     const st_mma_rowf &cfi = cf[i];
                     const int isum = D::halves ? cfi.f0 * c0[i] + cfi.f1 * c1[i] : c0[i];
-                    float v = st_canon_unit(cfi.W, da, isum, acc[tl][i][j]);
+                    float v = st_canon_unit(cfi.W, da, isum, acc[tl][i][sl]);
                     if (D::min) v = st_canon_unit_min(cfi.M, da, D::min_halves ? cfi.g0 * q0[i] + cfi.g1 * q1[i] : q0[i], v);
-                    acc[tl][i][j] = v;
+                    acc[tl][i][sl] = v;
                 }
             }
+        };
+#if ST_HIP
+        /* gfx11: one unit at a time in a loop that is not unrolled, always
+         * into slot 0, the slots rotated after each unit (so slot 0 is the
+         * next stream's); unrolled, the compiler held several units'
+         * operands at once and W 8 spilled (q2_K: 224-688 bytes of scratch,
+         * 151 VGPRs the old way) */
+#pragma unroll 1
+        for (int j = 0; j < SPW; j++) {
+            const int u = u0 + warp + W * j;
+            if (u < m.nu) unit(j, u, 0);
+#pragma unroll
+            for (int tl = 0; tl < TILES; tl++)
+#pragma unroll
+                for (int i = 0; i < M::NC; i++) {
+                    const float t0 = acc[tl][i][0];
+#pragma unroll
+                    for (int k = 0; k + 1 < SPW; k++) acc[tl][i][k] = acc[tl][i][k + 1];
+                    acc[tl][i][SPW - 1] = t0;
+                }
         }
+#else
+#pragma unroll
+        for (int j = 0; j < SPW; j++) {
+            const int u = u0 + warp + W * j;
+            if (u >= m.nu) break; /* uniform across the warp (and every later j's u is larger) */
+            unit(j, u, j);
+        }
+#endif
         st_syncwarp(); /* the staging area is read before the next round writes it */
     }
     /* the butterfly: in-thread levels 16 .. W, then W/2 .. 1 over warps */

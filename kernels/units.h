@@ -86,16 +86,10 @@ ST_DEV void st_lut_words(const uint4 q, const uint32_t tab[4], st_dunit &o)
  *   halves      isum = f0 * (dot of values 0..15) + f1 * (16..31)
  *   min         a min term acc = fma(-(M * da), qm, acc) follows
  *   min_halves  qm = g0 * sum(q[0..15]) + g1 * sum(q[16..31]), else sum(q)
- *   has_frag2   frag2(m, row, u, g, t, lo, hi) decodes words t, t + 4 alone
  *   grid_bytes  the lookup table to stage in LDS (0: none), with grid() and
  *               set_grid() naming its st_grids field */
 struct st_unit_plain {
     static constexpr bool halves = false, min = false, min_halves = false;
-    /* frag2: the decoder can give words T and T + 4 of a unit alone, and the
-     * unit's W (plain formats only), for the matrix-instruction path, whose
-     * NVIDIA lanes need just those (kernels/mmvq_mma.h); without it the path
-     * decodes the whole unit */
-    static constexpr bool has_frag2 = false;
     static constexpr int grid_bytes = 0;
     ST_DEV const uint32_t *grid(const st_grids &) { return nullptr; }
     ST_DEV void set_grid(st_grids &, const uint32_t *) {}

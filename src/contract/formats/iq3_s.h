@@ -114,17 +114,6 @@ template <> struct st_unit_dec<ST_IQ3_S> : st_unit_plain {
         r.sc = m.p[4][rb * 4 + (u & 7) / 2];
         r.d = ld_u16(m.p[0] + rb * 2);
     }
-    static constexpr bool has_frag2 = true;
-    ST_DEV float frag2(const st_mat_dev &m, int64_t row, int u, const st_grids &g, int t, uint32_t &lo, uint32_t &hi)
-    {
-        const int64_t ru = row * m.nu + u, rb = row * m.nb + u / 8;
-        const uint8_t *qs = m.p[1] + ru * 8;
-        const uint32_t qh = m.p[2][ru], sg = *(const uint32_t *)(m.p[3] + ru * 4);
-        lo = st_apply_signs_t(g.iq3s[qs[t] | (((qh >> t) & 1u) << 8)], sg, t);
-        hi = st_apply_signs_t(g.iq3s[qs[t + 4] | (((qh >> (t + 4)) & 1u) << 8)], sg, t + 4);
-        const uint32_t sc = ((uint32_t)m.p[4][rb * 4 + (u & 7) / 2] >> (4 * (u & 1))) & 15u;
-        return st_w_iq3_s(st_h2f(ld_u16(m.p[0] + rb * 2)), (int)sc);
-    }
     ST_DEV void dec(const raw &r, int u, const st_grids &g, st_dunit &o)
     {
         const uint32_t sc = ((uint32_t)r.sc >> (4 * (u & 1))) & 15u;

@@ -81,14 +81,6 @@ template <> struct st_unit_dec<ST_IQ4_NL> : st_unit_plain {
         r.d = ld_u16(m.p[0] + ru * 2);
         r.q = *(const uint4 *)(m.p[1] + ru * 16);
     }
-    static constexpr bool has_frag2 = true;
-    ST_DEV float frag2(const st_mat_dev &m, int64_t row, int u, const st_grids &, int t, uint32_t &lo, uint32_t &hi)
-    {
-        const int64_t ru = row * m.nu + u;
-        const uint32_t tab[4] = {0xbfad9881u, 0xf6eaddcfu, 0x26190d01u, 0x71594535u};
-        st_lut16(*(const uint32_t *)(m.p[1] + ru * 16 + 4 * t), tab, lo, hi);
-        return st_w_iq4_nl(st_h2f(ld_u16(m.p[0] + ru * 2)));
-    }
     ST_DEV void dec(const raw &r, int, const st_grids &, st_dunit &o)
     {
         o.W = st_w_iq4_nl(st_h2f(r.d));

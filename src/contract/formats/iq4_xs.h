@@ -100,16 +100,6 @@ template <> struct st_unit_dec<ST_IQ4_XS> : st_unit_plain {
         r.h = *(const uint2 *)(m.p[0] + rb * 8);
         r.q = *(const uint4 *)(m.p[1] + ru * 16);
     }
-    static constexpr bool has_frag2 = true;
-    ST_DEV float frag2(const st_mat_dev &m, int64_t row, int u, const st_grids &, int t, uint32_t &lo, uint32_t &hi)
-    {
-        const int64_t ru = row * m.nu + u, rb = row * m.nb + u / 8;
-        const uint32_t tab[4] = {0xbfad9881u, 0xf6eaddcfu, 0x26190d01u, 0x71594535u};
-        st_lut16(*(const uint32_t *)(m.p[1] + ru * 16 + 4 * t), tab, lo, hi);
-        const int ib = u & 7;
-        const uint2 h = *(const uint2 *)(m.p[0] + rb * 8);
-        return st_w_iq4_xs(st_h2f((uint16_t)h.x), st_iq4_xs_ls(h, ib));
-    }
     ST_DEV void dec(const raw &r, int u, const st_grids &, st_dunit &o)
     {
         o.W = st_w_iq4_xs(st_h2f((uint16_t)r.h.x), st_iq4_xs_ls(r.h, u & 7));

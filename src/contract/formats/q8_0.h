@@ -67,15 +67,6 @@ template <> struct st_unit_dec<ST_Q8_0> : st_unit_plain {
         r.a = *(const uint4 *)(m.p[1] + ru * 32);
         r.b = *(const uint4 *)(m.p[1] + ru * 32 + 16);
     }
-    static constexpr bool has_frag2 = true;
-    ST_DEV float frag2(const st_mat_dev &m, int64_t row, int u, const st_grids &, int t, uint32_t &lo, uint32_t &hi)
-    {
-        const int64_t ru = row * m.nu + u;
-        const uint32_t *q = (const uint32_t *)(m.p[1] + ru * 32);
-        lo = q[t];
-        hi = q[t + 4];
-        return st_w_q8_0(st_h2f(ld_u16(m.p[0] + ru * 2)));
-    }
     ST_DEV void dec(const raw &r, int, const st_grids &, st_dunit &o)
     {
         o.W = st_w_q8_0(st_h2f(r.d));
