@@ -149,6 +149,7 @@ __global__ void __launch_bounds__(32 * W) st_mmvq_mma_kernel(st_mat_dev m, st_xp
     constexpr int SPW = 32 / W;             /* streams of a group per warp */
     constexpr int RU = 16 * SPW;            /* row-units a warp decodes per round */
     constexpr int PER = (RU + 31) / 32;     /* of them per lane */
+    static_assert(W >= 8 && 32 % W == 0, "st_mma_fetch_a takes a lane's row-unit slots as 1 or 2 (W 8, 16, 32)");
     __shared__ uint32_t s_grid[st_grid_bytes<TYPE>::n / 4 + 1];
     __shared__ __align__(16) uint32_t s_a[W][RU][8]; /* each warp's decoded round */
     __shared__ float s_part[W][16][M::TOK];
