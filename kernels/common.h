@@ -109,7 +109,8 @@ struct st_expert_args {
     st_xplanes hq;   /* pairs, n_ff */
     float *y;        /* [np][n_embd] (TSUM, V2 down) */
     float *partial;  /* [np][n_ff][2][32] (V2K) */
-    int32_t *groups; /* GROUPED_V1 table: [0] = count, [1..count] the used experts (at most ST_MAX_PAIRS) */
+    int32_t *groups; /* GROUPED_V1 table: [0] = count, [1..count] the used experts (at most ST_MAX_PAIRS);
+                        EXPERT_MMA: st_pair_table */
     uint32_t *tickets; /* fused down: one counter per row block, left at 0 */
     int ppb;           /* GROUP_PAIRS: pairs per block (expert order) */
     float *out;      /* [nt][n_embd] */
@@ -119,8 +120,25 @@ struct st_expert_plan {
     int gu_t, gu_rows;   /* lanes per row and rows per block of gate-up */
     int dn_t, dn_rows;   /* of down */
     bool stage_grid, v2, v2k, tsum, grouped_v1;
+    bool mma;            /* on the matrix units (expert_impl.h st_expert_mma_kernel), the top-k sum a launch of its own */
     bool fused;          /* down per (row block, expert) with the top-k sum done by the last block */
 };
+
+/* The pairs grouped by expert (st_expert_pairs_kernel, expert_misc.hip),
+ * in the workspace's groups area: the used experts in increasing id, each
+ * one's first index into PAIRS and its count, and PAIRS, the (token, slot)
+ * pairs with a valid expert sorted by (expert, pair). */
+struct st_pair_table {
+    int32_t *used, *expert, *start, *count, *pairs;
+};
+ST_HD st_pair_table st_pair_table_of(int32_t *groups)
+{
+    return st_pair_table{groups, groups + 1, groups + 1 + ST_MAX_PAIRS, groups + 1 + 2 * ST_MAX_PAIRS,
+                         groups + 1 + 3 * ST_MAX_PAIRS};
+}
+/* int32 entries of the groups area: the table above (GROUPED_V1's list
+ * takes the first 1 + ST_MAX_PAIRS) */
+#define ST_GROUPS_WORDS (1 + 4 * ST_MAX_PAIRS)
 
 template <int TYPE>
 st_rt_error st_launch_gate_up(const st_launch &L, const st_expert_args &a, const st_expert_plan &p);
@@ -128,6 +146,7 @@ template <int TYPE>
 st_rt_error st_launch_down(const st_launch &L, const st_expert_args &a, const st_expert_plan &p);
 st_rt_error st_launch_group_v1(const st_launch &L, const st_expert_args &a);
 st_rt_error st_launch_topk_sum(const st_launch &L, const st_expert_args &a);
+st_rt_error st_launch_expert_pairs(const st_launch &L, const st_expert_args &a);
 st_rt_error st_launch_combine_v2k(const st_launch &L, const st_expert_args &a);
 
 /* The device-side repack (kernels/repack.hip): NBLOCKS ggml blocks of BB

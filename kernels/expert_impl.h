@@ -15,6 +15,7 @@
  * launch does the butterfly and silu), TSUM (down writes per-slot outputs; a
  * separate launch sums top-k), NO_SUB16_GU, IQ_STAGE_GRID=0. */
 #include "common.h"
+#include "mmvq_mma.h"
 #include "strata/variants.h"
 
 enum { GROUP_SORTED = 0, GROUP_V1 = 1, GROUP_NONE = 2, GROUP_PAIRS = 3 };
@@ -307,6 +308,85 @@ template <int TYPE> struct st_has_grid {
     } while (0)
 
 
+/* ---- on the integer matrix units (STRATA_EXPERT_MMA) -------------------- */
+/* Block (x, y): rows 16 x .. 16 x + 15 of the y-th used expert (increasing
+ * id), its pairs as the columns (increasing pair index, in chunks of TILES
+ * tiles; the table of st_expert_pairs_kernel, launched once per call): every weight row is read and decoded once per block for all the
+ * expert's tokens (mmvq_mma.h st_mma_rows), the same bits as the CPU
+ * reference's row dot. Gate-up runs the gate rows, then the up rows, and
+ * writes h = silu(gate) * up; down writes the per-slot outputs to a.y and
+ * st_topk_sum_kernel sums them in k order. */
+
+template <int TYPE, int W, int TILES, bool STAGE, bool DOWN>
+__global__ void __launch_bounds__(32 * W) st_expert_mma_kernel(st_expert_args a, st_grids gg)
+{
+    constexpr int COLS = TILES * st_mma::TOK;
+    __shared__ uint32_t s_grid[st_grid_bytes<TYPE>::n / 4 + 1];
+    __shared__ int s_pl[ST_MAX_PAIRS], s_vec[ST_MAX_PAIRS];
+    __shared__ __align__(16) st_mma_smem<W, TILES, 1> sm; /* an expert row: one group of 32 streams */
+    __shared__ float s_g[DOWN ? 1 : 16][DOWN ? 1 : COLS];
+    const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
+    /* the expert's pairs from st_expert_pairs_kernel's table */
+    const st_pair_table t = st_pair_table_of(a.groups);
+    if ((int)blockIdx.y >= *t.used) return; /* uniform across the block */
+    const int e = t.expert[blockIdx.y], n = t.count[blockIdx.y];
+    for (int c = threadIdx.x; c < n; c += blockDim.x) {
+        const int p = t.pairs[t.start[blockIdx.y] + c];
+        s_pl[c] = p;
+        s_vec[c] = DOWN ? p : p / a.topk;
+    }
+    __syncthreads();
+    const int64_t row0 = (int64_t)blockIdx.x * 16;
+    const int nrows = DOWN ? a.n_embd : a.n_ff;
+    const int64_t rbase = (int64_t)e * nrows;
+    for (int c0 = 0; c0 < n; c0 += COLS) {
+        const int nc = n - c0 < COLS ? n - c0 : COLS;
+        const int ntl = (nc + st_mma::TOK - 1) / st_mma::TOK;
+        if constexpr (DOWN) {
+            const st_mma_gather_cols cols{a.hq, s_vec + c0, nc};
+            st_mma_rows<TYPE, W, TILES, 1, 2>(a.down, rbase, nrows, row0, ntl, g, sm, cols, [&](int c, int r, float v) {
+                if (c < nc) a.y[(int64_t)s_pl[c0 + c] * a.n_embd + row0 + r] = v;
+            });
+        } else {
+            const st_mma_gather_cols cols{a.xq, s_vec + c0, nc};
+            st_mma_rows<TYPE, W, TILES, 1, 2>(a.gate, rbase, nrows, row0, ntl, g, sm, cols,
+                                               [&](int c, int r, float v) { s_g[r][c] = v; });
+            __syncthreads(); /* the staging and partial areas are reused */
+            st_mma_rows<TYPE, W, TILES, 1, 2>(a.up, rbase, nrows, row0, ntl, g, sm, cols, [&](int c, int r, float v) {
+                if (c < nc) a.h[(int64_t)s_pl[c0 + c] * a.n_ff + row0 + r] = st_silu_mul(s_g[r][c], v);
+            });
+        }
+        __syncthreads(); /* the next chunk reuses the shared areas */
+    }
+}
+
+/* W 8 warps; as many tiles as a.nt tokens need, at most 16 columns (an
+ * expert's share of a call is small: n_tokens x top-k / experts on average;
+ * registers for more tiles cost every block occupancy, and an expert with
+ * more pairs takes further chunks, its rows then from L2). */
+template <int TYPE, bool DOWN>
+static st_rt_error st_expert_mma(const st_launch &L, const st_expert_args &a, const st_expert_plan &p)
+{
+    constexpr int W = 8, MAXT = 16 / st_mma::TOK;
+    constexpr bool SG = st_has_grid<TYPE>::v;
+    const int np = a.nt * a.topk;
+    const int groups = np < a.n_expert ? np : a.n_expert;
+    const int rows = DOWN ? a.n_embd : a.n_ff;
+    const dim3 grid((unsigned)((rows + 15) / 16), (unsigned)groups);
+    const int tiles = (a.nt + st_mma::TOK - 1) / st_mma::TOK;
+    /* an expert row takes the 32 canonical streams whatever its length
+     * (the 128-stream wide rows are iq_mmvq's only: docs/DESIGN.md
+     * section 2), so one group */
+    return st_by_count<MAXT>(tiles, [&](auto tc) {
+        constexpr int TL = decltype(tc)::value;
+        if (SG && p.stage_grid)
+            st_expert_mma_kernel<TYPE, W, TL, SG, DOWN><<<grid, 32 * W, 0, L.stream>>>(a, L.grids);
+        else
+            st_expert_mma_kernel<TYPE, W, TL, false, DOWN><<<grid, 32 * W, 0, L.stream>>>(a, L.grids);
+        return st_rt_get_last_error();
+    });
+}
+
 /* ---- the default down: per (row block, expert), top-k sum by the last block */
 /* Down per (row block, pair in expert order): per-slot outputs go to a.y,
  * and the last block of each row block (a ticket counter) sums the top-k
@@ -376,6 +456,7 @@ static st_rt_error st_down_fused2(const st_launch &L, const st_expert_args &a, b
 template <int TYPE, int NT>
 static st_rt_error st_gate_up_nt(const st_launch &L, const st_expert_args &a, const st_expert_plan &p)
 {
+    if (p.mma) return st_expert_mma<TYPE, false>(L, a, p);
     const int np = a.nt * a.topk;
     const int groups = np < a.n_expert ? np : a.n_expert;
     constexpr bool SG = st_has_grid<TYPE>::v;
@@ -433,6 +514,7 @@ static st_rt_error st_gate_up_nt(const st_launch &L, const st_expert_args &a, co
 template <int TYPE, int NT>
 static st_rt_error st_down_nt(const st_launch &L, const st_expert_args &a, const st_expert_plan &p)
 {
+    if (p.mma) return st_expert_mma<TYPE, true>(L, a, p);
     const int np = a.nt * a.topk;
     const int groups = np < a.n_expert ? np : a.n_expert;
     constexpr bool SG = st_has_grid<TYPE>::v;

@@ -69,3 +69,61 @@ st_rt_error st_launch_combine_v2k(const st_launch &L, const st_expert_args &a)
     st_combine_v2k_kernel<<<(unsigned)((n + 127) / 128), 128, 0, L.stream>>>(a);
     return st_rt_get_last_error();
 }
+
+/* EXPERT_MMA: the pairs grouped by expert (common.h st_pair_table). One
+ * block: the counts per expert, the used experts and their starts by a
+ * scan over the experts (warp 0, 16 per lane), then each pair's place:
+ * its expert's start plus the pairs before it with the same expert. */
+__global__ void __launch_bounds__(512) st_expert_pairs_kernel(st_expert_args a)
+{
+    __shared__ int s_cnt[ST_MAX_EXPERTS], s_start[ST_MAX_EXPERTS], s_ids[ST_MAX_PAIRS];
+    const st_pair_table t = st_pair_table_of(a.groups);
+    const int np = a.nt * a.topk;
+    for (int e = threadIdx.x; e < ST_MAX_EXPERTS; e += blockDim.x) s_cnt[e] = 0;
+    __syncthreads();
+    for (int p = threadIdx.x; p < np; p += blockDim.x) {
+        const int e = a.ids[p];
+        s_ids[p] = (unsigned)e < (unsigned)a.n_expert ? e : -1;
+        if (s_ids[p] >= 0) atomicAdd(&s_cnt[e], 1);
+    }
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        constexpr int PER = ST_MAX_EXPERTS / 32;
+        const int lane = threadIdx.x, e0 = lane * PER;
+        int sum = 0, used = 0;
+        for (int i = 0; i < PER; i++) sum += s_cnt[e0 + i], used += s_cnt[e0 + i] > 0;
+        int sx = sum, ux = used; /* inclusive scans over the lanes */
+        for (int d = 1; d < 32; d <<= 1) {
+            const int src = lane >= d ? lane - d : lane;
+            const int so = st_shfl_idx_i(sx, src), uo = st_shfl_idx_i(ux, src);
+            if (lane >= d) sx += so, ux += uo;
+        }
+        int at = sx - sum, u = ux - used;
+        for (int i = 0; i < PER; i++) {
+            const int e = e0 + i, c = s_cnt[e];
+            s_start[e] = at;
+            if (c > 0) {
+                t.expert[u] = e;
+                t.start[u] = at;
+                t.count[u] = c;
+                u++;
+            }
+            at += c;
+        }
+        if (lane == 31) *t.used = ux;
+    }
+    __syncthreads();
+    for (int p = threadIdx.x; p < np; p += blockDim.x) {
+        const int e = s_ids[p];
+        if (e < 0) continue;
+        int before = 0;
+        for (int q = 0; q < p; q++) before += s_ids[q] == e;
+        t.pairs[s_start[e] + before] = p;
+    }
+}
+
+st_rt_error st_launch_expert_pairs(const st_launch &L, const st_expert_args &a)
+{
+    st_expert_pairs_kernel<<<1, 512, 0, L.stream>>>(a);
+    return st_rt_get_last_error();
+}

@@ -266,7 +266,7 @@ st_rt_error st_launch_mmvq(const st_launch &L, const st_mat_dev &m, const st_xpl
     if (v.family == ST_MMVQ_MMA) return st_launch_mmvq_mma<TYPE>(L, m, x, nt, y, v.warps, stage);
     /* verify batches: the default chain takes the matrix units (each
      * weight decoded once for every token) */
-    if (x.tiled) return st_launch_mmvq_mma<TYPE>(L, m, x, nt, y, 16, stage);
+    if (x.tiled) return st_launch_mmvq_mma<TYPE>(L, m, x, nt, y, st_mma_default_warps(TYPE, nt), stage);
     if (nt > 8) {
         /* a rows variant and the legacy path run in chunks of 8 tokens,
          * exact because a token's bytes never depend on the other tokens

@@ -140,9 +140,68 @@ ST_DEV void st_mma_load_da(const st_xplanes &x, int u, int tl, int lane, float (
 #endif
 }
 
-template <int TYPE, int W, int TILES, bool STAGE, int NG>
-__global__ void __launch_bounds__(32 * W) st_mmvq_mma_kernel(st_mat_dev m, st_xplanes x, int nt, float *__restrict__ y,
-                                                            st_grids gg)
+/* Where a block's columns come from. The tiled planes of the call's tokens
+ * (the dense kernel): column c is token c. */
+struct st_mma_tiled_cols {
+    st_xplanes x;
+    ST_DEVM void b(int u, int tl, int lane, uint32_t (&b)[st_mma::NB]) const { st_mma_load_b(x, u, tl, lane, b); }
+    ST_DEVM void da(int u, int tl, int lane, float (&d)[st_mma::NC]) const { st_mma_load_da(x, u, tl, lane, d); }
+};
+
+/* Gathered columns (the expert kernels): column c is vector vec[c] of the
+ * plain planes X (c < N; a column past N reads column 0's vector, and its
+ * values are never stored: a column's C elements depend on its B alone). */
+struct st_mma_gather_cols {
+    st_xplanes x;
+    const int *vec;
+    int n;
+    ST_DEVM int64_t at(int c, int u) const { return (int64_t)vec[c < n ? c : 0] * x.nu + u; }
+    ST_DEVM void b(int u, int tl, int lane, uint32_t (&b)[st_mma::NB]) const
+    {
+        using M = st_mma;
+        const int8_t *q = x.qs + at(tl * M::TOK + M::b_tok(lane), u) * 32;
+#if ST_HIP
+        const uint4 lo = *(const uint4 *)q, hi = *(const uint4 *)(q + 16);
+        b[0] = lo.x, b[1] = lo.y, b[2] = lo.z, b[3] = lo.w, b[4] = hi.x, b[5] = hi.y, b[6] = hi.z, b[7] = hi.w;
+#else
+        /* words t and t + 4 of the plain (unpermuted) unit */
+        const int t = lane & 3;
+        b[0] = *(const uint32_t *)(q + 4 * t);
+        b[1] = *(const uint32_t *)(q + 16 + 4 * t);
+#endif
+    }
+    ST_DEVM void da(int u, int tl, int lane, float (&d)[st_mma::NC]) const
+    {
+        using M = st_mma;
+#if ST_HIP
+        const float v = x.d[at(tl * M::TOK + M::c_tok(lane, 0), u)];
+#pragma unroll
+        for (int i = 0; i < M::NC; i++) d[i] = v;
+#else
+        const float v0 = x.d[at(tl * M::TOK + M::c_tok(lane, 0), u)], v1 = x.d[at(tl * M::TOK + M::c_tok(lane, 1), u)];
+#pragma unroll
+        for (int i = 0; i < M::NC; i++) d[i] = i & 1 ? v1 : v0;
+#endif
+    }
+};
+
+/* The shared memory of st_mma_rows. */
+template <int W, int TILES, int NG> struct st_mma_smem {
+    static constexpr int RU = 16 * (32 / W);  /* row-units a warp decodes per round */
+    uint32_t a[W][RU][8];                     /* each warp's decoded round */
+    float part[W][16][st_mma::TOK];
+    float grp[NG > 1 ? 2 : 1][NG > 1 ? TILES * 16 * st_mma::TOK : 1]; /* g0 (+ g2), g1 of a wide row */
+};
+
+/* One block's work: rows ROW0 .. ROW0 + 15 of the NROWS rows at RBASE of M
+ * (a row past NROWS reads the last one and is never stored) times the
+ * first NTL (<= TILES) tiles of columns from COLS, with DEPTH_NV rounds
+ * of weight loads in flight per warp on NVIDIA; STORE(c, r, v) gets
+ * row ROW0 + r's value of column c (c < st_mma::TOK NTL; the caller drops
+ * the columns it does not have). Every thread of the block calls it. */
+template <int TYPE, int W, int TILES, int NG, int DEPTH_NV, class Cols, class Store>
+ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64_t row0, int ntl, const st_grids &g,
+                        st_mma_smem<W, TILES, NG> &sm, const Cols &cols, Store store)
 {
     using M = st_mma;
     using D = st_unit_dec<TYPE>;
@@ -150,52 +209,57 @@ __global__ void __launch_bounds__(32 * W) st_mmvq_mma_kernel(st_mat_dev m, st_xp
     constexpr int RU = 16 * SPW;            /* row-units a warp decodes per round */
     constexpr int PER = (RU + 31) / 32;     /* of them per lane */
     static_assert(W >= 8 && 32 % W == 0, "st_mma_fetch_a takes a lane's row-unit slots as 1 or 2 (W 8, 16, 32)");
-    __shared__ uint32_t s_grid[st_grid_bytes<TYPE>::n / 4 + 1];
-    __shared__ __align__(16) uint32_t s_a[W][RU][8]; /* each warp's decoded round */
-    __shared__ float s_part[W][16][M::TOK];
-    __shared__ float s_grp[NG > 1 ? 2 : 1][NG > 1 ? TILES * 16 * M::TOK : 1]; /* g0 (+ g2), g1 of a wide row */
-    const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int64_t row0 = (int64_t)blockIdx.x * 16;
-    uint32_t (*const sa)[8] = s_a[warp];
+    uint32_t (*const sa)[8] = sm.a[warp];
     uint32_t ones[M::NA];
 #pragma unroll
     for (int i = 0; i < M::NA; i++) ones[i] = 0x01010101u;
 
     /* The raw bytes of the lane's row-units of the round at U0 (row-unit k
      * = lane + 32 i: row k % 16, the warp's unit k / 16 of the round, that
-     * is stream warp + W (k / 16)); past the matrix's end the last row or
-     * unit is read and never used. */
+     * is stream warp + W (k / 16)); past the rows' or the row's end the last
+     * row or unit is read and never used. */
     /* gfx11 with two row-units per lane (W 8): no prefetch, and the B words
      * (8 per lane and tile there) loaded tile by tile, else the registers
      * spill */
 #if ST_HIP
     constexpr bool PREFETCH = PER == 1, B_AHEAD = false;
+    constexpr int DEPTH = 1;
 #else
+    /* DEPTH_NV rounds of loads in flight per warp (1 or 2; 2 costs
+     * registers) */
     constexpr bool PREFETCH = true, B_AHEAD = true;
+    constexpr int DEPTH = DEPTH_NV;
+    static_assert(DEPTH == 1 || DEPTH == 2, "one or two rounds in flight");
 #endif
-    typename D::raw raw[PER];
-    int ru_u[PER];
-    auto load_round = [&](int u0) {
+    using I0 = std::integral_constant<int, 0>;
+    using ILAST = std::integral_constant<int, DEPTH - 1>;
+    typename D::raw raw[DEPTH][PER];
+    int ru_u[DEPTH][PER];
+    /* into buffer D (a compile-time index) */
+    auto load_round = [&](auto dc, int u0) {
+        constexpr int d = decltype(dc)::value;
 #pragma unroll
         for (int i = 0; i < PER; i++) {
             const int k = lane + 32 * i;
-            const int64_t r = row0 + k % 16 < m.rows ? row0 + k % 16 : m.rows - 1;
+            const int64_t r = rbase + (row0 + k % 16 < nrows ? row0 + k % 16 : nrows - 1);
             const int u = u0 + warp + W * (k / 16);
-            ru_u[i] = u < m.nu ? u : m.nu - 1;
-            if (RU % 32 == 0 || k < RU) D().load(m, r, ru_u[i], raw[i]);
+            ru_u[d][i] = u < m.nu ? u : m.nu - 1;
+            if (RU % 32 == 0 || k < RU) D().load(m, r, ru_u[d][i], raw[d][i]);
         }
     };
 
     /* A round: the warp's SPW units of 32 (stream warp + W j takes unit u0
      * + warp + W j). Its lanes decode the 16 SPW row-units once into the
-     * warp's staging area, the next round's raw bytes are requested, and
-     * each unit's A operand comes from the staging area: every weight is
-     * read and decoded once, the next round's loads in flight while this
-     * round computes. Each stream j has its own accumulator and takes its
-     * units in increasing order (docs/DESIGN.md section 2). A wide row's
-     * groups run one after another (group q: the units u with (u / 32) %
-     * 4 == q), each combined to one value per (row, token). */
+     * warp's staging area, the raw bytes of the round DEPTH rounds on are
+     * requested, and each unit's A operand comes from the staging area:
+     * every weight is read and decoded once, DEPTH rounds of loads in
+     * flight while this round computes. Each stream j has its own
+     * accumulator and takes its units in increasing order (docs/DESIGN.md
+     * section 2). A wide row's groups run one after another (group q: the
+     * units u with (u / 32) % 4 == q), each combined to one value per (row,
+     * column). */
+    constexpr int STEP = 32 * NG;
     for (int gq = 0; gq < NG; gq++) {
     float acc[TILES][M::NC][SPW];
 #pragma unroll
@@ -204,36 +268,42 @@ __global__ void __launch_bounds__(32 * W) st_mmvq_mma_kernel(st_mat_dev m, st_xp
         for (int i = 0; i < M::NC; i++)
 #pragma unroll
             for (int j = 0; j < SPW; j++) acc[tl][i][j] = 0.0f;
-    if (PREFETCH) load_round(32 * gq);
-    for (int u0 = 32 * gq; u0 < m.nu; u0 += 32 * NG) {
-        if (!PREFETCH) load_round(u0);
+    if (PREFETCH) {
+        load_round(I0{}, 32 * gq);
+        if (DEPTH > 1 && 32 * gq + STEP < m.nu) load_round(ILAST{}, 32 * gq + STEP);
+    }
+    auto round = [&](auto dc, int u0) {
+        constexpr int d = decltype(dc)::value;
+        if (!PREFETCH) load_round(dc, u0);
         st_mma_rowf f[PER];
         int cur_u[PER];
 #pragma unroll
-        for (int i = 0; i < PER; i++) cur_u[i] = ru_u[i];
-        st_mma_stage<TYPE, PER, RU>(raw, cur_u, lane, g, sa, f);
-        if (PREFETCH && u0 + 32 * NG < m.nu) load_round(u0 + 32 * NG);
+        for (int i = 0; i < PER; i++) cur_u[i] = ru_u[d][i];
+        st_mma_stage<TYPE, PER, RU>(raw[d], cur_u, lane, g, sa, f);
+        if (PREFETCH && u0 + DEPTH * STEP < m.nu) load_round(dc, u0 + DEPTH * STEP);
         st_syncwarp();
         /* the warp's unit J (stream warp + W J) into accumulator slot S */
         auto unit = [&](int j, int u, int sl) {
             uint32_t a[M::NA];
             st_mma_rowf cf[M::NC];
             st_mma_fetch_a<TYPE, PER>(sa, j, lane, f, a, cf);
-            /* TILES covers the call's tokens exactly (the last tile's slots
-             * past NT hold zeros and are never stored) */
+            /* the first NTL tiles (the dense kernel: every tile; the last
+             * tile's columns past the call's hold zeros or another column's
+             * vector and are never stored) */
             uint32_t b[TILES][M::NB];
             float das[TILES][M::NC];
 #pragma unroll
             for (int tl = 0; tl < TILES; tl++) {
-                if (!B_AHEAD) break;
-                st_mma_load_b(x, u, tl, lane, b[tl]);
-                st_mma_load_da(x, u, tl, lane, das[tl]);
+                if (!B_AHEAD || tl >= ntl) break;
+                cols.b(u, tl, lane, b[tl]);
+                cols.da(u, tl, lane, das[tl]);
             }
 #pragma unroll
             for (int tl = 0; tl < TILES; tl++) {
+                if (tl >= ntl) break;
                 if (!B_AHEAD) {
-                    st_mma_load_b(x, u, tl, lane, b[tl]);
-                    st_mma_load_da(x, u, tl, lane, das[tl]);
+                    cols.b(u, tl, lane, b[tl]);
+                    cols.da(u, tl, lane, das[tl]);
                 }
                 int c0[M::NC], c1[M::NC], q0[M::NC], q1[M::NC];
                 if (D::halves)
@@ -286,10 +356,15 @@ __global__ void __launch_bounds__(32 * W) st_mmvq_mma_kernel(st_mat_dev m, st_xp
         }
 #endif
         st_syncwarp(); /* the staging area is read before the next round writes it */
+    };
+    for (int u0 = 32 * gq; u0 < m.nu; u0 += DEPTH * STEP) {
+        round(I0{}, u0);
+        if (DEPTH > 1 && u0 + STEP < m.nu) round(ILAST{}, u0 + STEP);
     }
     /* the butterfly: in-thread levels 16 .. W, then W/2 .. 1 over warps */
 #pragma unroll
     for (int tl = 0; tl < TILES; tl++) {
+        if (tl >= ntl) break; /* uniform across the block */
 #pragma unroll
         for (int h = 16; h >= W; h >>= 1)
 #pragma unroll
@@ -298,32 +373,44 @@ __global__ void __launch_bounds__(32 * W) st_mmvq_mma_kernel(st_mat_dev m, st_xp
                 for (int jj = 0; jj < h / W; jj++) acc[tl][i][jj] = st_fadd(acc[tl][i][jj], acc[tl][i][jj + h / W]);
         if (tl > 0 || gq > 0) __syncthreads(); /* the previous tile's partials are read */
 #pragma unroll
-        for (int i = 0; i < M::NC; i++) s_part[warp][M::c_row(lane, i)][M::c_tok(lane, i)] = acc[tl][i][0];
+        for (int i = 0; i < M::NC; i++) sm.part[warp][M::c_row(lane, i)][M::c_tok(lane, i)] = acc[tl][i][0];
         __syncthreads();
         for (int e = threadIdx.x; e < 16 * M::TOK; e += blockDim.x) {
             const int r = e / M::TOK, n = e % M::TOK;
             float v[W];
 #pragma unroll
-            for (int w = 0; w < W; w++) v[w] = s_part[w][r][n];
+            for (int w = 0; w < W; w++) v[w] = sm.part[w][r][n];
 #pragma unroll
             for (int h = W / 2; h >= 1; h >>= 1)
 #pragma unroll
                 for (int w = 0; w < h; w++) v[w] = st_fadd(v[w], v[w + h]);
-            const int tok = tl * M::TOK + n;
             float out = v[0];
             if constexpr (NG > 1) {
                 /* the same thread takes element e in every group */
-                float *g02 = &s_grp[0][tl * 16 * M::TOK + e], *g1 = &s_grp[1][tl * 16 * M::TOK + e];
+                float *g02 = &sm.grp[0][tl * 16 * M::TOK + e], *g1 = &sm.grp[1][tl * 16 * M::TOK + e];
                 if (gq == 0) *g02 = out;
                 else if (gq == 1) *g1 = out;
                 else if (gq == 2) *g02 = st_fadd(*g02, out);
                 else out = st_fadd(*g02, st_fadd(*g1, out)); /* st_canon_groups4 */
                 if (gq < NG - 1) continue;
             }
-            if (tok < nt && row0 + r < m.rows) y[(int64_t)tok * m.rows + row0 + r] = out;
+            if (row0 + r < nrows) store(tl * M::TOK + n, r, out);
         }
     }
     }
+}
+
+template <int TYPE, int W, int TILES, bool STAGE, int NG>
+__global__ void __launch_bounds__(32 * W) st_mmvq_mma_kernel(st_mat_dev m, st_xplanes x, int nt, float *__restrict__ y,
+                                                            st_grids gg)
+{
+    __shared__ uint32_t s_grid[st_grid_bytes<TYPE>::n / 4 + 1];
+    __shared__ __align__(16) st_mma_smem<W, TILES, NG> sm;
+    const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
+    const int64_t row0 = (int64_t)blockIdx.x * 16;
+    st_mma_rows<TYPE, W, TILES, NG, 1>(m, 0, m.rows, row0, TILES, g, sm, st_mma_tiled_cols{x}, [&](int tok, int r, float v) {
+        if (tok < nt) y[(int64_t)tok * m.rows + row0 + r] = v;
+    });
 }
 
 /* W warps per block (8, 16 or 32: 4, 2 or 1 streams per warp; 4 warps held too many
@@ -351,6 +438,24 @@ static st_rt_error st_mmvq_mma_w(const st_launch &L, const st_mat_dev &m, const 
     });
 }
 
+
+/* The default chain's warps beyond 8 tokens. NVIDIA: 8 at 17..24 tokens
+ * (every format), and beyond 24 for IQ4_NL, else 16. Measured on the H200
+ * in one run (us, mma16 -> mma8): 24 tokens iq4_nl 4096x14336 61.7 ->
+ * 45.8, 14336x4096 49.2 -> 48.0, iq3_s 58.4 -> 54.2 / 62.1 -> 59.3,
+ * iq4_xs 51.6 -> 47.4 / 54.1 -> 52.7; 32 tokens iq4_nl 80.8 -> 54.8 /
+ * 60.1 -> 57.2, but iq3_s 74.3 -> 81.7 / 72.7 -> 80.9 and iq4_xs 69.0 ->
+ * 77.2 / 64.8 -> 74.2; at 16 tokens within 1-6% either way. gfx11 (16
+ * tokens per tile, unmeasured): 16. */
+static inline int st_mma_default_warps(int type, int nt)
+{
+#if ST_HIP
+    (void)type, (void)nt;
+    return 16;
+#else
+    return nt > 16 && (nt <= 24 || type == ST_IQ4_NL) ? 8 : 16;
+#endif
+}
 
 /* The matrix-instruction kernels for TYPE with W = -ROWS warps per block
  * (STRATA_MMVQ_MMA_VARIANTS). */

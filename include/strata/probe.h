@@ -67,7 +67,9 @@ ST_API st_status st_ctx_graph_launch(st_ctx *ctx, st_ctx_graph *graph);
 ST_API void st_ctx_graph_destroy(st_ctx *ctx, st_ctx_graph *graph);
 
 /* The expert rows pair whose launches equal the default chain's for the
- * experts EX under the context's dispatch, or 0/0 when none does: a tuner
+ * experts EX under the context's dispatch at fewer than
+ * STRATA_EXPERT_DEFAULT_MMA_TOKENS tokens (strata/variants.h; from there on
+ * the default is a kernel no pair names), or 0/0 when none does: a tuner
  * need not time that pair against the default (it is the same launch). */
 ST_API void st_ctx_default_expert_equiv(st_ctx *ctx, const st_experts *ex, int *gu_rows, int *down_rows);
 

@@ -47,8 +47,12 @@ extern "C" {
  * and variants, but another default: at 8 tokens on wide rows NVIDIA takes
  * T 64, RW 4 at most 128 registers, and the q8_1 kernel is a dependent of
  * the kernel before it (a table of space 7 compared its variants with the
- * slower default). */
-#define STRATA_SELECTION_SPACE 8
+ * slower default); 9 = the same bits, another default: expert_grouped on
+ * the matrix units from STRATA_EXPERT_DEFAULT_MMA_TOKENS tokens (and the
+ * knob STRATA_EXPERT_MMA), and on NVIDIA the default iq_mmvq takes 8 warps
+ * (mma8) at 17..24 tokens, and beyond 24 for IQ4_NL (a table of space 8
+ * compared its variants with the slower default). */
+#define STRATA_SELECTION_SPACE 9
 
 /* Exactness contract (docs/DESIGN.md section 2). A row's K values are split into
  * units of ST_CANON_UNIT values (one q8_1 activation block). Unit u belongs
@@ -98,6 +102,12 @@ extern "C" {
  * GU rows per block, and down kernel with DN rows per block. X(GU, DN). */
 #define STRATA_EXPERT_ROWS_VARIANTS(X) \
     X(1, 1) X(2, 2) X(4, 2) X(4, 4) X(8, 4) X(8, 8)
+
+/* The default expert_grouped chain runs on the integer matrix units (the
+ * STRATA_EXPERT_MMA path: each expert's rows decoded once for all its
+ * tokens) from this many tokens on; below it, the (token, slot) pairs in
+ * expert order on the dp4a kernels. */
+#define STRATA_EXPERT_DEFAULT_MMA_TOKENS 24
 
 /* ---- the variant id: one encoding, owned here -------------------------
  *
@@ -203,7 +213,10 @@ static inline st_mmvq_variant st_mmvq_variant_of(int id)
     X(TSUM, "STRATA_TSUM", NULL,                                                   \
       "down projection writes per-slot outputs; a separate launch sums top-k")     \
     X(GROUPED_V1, "STRATA_GROUPED_V1", NULL,                                       \
-      "first-generation grouping: a separate launch builds the expert lists")
+      "first-generation grouping: a separate launch builds the expert lists")     \
+    X(EXPERT_MMA, "STRATA_EXPERT_MMA", NULL,                                       \
+      "expert kernels on the integer matrix units: each expert's rows decoded "   \
+      "once for all its tokens; a separate launch sums top-k")
 
 
 /* ---- the variants as ids, names and lists (src/contract/variant.c) ---- */

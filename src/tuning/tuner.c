@@ -284,6 +284,10 @@ static st_status tune_shape(st_ctx *ctx, const st_tune_options *o, const st_tune
         int gu, dn;
         st_experts ex = {r.m[0], r.m[1], r.m[2], s->n_expert};
         st_ctx_default_expert_equiv(ctx, &ex, &gu, &dn);
+        /* the pair is the default's launch only below the matrix-unit
+         * token count */
+        for (int k = 0; k < res->n_nts; k++)
+            if (res->nts[k] >= STRATA_EXPERT_DEFAULT_MMA_TOKENS) gu = dn = 0;
         for (int c = 1; c < res->n_cand; c++)
             res->cand[c].same_launch = gu && res->cand[c].gu_rows == gu && res->cand[c].dn_rows == dn;
     }

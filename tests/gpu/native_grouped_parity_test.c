@@ -92,7 +92,7 @@ static void expert_sweep(st_ctx *cpu, st_ctx *gpu, const eshape *s, const int *n
     STRATA_EXPERT_ROWS_VARIANTS(ADD_PAIR)
 #undef ADD_PAIR
     const int knobs[] = {ST_KNOB_NO_SUB16_GU, ST_KNOB_IQ_STAGE_GRID_OFF, ST_KNOB_EXPERT_V2, ST_KNOB_EXPERT_V2K,
-                         ST_KNOB_TSUM, ST_KNOB_GROUPED_V1};
+                         ST_KNOB_TSUM, ST_KNOB_GROUPED_V1, ST_KNOB_EXPERT_MMA};
     for (size_t k = 0; k < sizeof knobs / sizeof knobs[0]; k++)
         paths[np++] = (path){st_knob_label((st_knob)knobs[k]), 0, 0, 0, knobs[k]};
     for (int ni = 0; ni < n_nt; ni++) {
@@ -150,6 +150,17 @@ static void expert_grouped_gpu_matches_cpu_bitwise(void **state)
     /* the campaign shape: 2560/640, 64 experts, top-8 */
     eshape big = {ST_IQ3_S, ST_IQ4_NL, 2560, 640, small ? 16 : 64};
     expert_sweep(cpu, gpu, &big, small ? ends : few, small ? 2 : 3, 8);
+    /* a gate-up row of 256 units (an expert row keeps the 32 canonical
+     * streams at any length, where an iq_mmvq row this long takes 128), on
+     * contexts that take 8192 values per row and 8192 rows per expert (the
+     * down's) */
+    {
+        st_ctx *cpu8 = make_ctx_dims(ST_BACKEND_CPU, 8192, 8192), *gpu8 = make_ctx_dims(ST_BACKEND_GPU, 8192, 8192);
+        eshape wide_row = {ST_IQ3_S, ST_IQ4_NL, 8192, 64, 4};
+        expert_sweep(cpu8, gpu8, &wide_row, small ? ends : few, small ? 2 : 3, 2);
+        st_ctx_destroy(cpu8);
+        st_ctx_destroy(gpu8);
+    }
     /* at the limits: every expert id the kernels' lists hold, the most
      * (token, slot) pairs (ST_MAX_TOKENS x ST_MAX_TOPK), and Qwen3-Next's
      * 512 experts with top-10 (the sanitizer size: the end token counts) */

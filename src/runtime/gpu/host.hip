@@ -89,7 +89,8 @@ size_t xplanes_bytes(int64_t k, int n)
 /* mmvq: q8_1 planes (or the legacy 36-byte blocks) of max_tokens vectors of
  * max_cols values. expert_grouped: those for x, then per (token, slot) pair
  * h (n_ff floats), its q8_1 planes, y (n_embd floats), one ticket per row
- * of the fused down, the GROUPED_V1 list, and the k-split partials of
+ * of the fused down, the GROUPED_V1 list or the STRATA_EXPERT_MMA pair
+ * table (common.h st_pair_table), and the k-split partials of
  * STRATA_EXPERT_V2K (64 floats per pair and row: reserved only when the knob
  * is active at creation or they take at most 64 MiB, not for nothing in the
  * largest contexts). n_embd and n_ff are each a row count
@@ -105,7 +106,7 @@ ws_layout plan_workspace(const st_ctx_limits *l, const st_dispatch_config *cfg)
     w.hq = align_up(xplanes_bytes(d, (int)np));
     w.y = align_up(sizeof(float) * np * (size_t)d);
     w.tickets = align_up(sizeof(uint32_t) * (size_t)d);
-    w.groups = align_up(sizeof(int32_t) * (1 + ST_MAX_PAIRS));
+    w.groups = align_up(sizeof(int32_t) * ST_GROUPS_WORDS);
     /* the k-split partials: reserved when the knob is set at creation, or
      * when they are small enough not to matter (contexts sized for a model;
      * a knob can also be switched on later with st_ctx_set_dispatch) */
@@ -351,10 +352,16 @@ st_status gpu_expert_grouped(void *b, const st_bexperts *ex, const float *x, con
         pl.v2k = cfg->active[ST_KNOB_EXPERT_V2K];
         pl.tsum = cfg->active[ST_KNOB_TSUM];
         pl.grouped_v1 = cfg->active[ST_KNOB_GROUPED_V1];
+        /* the matrix units from STRATA_EXPERT_DEFAULT_MMA_TOKENS tokens on
+         * (measured on the H200, 2560/640, 64 experts, top-8, us, the
+         * pairs in expert order -> the matrix units: 16 tokens 266 -> 288,
+         * 24 527 -> 318, 32 937 -> 324), or at any count with the knob */
+        pl.mma = (cfg->active[ST_KNOB_EXPERT_MMA] || nt >= STRATA_EXPERT_DEFAULT_MMA_TOKENS) && !pl.v2 && !pl.v2k &&
+                 !pl.tsum && !pl.grouped_v1;
     } else {
         pl.stage_grid = true;
     }
-    pl.fused = !pl.v2 && !pl.v2k && !pl.tsum && !pl.grouped_v1;
+    pl.fused = !pl.v2 && !pl.v2k && !pl.tsum && !pl.grouped_v1 && !pl.mma;
     const ws_ptrs p = carve(g);
     if (pl.v2k && !p.partial)
         return st_fail(ST_ERR_UNSUPPORTED, "expert_grouped: STRATA_EXPERT_V2K needs k-split scratch this context did not "
@@ -372,13 +379,14 @@ st_status gpu_expert_grouped(void *b, const st_bexperts *ex, const float *x, con
     const st_launch &L = g->L;
     RT_TRY(st_launch_quantize(L, x, ex->n_embd, nt, a.xq, nullptr), "q8_1 launch");
     if (pl.grouped_v1) RT_TRY(st_launch_group_v1(L, a), "grouping launch");
+    if (pl.mma) RT_TRY(st_launch_expert_pairs(L, a), "pair grouping launch");
     st_rt_error e = by_type(ex->gate->type, [&](auto tc) { return st_launch_gate_up<decltype(tc)::value>(L, a, pl); });
     RT_TRY(e, "gate-up launch");
     if (pl.v2k) RT_TRY(st_launch_combine_v2k(L, a), "k-split combine launch");
     RT_TRY(st_launch_quantize(L, a.h, ex->n_ff, np, a.hq, nullptr), "q8_1 launch");
     e = by_type(ex->down->type, [&](auto tc) { return st_launch_down<decltype(tc)::value>(L, a, pl); });
     RT_TRY(e, "down launch");
-    if (pl.tsum) RT_TRY(st_launch_topk_sum(L, a), "top-k sum launch");
+    if (pl.tsum || pl.mma) RT_TRY(st_launch_topk_sum(L, a), "top-k sum launch");
     return ST_OK;
 }
 
