@@ -2,6 +2,7 @@
  * (gguf_gen.h). */
 #include "gguf_gen.h"
 
+#include "gguf.h"
 #include "randgen.h"
 #include "strata/formats.h"
 
@@ -115,6 +116,46 @@ void gg_kv_arch_u32(gg_file *f, const char *field, uint32_t value)
     char key[160];
     snprintf(key, sizeof key, "%s.%s", f->arch, field);
     gg_kv_u32(f, key, value);
+}
+
+int gg_copy_tokenizer(gg_file *f, const char *path)
+{
+    st_gguf *v = NULL;
+    if (st_gguf_open(path, &v) != ST_OK) die("%s: %s", path, st_last_error());
+    int n_vocab = -1;
+    for (size_t i = 0; i < st_gguf_kv_count(v); i++) {
+        const st_gguf_kv *kv = st_gguf_kv_at(v, i);
+        if (strncmp(kv->key, "tokenizer.", 10) != 0) continue;
+        put_le(&f->kv, kv->key_len, 8);
+        put(&f->kv, kv->key, kv->key_len);
+        put_le(&f->kv, (uint64_t)kv->type, 4);
+        if (kv->type == ST_GGUF_STRING) {
+            put_le(&f->kv, kv->v.str.len, 8);
+            put(&f->kv, kv->v.str.s, kv->v.str.len);
+        } else if (kv->type == ST_GGUF_ARRAY) {
+            put_le(&f->kv, (uint64_t)kv->v.arr.elem, 4);
+            put_le(&f->kv, kv->v.arr.count, 8);
+            put(&f->kv, kv->v.arr.raw, kv->v.arr.raw_len);
+            if (!strcmp(kv->key, "tokenizer.ggml.tokens")) n_vocab = (int)kv->v.arr.count;
+        } else {
+            const size_t n = st_gguf_vtype_size(kv->type);
+            if (kv->type == ST_GGUF_FLOAT32) {
+                uint32_t u;
+                memcpy(&u, &kv->v.f32, 4);
+                put_le(&f->kv, u, 4);
+            } else if (kv->type == ST_GGUF_FLOAT64) {
+                uint64_t u;
+                memcpy(&u, &kv->v.f64, 8);
+                put_le(&f->kv, u, 8);
+            } else {
+                put_le(&f->kv, kv->v.u64, (int)n); /* the low bytes: as stored (signed values sign-extended) */
+            }
+        }
+        f->n_kv++;
+    }
+    st_gguf_close(v);
+    if (n_vocab <= 0) die("%s: no tokenizer.ggml.tokens array", path);
+    return n_vocab;
 }
 
 bool gg_type_block(int type, int *values, int *bytes)
@@ -517,6 +558,53 @@ static gg_file *gpt_oss(void)
         gg_tensorf(f, GG_F32, 2, 64, 8, 1, "blk.%d.ffn_gate_exps.bias", i);
         gg_tensorf(f, GG_F32, 2, 64, 8, 1, "blk.%d.ffn_up_exps.bias", i);
         gg_tensorf(f, GG_F32, 2, E, 8, 1, "blk.%d.ffn_down_exps.bias", i);
+    }
+    return f;
+}
+
+gg_file *gg_llama_qwen3moe(const char *vocab, const gg_llama_dims *d)
+{
+    if (d->n_embd % 256 || d->n_ff % 32 || d->n_layer < 1 || d->n_expert < 1 || d->top_k < 1 || d->top_k > d->n_expert)
+        die("qwen3moe dims: n_embd a multiple of 256, n_ff of 32, 1 <= top_k <= n_expert");
+    const int head = 64, n_head = d->n_embd / head, n_head_kv = n_head >= 8 ? n_head / 4 : n_head;
+    gg_file *f = gg_new();
+    gg_kv_str(f, "general.architecture", "qwen3moe");
+    char name[96];
+    snprintf(name, sizeof name, "strata-random-qwen3moe-%dx%d-e%d", d->n_layer, d->n_embd, d->n_expert);
+    gg_kv_str(f, "general.name", name);
+    gg_kv_arch_u32(f, "block_count", (uint32_t)d->n_layer);
+    gg_kv_arch_u32(f, "context_length", 4096);
+    gg_kv_arch_u32(f, "embedding_length", (uint32_t)d->n_embd);
+    gg_kv_arch_u32(f, "feed_forward_length", (uint32_t)d->n_ff);
+    gg_kv_arch_u32(f, "expert_feed_forward_length", (uint32_t)d->n_ff);
+    gg_kv_arch_u32(f, "expert_count", (uint32_t)d->n_expert);
+    gg_kv_arch_u32(f, "expert_used_count", (uint32_t)d->top_k);
+    gg_kv_arch_u32(f, "attention.head_count", (uint32_t)n_head);
+    gg_kv_arch_u32(f, "attention.head_count_kv", (uint32_t)n_head_kv);
+    gg_kv_arch_u32(f, "attention.key_length", (uint32_t)head);
+    gg_kv_arch_u32(f, "attention.value_length", (uint32_t)head);
+    gg_kv_f32(f, "qwen3moe.attention.layer_norm_rms_epsilon", 1e-6f);
+    gg_kv_f32(f, "qwen3moe.rope.freq_base", 1e6f);
+    gg_kv_u32(f, "general.quantization_version", 2);
+    const int n_vocab = gg_copy_tokenizer(f, vocab);
+    const int ne0 = d->n_embd;
+    gg_tensor(f, "token_embd.weight", gg_pick(GG_Q4_K, GG_Q8_0), 2, ne0, n_vocab, 1);
+    gg_tensor(f, "output_norm.weight", GG_F32, 1, ne0, 1, 1);
+    gg_tensor(f, "output.weight", gg_pick(GG_Q6_K, GG_Q8_0), 2, ne0, n_vocab, 1);
+    const int at = gg_pick(GG_Q4_K, GG_Q8_0), dn = d->n_ff % 256 ? GG_IQ4_NL : GG_IQ3_S;
+    for (int i = 0; i < d->n_layer; i++) {
+        gg_tensorf(f, GG_F32, 1, ne0, 1, 1, "blk.%d.attn_norm.weight", i);
+        gg_tensorf(f, at, 2, ne0, n_head * head, 1, "blk.%d.attn_q.weight", i);
+        gg_tensorf(f, at, 2, ne0, n_head_kv * head, 1, "blk.%d.attn_k.weight", i);
+        gg_tensorf(f, at, 2, ne0, n_head_kv * head, 1, "blk.%d.attn_v.weight", i);
+        gg_tensorf(f, at, 2, n_head * head, ne0, 1, "blk.%d.attn_output.weight", i);
+        gg_tensorf(f, GG_F32, 1, head, 1, 1, "blk.%d.attn_q_norm.weight", i);
+        gg_tensorf(f, GG_F32, 1, head, 1, 1, "blk.%d.attn_k_norm.weight", i);
+        gg_tensorf(f, GG_F32, 1, ne0, 1, 1, "blk.%d.ffn_norm.weight", i);
+        gg_tensorf(f, GG_F32, 2, ne0, d->n_expert, 1, "blk.%d.ffn_gate_inp.weight", i);
+        gg_tensorf(f, GG_IQ3_S, 3, ne0, d->n_ff, d->n_expert, "blk.%d.ffn_gate_exps.weight", i);
+        gg_tensorf(f, GG_IQ3_S, 3, ne0, d->n_ff, d->n_expert, "blk.%d.ffn_up_exps.weight", i);
+        gg_tensorf(f, dn, 3, d->n_ff, ne0, d->n_expert, "blk.%d.ffn_down_exps.weight", i);
     }
     return f;
 }

@@ -78,4 +78,18 @@ extern const char *const GG_ARCHS[];
  * name. */
 gg_file *gg_arch_model(const char *arch);
 
+/* Copies every tokenizer.* pair of the GGUF at PATH (a llama.cpp
+ * vocabulary file such as models/ggml-vocab-qwen2.gguf) into F verbatim;
+ * returns the number of tokens. */
+int gg_copy_tokenizer(gg_file *f, const char *path);
+
+/* A qwen3moe that llama.cpp loads and runs: random weights (IQ3_S experts,
+ * the down IQ3_S when N_FF is a multiple of 256 else IQ4_NL, Q4_K
+ * attention and embedding, Q6_K output, f32 norms and router), heads of 64
+ * (a quarter as many kv heads from 8 heads on), the vocabulary VOCAB's. */
+typedef struct {
+    int n_layer, n_embd, n_ff, n_expert, top_k;
+} gg_llama_dims;
+gg_file *gg_llama_qwen3moe(const char *vocab, const gg_llama_dims *d);
+
 #endif
