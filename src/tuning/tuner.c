@@ -4,6 +4,7 @@
  * end-to-end verify) and the report. */
 #include "strata/tools/tuner.h"
 #include "strata/tools/verify.h"
+#include "strata/tools/report.h"
 #include "strata/probe.h"
 #include "gguf.h"
 #include "tools_internal.h"
@@ -565,10 +566,14 @@ static st_status install(st_ctx *ctx, const st_tune_options *o, const st_model *
         st_clear_error();
         x->engage_line = engage;
         x->verify_line = verdict;
-        char *report = st_tune_report_text(ctx, o, r, n, res, x);
-        st = report ? st_tune_out_install(out, text, len, report, strlen(report))
+        char *report = st_tune_report_text(ctx, o, r, n, res, x), *page = NULL;
+        size_t page_len = 0;
+        st = report ? st_report_html_render(report, strlen(report), strrchr(out->report_path, '/') + 1, &page, &page_len)
                     : st_fail(ST_ERR_NOMEM, "report: out of memory");
+        if (st == ST_OK)
+            st = st_tune_out_install(out, id, st_ctx_dispatch(ctx), text, len, report, strlen(report), page, page_len);
         free(report);
+        free(page);
         x->engage_line = "";
         if (st != ST_OK) res->table_written = res->engaged = false;
     }
@@ -745,14 +750,21 @@ static st_status tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result 
     const bool swept = st == ST_OK;
     if (st == ST_OK) st = install(ctx, o, model, r, n, &out, res, verdict, sizeof verdict, &vr, &x, &gate_refused);
     /* the report's page and the folder's tables.json, beside them */
-    if (st == ST_OK) st = st_tune_outputs(ctx, o, out.dir, out.report_path, out.table_path);
+    if (st == ST_OK) st = st_tune_outputs(ctx, o, out.dir, out.report_path, out.table_path, false);
     /* a run that installed nothing still reports what it measured (the
      * report records a refused run too, with the reason), unless it was
      * interrupted or its outputs are what failed */
     if (st != ST_OK && r && res->shapes > 0 && st != ST_ERR_INTERRUPTED && out.report_path && (!swept || gate_refused)) {
         keep_error(st, why, sizeof why);
-        if (st_tune_write_report(out.report_path, ctx, o, r, res->shapes, res, &x) != ST_OK ||
-            st_tune_outputs(ctx, o, out.dir, out.report_path, out.table_path) != ST_OK)
+        /* the installed table's report stays its own: a run that installed
+         * nothing over it reports beside it (tune_out.h) */
+        const char *rp = out.existing_text ? out.refused_path : out.report_path;
+        if (rp != out.report_path && res->report_path) {
+            free(res->report_path);
+            res->report_path = strdup(rp);
+        }
+        if (st_tune_write_report(rp, ctx, o, r, res->shapes, res, &x) != ST_OK ||
+            st_tune_outputs(ctx, o, out.dir, rp, out.table_path, true) != ST_OK)
             st_log("tune: %s", st_last_error());
         st_fail(st, "%s", why);
     }
