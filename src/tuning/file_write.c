@@ -22,6 +22,7 @@
 long st_table_write_fail_after_bytes = -1;
 long st_file_kill_at_step = -1;
 long st_file_steps;
+const char *st_file_fail_rename_of;
 
 void st_file_step(void)
 {
@@ -152,7 +153,11 @@ st_status st_file_commit(const char *path, const char *tmp, int slot, bool *rena
     if (st_file_write_before_rename) st_file_write_before_rename(tmp);
     st_status ok = st_out_target_check(path); /* what stands there may have changed since the write */
     st_file_step();
-    if (ok != ST_OK || rename(tmp, path) != 0) {
+    const char *f = st_file_fail_rename_of;
+    const size_t pl = strlen(path), fl = f ? strlen(f) : 0;
+    const bool fake = f && pl >= fl && !strcmp(path + pl - fl, f);
+    if (fake) errno = EIO;
+    if (ok != ST_OK || fake || rename(tmp, path) != 0) {
         if (ok != ST_OK) {
             unlink(tmp);
             st_tmpfile_untrack(slot);

@@ -37,6 +37,10 @@ st_status st_out_not_input(const char *out, const char *input);
  * test kills the process at every instant of an install without timing.
  * -1 (the default) disables it; st_file_steps counts the steps taken. */
 extern long st_file_kill_at_step;
+/* Test hook: when set, st_file_commit fails (EIO, as a rename would) for
+ * a target whose path ends in it, exercising a roll back. NULL (the
+ * default) in production. */
+extern const char *st_file_fail_rename_of;
 extern long st_file_steps;
 void st_file_step(void);
 

@@ -241,6 +241,26 @@ static void items_free(item *it, int n)
     }
 }
 
+/* Whether a forward journal can be completed: every output either still
+ * has its temporary file or was renamed already (its old file's link is
+ * no longer the target). A rename that failed removed its temporary file;
+ * a kill before the journal turned to "back" then leaves an output that
+ * can only be rolled back. */
+static bool can_complete(const item *it, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (regular(it[i].tmp)) continue;
+        struct stat t, o;
+        const bool target = lstat(it[i].target, &t) == 0;
+        if (!it[i].old) {
+            if (!target) return false;
+        } else if (lstat(it[i].old, &o) == 0 && target && t.st_dev == o.st_dev && t.st_ino == o.st_ino) {
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Parses the journal TEXT of DIR into IT[0..*N). */
 static st_status journal_parse(const char *dir, const char *path, char *text, item *it, int *n, bool *back)
 {
@@ -354,6 +374,7 @@ st_status st_tune_out_recover(const char *dir, const st_identity *id, int *done)
         bool back = false;
         s = journal_parse(dir, path, text, it, &n, &back);
         if (s == ST_OK) {
+            if (!back && !can_complete(it, n)) back = true;
             moved = play(it, n, back);
             st_file_step();
             if (unlink(path) != 0) s = st_fail(ST_ERR_IO, "tune: cannot remove %s: %s", path, strerror(errno));
