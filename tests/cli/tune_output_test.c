@@ -112,6 +112,12 @@ static void long_output_paths_are_never_cut(void **state)
     if (!rj) fail_msg("the report is not JSON (overwritten?)");
     cJSON_Delete(rj);
     free(rep);
+    /* the page too: beside the report, whole (it used to be cut at 1100
+     * bytes and overwrite a file in a parent folder) */
+    const char *html = cJSON_GetStringValue(cJSON_GetObjectItem(j, "report_html"));
+    assert_non_null(html);
+    assert_true(strlen(html) == strlen(report) && cli_exists(html));
+    assert_int_equal(cli_count(base, NULL), 1); /* the first folder of the chain, nothing else */
     char line[ST_TABLE_MSG_MAX];
     if (!folder_engages(path, line, sizeof line)) fail_msg("the folder does not engage: %s", line);
     cJSON_Delete(j);
@@ -125,6 +131,72 @@ static void long_output_paths_are_never_cut(void **state)
     r = cli(QUICK, "--backend", "cpu", "tune", "--shape", "mmvq q8_0 64 64", "--quick", "--out", huge, NULL);
     cli_expect_one_line(&r, 1, "ST_TUNE_PATH_MAX", "tune into a path past ST_TUNE_PATH_MAX");
     cli_free(&r);
+}
+
+/* `tune ... 2>&1 | head -1`: the reader goes away after the first line;
+ * the lines after the install must not end the run by SIGPIPE (exit 141
+ * after everything was installed). */
+static void a_closed_output_pipe_does_not_fail_a_completed_install(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    fflush(NULL);
+    const pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(p[0]); /* no reader at all: every write is EPIPE */
+        dup2(p[1], 1);
+        dup2(p[1], 2);
+        signal(SIGPIPE, SIG_DFL);
+        execl(cli_path(), "tune_decode", "--backend", "cpu", "tune", "--shape", "mmvq q8_0 64 64", "--quick", "--no-verify",
+              "--out", dir, (char *)NULL);
+        _exit(127);
+    }
+    close(p[0]);
+    close(p[1]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("tune into a closed pipe: status %d (signal %d)", st, WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    assert_int_equal(cli_count(dir, ".table"), 1);
+    assert_int_equal(cli_count(dir, ".autotune.html"), 1);
+    assert_int_equal(leftovers(dir), 0);
+}
+
+/* The reservation follows the token mix: one shape at 1..32 writes a
+ * report of about 121 KB and a page of 23 KB, so a folder with 128 KiB
+ * free (more than the 80 KiB the old flat reservation took) is refused
+ * before the sweep, where it used to run the sweep and then fail with
+ * ENOSPC; 512 KiB takes the run. Root only (a tmpfs); the file-size limit
+ * stands in otherwise. */
+static void fsize_limit(void *u);
+
+static void the_reservation_follows_the_token_mix(void **state)
+{
+    (void)state;
+    char mix[128] = "1";
+    for (int i = 2; i <= 32; i++) snprintf(mix + strlen(mix), sizeof mix - strlen(mix), ",%d", i);
+    for (int fits = 0; fits < 2; fits++) {
+        const char *dir = cli_dir();
+        const size_t room = fits ? 512 << 10 : 128 << 10;
+        const bool mounted = cli_tmpfs(dir, room, false);
+        char *argv[] = {"--backend", "cpu", "-q", "tune", "--shape", "mmvq q8_0 64 64", "--ntok-mix", mix, "--quick",
+                        "--no-verify", "--out", (char *)dir, NULL};
+        cli_run r = cli_exec(argv, LONG, mounted ? NULL : fsize_limit, (void *)(uintptr_t)room);
+        if (fits) {
+            cli_expect_exit(&r, 0, "tune at 1..32 into 512 KiB");
+            assert_int_equal(cli_count(dir, ".table"), 1);
+        } else {
+            cli_expect_one_line(&r, 1, strerror(mounted ? ENOSPC : EFBIG), "tune at 1..32 into 128 KiB");
+            assert_non_null(strstr(r.err, "probe"));
+            assert_int_equal(cli_count(dir, ".table"), 0);
+        }
+        assert_int_equal(leftovers(dir), 0);
+        cli_free(&r);
+        if (mounted) cli_umount(dir);
+    }
 }
 
 /* ---- one table per identity ----------------------------------------------------- */
@@ -502,6 +574,11 @@ static void no_signal_leaves_a_candidate_or_temporary_file(void **state)
         {SIGHUP, STOP, AT_GATE},     {SIGHUP, STOP, AT_SWEEP},    {SIGTERM, STOP, AT_GATE},  {SIGINT, STOP, AT_START},
         {SIGQUIT, STOP, AT_GATE},    {SIGUSR1, STOP, AT_SWEEP},   {SIGALRM, STOP, AT_GATE},  {SIGPIPE, IGNORED, AT_GATE},
         {SIGSEGV, FAULT, AT_GATE},   {SIGABRT, FAULT, AT_SWEEP},
+#ifdef SIGSTKFLT
+        {SIGSTKFLT, STOP, AT_GATE},
+#endif
+        /* the real-time ones (issue 26: they ended the process uncleaned) */
+        {SIGRTMIN, STOP, AT_START},  {SIGRTMIN + 3, STOP, AT_GATE}, {SIGRTMAX, STOP, AT_START},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *dir = cli_dir();
@@ -554,6 +631,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(long_output_paths_are_never_cut),
+        cmocka_unit_test(a_closed_output_pipe_does_not_fail_a_completed_install),
+        cmocka_unit_test(the_reservation_follows_the_token_mix),
         cmocka_unit_test(a_second_model_or_shape_set_merges_into_the_one_table),
         cmocka_unit_test(a_folder_the_loader_refuses_is_refused_before_the_sweep),
         cmocka_unit_test(out_that_is_a_file_is_refused_before_the_sweep),

@@ -7,10 +7,10 @@
  * candidate, no temporary file); SIGPIPE and SIGXFSZ are ignored, so a
  * closed pipe or the file-size limit turns into a failed write with its
  * reason instead of a death in the middle of one. SIGPIPE stays ignored
- * after td_signals_end: the lines printed after an install (to a pipe a
- * reader such as `head -1` closed) must not turn a completed install into
- * a death by SIGPIPE (exit 141); the exit status says what happened to the
- * files. The fault signals (SIGSEGV,
+ * after td_signals_end (main ignores it for the whole run): the lines
+ * printed after an install (to a pipe a reader such as `head -1` closed)
+ * must not turn a completed install into a death by SIGPIPE (exit 141);
+ * the exit status says what happened to the files. The fault signals (SIGSEGV,
  * SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS), where the process
  * cannot go on, remove the library's live temporary files (tmpfiles.h) and
  * then hand the signal to what was installed before (a sanitizer's handler
