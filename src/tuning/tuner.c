@@ -458,9 +458,6 @@ static size_t memory_need(st_ctx *ctx, const st_tune_options *o, const st_model 
     return (*rot_max > *gate ? *rot_max : *gate) + ((size_t)64 << 20);
 }
 
-/* What the table and the report will take, with room to spare: the probe
- * before the sweep writes this much (a report is about 5 KB per shape on
- * the CPU backend; the figure is doubled and rounded up). */
 /* What the outputs take, reserved before the sweep (the probe): the
  * report grows with the points it records, one per shape and token count
  * (an mmvq shape is tuned at each count of the mix, an expert shape at its

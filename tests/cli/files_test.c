@@ -216,6 +216,25 @@ static void report_never_replaces_a_fifo_a_folder_or_its_input(void **state)
     r = cli(QUICK_S, "report", json, "-o", dot, NULL);
     cli_expect_one_line(&r, 1, "is the input", "report r.json -o ./r.json");
     cli_free(&r);
+    /* bench --html and verify --html: refused before the run, in one line */
+    r = cli(QUICK_S, "--backend", "cpu", "bench", "--shape", "mmvq q8_0 64 64", "--quick", "--no-suite", "--html", fifo, NULL);
+    cli_expect_one_line(&r, 1, "is a FIFO: not replaced", "bench --html FIFO");
+    cli_free(&r);
+    size_t tl = 0;
+    char *tt = table_text(2, NULL, &tl);
+    char *table = cli_write(dir, "t.json", tt, tl); /* a table whose name is the page's JSON */
+    char *tpage = cli_join(dir, "t.html");
+    r = cli(QUICK_S, "--backend", "cpu", "verify", STRATA_TEST_DATA "/gguf/tiny-moe.gguf", table, "--html", tpage, NULL);
+    cli_expect_one_line(&r, 1, "is the input", "verify MODEL t.json --html t.html");
+    cli_free(&r);
+    char *after = slurp(table);
+    assert_string_equal(after, tt);
+    free(after);
+    free(tt);
+    free(table);
+    free(tpage);
+    assert_int_equal(lstat(fifo, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode)); /* still the FIFO after bench */
     assert_int_equal(cli_count(dir, ".tmp."), 0);
     free(dot);
     free(json);
@@ -328,6 +347,32 @@ static void a_newline_in_a_file_name_cannot_forge_a_line(void **state)
     free(t);
 }
 
+/* ---- the command line in a report's JSON ------------------------------------------------ */
+
+/* An argument that is not UTF-8 (here the page's own name) is recorded
+ * escaped, so the JSON beside `bench --html` stays valid UTF-8. */
+static void the_command_line_in_a_report_is_utf8(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    char *page = cli_join(dir, "\xff-b.html");
+    cli_run r = cli(120.0, "--backend", "cpu", "-q", "bench", "--shape", "mmvq q8_0 64 64", "--quick", "--no-suite", "--html",
+                    page, NULL);
+    cli_expect_exit(&r, 0, "bench --html with a name that is not UTF-8");
+    cli_free(&r);
+    char *json = cli_join(dir, "\xff-b.json");
+    char *text = slurp(json);
+    assert_non_null(text);
+    if (!is_utf8(text)) fail_msg("the JSON beside bench --html is not valid UTF-8");
+    cJSON *j = cJSON_Parse(text);
+    const char *cl = cJSON_GetStringValue(cJSON_GetObjectItem(j, "command_line"));
+    if (!cl || !strstr(cl, "\\xff-b.html")) fail_msg("command_line: %s", cl ? cl : "(none)");
+    cJSON_Delete(j);
+    free(text);
+    free(json);
+    free(page);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -337,6 +382,7 @@ int main(void)
         cmocka_unit_test(a_page_path_is_never_cut),
         cmocka_unit_test_teardown(prune_removes_only_what_is_proven_a_superseded_tables, cli_teardown),
         cmocka_unit_test_teardown(a_newline_in_a_file_name_cannot_forge_a_line, cli_teardown),
+        cmocka_unit_test_teardown(the_command_line_in_a_report_is_utf8, cli_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -434,6 +434,75 @@ static void install_rolls_back_the_table_when_the_report_fails(void **state)
     }
 }
 
+/* The first entry of DIR whose name ends in END and does not hold NOT. */
+static char *find_named(const char *dir, const char *end, const char *not)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char *found = NULL;
+    while (!found && (e = readdir(d)) != NULL) {
+        const size_t l = strlen(e->d_name), m = strlen(end);
+        if (l >= m && !strcmp(e->d_name + l - m, end) && !(not && strstr(e->d_name, not))) found = cli_join(dir, e->d_name);
+    }
+    closedir(d);
+    if (!found) fail_msg("no *%s in %s", end, dir);
+    return found;
+}
+
+/* A re-tune that installs nothing (the gate cannot decide, or measures
+ * the table slower) leaves the installed table's report as it was: its
+ * own report goes beside it as *.not-installed.autotune.json, and
+ * tables.json still lists the installed table's report as its own. */
+static void a_re_tune_that_installs_nothing_keeps_the_installed_report(void **state)
+{
+    (void)state;
+    st_model *m = NULL;
+    assert_int_equal(st_model_open(MODEL, &m), ST_OK);
+    const st_model_mmvq_shape *ms = st_model_mmvq_shape_at(m, 0);
+    const st_mmvq_key k = {ms->type, ms->n_rows, ms->n_cols};
+    st_model_close(m);
+    const char *dir = cli_dir();
+    free(cpu_table(dir, "mine.table", &k, 2)); /* a row the model's step uses: the gate runs */
+    cli_run r = cli(LONG, "--backend", "cpu", "-q", "tune", MODEL, "--shapes", "expert", "--ntok-mix", "1", "--quick",
+                    "--no-verify", "--out", dir, NULL);
+    cli_expect_exit(&r, 0, "the first tune (installed)");
+    cli_free(&r);
+    char *table = find_named(dir, ".table", NULL), *report = find_named(dir, ".autotune.json", NULL);
+    size_t nt = 0, nr = 0;
+    char *t0 = slurp(table, &nt), *r0 = slurp(report, &nr);
+    r = cli(LONG, "--backend", "cpu", "tune", MODEL, "--shapes", "expert", "--ntok-mix", "1", "--quick", "--gate-budget",
+            "0.01", "--out", dir, NULL);
+    if (r.status == -1 || !WIFEXITED(r.status) || (WEXITSTATUS(r.status) != 3 && WEXITSTATUS(r.status) != 4))
+        fail_msg("the re-tune: status %d, expected exit 3 or 4 (nothing installed)\n%s", r.status, r.err);
+    size_t nt1 = 0, nr1 = 0;
+    char *t1 = slurp(table, &nt1), *r1 = slurp(report, &nr1);
+    assert_true(nt1 == nt && !memcmp(t0, t1, nt));
+    if (nr1 != nr || memcmp(r0, r1, nr)) fail_msg("the installed table's report was overwritten");
+    char *refused = find_named(dir, ".not-installed.autotune.json", NULL);
+    assert_non_null(strstr(r.out, "not-installed")); /* the run names the report it wrote */
+    char *ixp = cli_join(dir, "tables.json"), *ixs = slurp(ixp, NULL);
+    cJSON *ix = cJSON_Parse(ixs);
+    assert_non_null(ix);
+    free(ixs);
+    free(ixp);
+    char *ixt = cJSON_PrintUnformatted(ix);
+    const char *b = strrchr(report, '/') + 1;
+    char want[512];
+    snprintf(want, sizeof want, "\"file\":\"%s\",\"status\":\"present\"", b);
+    if (!strstr(ixt, want)) fail_msg("tables.json does not list %s as present:\n%s", b, ixt);
+    free(ixt);
+    cJSON_Delete(ix);
+    assert_int_equal(leftovers(dir), 0);
+    cli_free(&r);
+    free(refused);
+    free(t0);
+    free(t1);
+    free(r0);
+    free(r1);
+    free(table);
+    free(report);
+}
+
 /* ---- the lock ------------------------------------------------------------------ */
 
 static void a_locked_folder_is_refused_at_once(void **state)
@@ -633,6 +702,7 @@ int main(void)
         cmocka_unit_test(long_output_paths_are_never_cut),
         cmocka_unit_test(a_closed_output_pipe_does_not_fail_a_completed_install),
         cmocka_unit_test(the_reservation_follows_the_token_mix),
+        cmocka_unit_test(a_re_tune_that_installs_nothing_keeps_the_installed_report),
         cmocka_unit_test(a_second_model_or_shape_set_merges_into_the_one_table),
         cmocka_unit_test(a_folder_the_loader_refuses_is_refused_before_the_sweep),
         cmocka_unit_test(out_that_is_a_file_is_refused_before_the_sweep),

@@ -42,6 +42,13 @@ ST_API void st_report_html_path(const char *json_path, char *out, size_t n);
  * ".html" (ST_ERR_INVALID_ARG otherwise). */
 ST_API st_status st_report_write(const char *json, const char *html_path);
 
+/* What st_report_write would refuse, checked before a long run: HTML_PATH
+ * must end in ".html", and at HTML_PATH and at its JSON beside it nothing
+ * or a regular file may stand (never a folder, FIFO, device or socket),
+ * and neither may be one of the N_INPUTS files INPUTS names (the model, the
+ * table: any spelling of one file). ST_OK, or the status with one line. */
+ST_API st_status st_report_write_check(const char *html_path, const char *const *inputs, int n_inputs);
+
 /* The JSON object every report and --json output gives for an identity
  * (header, arch, runtime, compiler, space, device, device_model,
  * compute_units, driver), malloc'd text the caller frees; NULL when out of
