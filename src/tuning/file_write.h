@@ -1,5 +1,5 @@
 /* The write rule's steps, for the tuner's install of a table together with
- * its report (tune_out.c) and the tests; st_file_write_atomic and
+ * its report (tune_journal.c) and the tests; st_file_write_atomic and
  * st_table_write_atomic (strata/tools/output.h) are the two steps in one.
  * Internal to the tools library. */
 #ifndef ST_FILE_WRITE_H
@@ -32,7 +32,7 @@ st_status st_out_not_input(const char *out, const char *input);
 
 /* Test hook: every step of the file rule that changes the folder (a
  * temporary file created or synced, a rename, a link, a removal, a
- * journal's steps in tune_out.c) calls st_file_step(); when
+ * journal's steps in tune_journal.c) calls st_file_step(); when
  * st_file_kill_at_step is N >= 1 the Nth step raises SIGKILL first, so a
  * test kills the process at every instant of an install without timing.
  * -1 (the default) disables it; st_file_steps counts the steps taken. */

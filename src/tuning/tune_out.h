@@ -26,7 +26,7 @@
  * device or socket standing at one is refused then, not after the sweep
  * (file_write.h: the file rule).
  *
- * The outputs change together or not at all (a journal): the install
+ * The outputs change together or not at all (a journal, tune_journal.c): the install
  * writes the report's JSON, its page and the table to temporary files,
  * keeps a hard link to each old file ("NAME.old.<pid>"), writes the
  * journal DIR/.strata-tune.journal (atomically) naming each temporary file,
@@ -47,10 +47,15 @@
 #include "strata/identity.h"
 #include "strata/knobs.h"
 #include "strata/table.h"
+#include "strata/status.h"
 #include "tuner_decide.h"
 
 #include <stdbool.h>
 #include <stddef.h>
+
+/* The names the tune keeps in its folder besides the outputs. */
+#define ST_TUNE_JOURNAL_NAME ".strata-tune.journal"
+#define ST_TUNE_PROBE_PREFIX ".strata-tune-probe."
 
 typedef struct {
     char *dir;
@@ -67,6 +72,10 @@ typedef struct {
     char *existing_text; /* its bytes, to restore on a failed install */
     size_t existing_len;
 } st_tune_out;
+
+/* A malloc'd string printed from F (NULL when out of memory): the tune's
+ * paths are built whole, never cut. */
+char *st_tune_fmt(const char *f, ...) ST_PRINTF(1, 2);
 
 /* The file-name part for a model name: [A-Za-z0-9._-] kept, other bytes
  * as '-'; a name longer than 48 bytes is cut and ends in a hash of the

@@ -18,15 +18,6 @@
 
 #define QUICK_S 30.0
 
-static st_identity cpu_identity(void)
-{
-    st_ctx *c = NULL;
-    assert_int_equal(st_ctx_create(ST_BACKEND_CPU, 0, &c), ST_OK);
-    st_identity id = *st_ctx_identity(c);
-    st_ctx_destroy(c);
-    return id;
-}
-
 /* The text of a table for this process with one mmvq row of ROWS, and
  * COMMENTS (may be NULL) as comment lines. */
 static char *table_text(int rows, const char *const *comments, size_t *len)
@@ -242,6 +233,39 @@ static void report_never_replaces_a_fifo_a_folder_or_its_input(void **state)
     free(folder);
 }
 
+/* A folder (or FIFO) where the report, its page, tables.json or the
+ * gate's candidate goes is refused when the tune opens its folder, before
+ * the sweep, in one line naming it, and nothing is left. */
+static void every_output_path_is_checked_before_the_sweep(void **state)
+{
+    (void)state;
+    const char *names[] = {JSON, HTML, "tables.json", "strata-x-cpu.table.candidate", TABLE};
+    const st_identity id = cpu_identity();
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *dir = cli_dir();
+        size_t tl = 0;
+        char *t = table_text(2, NULL, &tl);
+        if (i + 1 < sizeof names / sizeof names[0]) free(cli_write(dir, TABLE, t, tl)); /* this identity's table */
+        free(t);
+        char *p = cli_join(dir, names[i]);
+        if (i + 1 == sizeof names / sizeof names[0]) { /* the new table's own name, with --force */
+            st_tune_out o;
+            assert_int_equal(st_tune_out_open(&o, dir, "x", -1, &id, true, 4096), ST_OK);
+            free(p);
+            p = strdup(o.table_path);
+            st_tune_out_close(&o);
+        }
+        if (i % 2) assert_int_equal(mkfifo(p, 0644), 0);
+        else assert_int_equal(mkdir(p, 0755), 0);
+        st_tune_out out;
+        const st_status s = st_tune_out_open(&out, dir, "x", -1, &id, i + 1 == sizeof names / sizeof names[0], 4096);
+        if (s == ST_OK || !strstr(st_last_error(), strrchr(p, '/') + 1) || !strstr(st_last_error(), "not replaced"))
+            fail_msg("%s: a %s there: %s", names[i], i % 2 ? "FIFO" : "folder", s == ST_OK ? "opened" : st_last_error());
+        assert_int_equal(cli_count(dir, ".strata-tune"), 0); /* no lock, probe or journal left */
+        free(p);
+    }
+}
+
 /* A page's path that does not fit is "" (refused), never a cut path that
  * names another file. */
 static void a_page_path_is_never_cut(void **state)
@@ -379,6 +403,7 @@ int main(void)
         cmocka_unit_test_teardown(a_kill_at_any_step_leaves_the_old_or_the_new_set, cli_teardown),
         cmocka_unit_test_teardown(a_kill_during_a_roll_back_leaves_the_old_or_the_new_set, cli_teardown),
         cmocka_unit_test_teardown(report_never_replaces_a_fifo_a_folder_or_its_input, cli_teardown),
+        cmocka_unit_test_teardown(every_output_path_is_checked_before_the_sweep, cli_teardown),
         cmocka_unit_test(a_page_path_is_never_cut),
         cmocka_unit_test_teardown(prune_removes_only_what_is_proven_a_superseded_tables, cli_teardown),
         cmocka_unit_test_teardown(a_newline_in_a_file_name_cannot_forge_a_line, cli_teardown),

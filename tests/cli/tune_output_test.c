@@ -21,15 +21,6 @@
 #define LONG 600.0 /* seconds: a tune of the tiny model under ASan takes ~30 */
 #define QUICK 30.0
 
-static st_identity cpu_identity(void)
-{
-    st_ctx *c = NULL;
-    assert_int_equal(st_ctx_create(ST_BACKEND_CPU, 0, &c), ST_OK);
-    st_identity id = *st_ctx_identity(c);
-    st_ctx_destroy(c);
-    return id;
-}
-
 /* A table for this process at DIR/NAME with one mmvq row (or none). */
 static char *cpu_table(const char *dir, const char *name, const st_mmvq_key *row, int rows)
 {
