@@ -442,7 +442,7 @@ static char *find_named(const char *dir, const char *end, const char *not)
 
 /* A re-tune that installs nothing (the gate cannot decide, or measures
  * the table slower) leaves the installed table's report as it was: its
- * own report goes beside it as *.not-installed.autotune.json, and
+ * own report goes beside it as strata-<model>.not-installed.autotune.json, and
  * tables.json still lists the installed table's report as its own. */
 static void a_re_tune_that_installs_nothing_keeps_the_installed_report(void **state)
 {
