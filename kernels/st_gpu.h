@@ -65,6 +65,29 @@ typedef hipGraphExec_t st_rt_graph_exec;
 #define st_rt_graph_launch hipGraphLaunch
 #define st_rt_graph_exec_destroy hipGraphExecDestroy
 #define st_rt_graph_destroy hipGraphDestroy
+/* What P is to the runtime (the checking mode, STRATA_CHECK=1): 1 device
+ * memory (*DEVICE: its device), 2 managed, 0 host memory or a pointer the
+ * runtime does not know (its error is cleared). */
+static inline int st_rt_pointer_kind(const void *p, int *device)
+{
+    hipPointerAttribute_t a;
+    if (hipPointerGetAttributes(&a, p) != hipSuccess) {
+        (void)hipGetLastError();
+        return 0;
+    }
+    *device = a.device;
+#if HIP_VERSION_MAJOR >= 6
+    const hipMemoryType t = a.type;
+#else
+    const hipMemoryType t = a.memoryType; /* ROCm 5's name of the field */
+#endif
+    return a.isManaged ? 2 : t == hipMemoryTypeDevice ? 1 : 0;
+}
+static inline bool st_rt_stream_capturing(st_rt_stream s)
+{
+    hipStreamCaptureStatus c = hipStreamCaptureStatusNone;
+    return hipStreamIsCapturing(s, &c) == hipSuccess && c == hipStreamCaptureStatusActive;
+}
 #else
 typedef cudaError_t st_rt_error;
 typedef cudaStream_t st_rt_stream;
@@ -102,6 +125,21 @@ typedef cudaGraphExec_t st_rt_graph_exec;
 #define st_rt_graph_launch cudaGraphLaunch
 #define st_rt_graph_exec_destroy cudaGraphExecDestroy
 #define st_rt_graph_destroy cudaGraphDestroy
+static inline int st_rt_pointer_kind(const void *p, int *device)
+{
+    cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    *device = a.device;
+    return a.type == cudaMemoryTypeDevice ? 1 : a.type == cudaMemoryTypeManaged ? 2 : 0;
+}
+static inline bool st_rt_stream_capturing(st_rt_stream s)
+{
+    cudaStreamCaptureStatus c = cudaStreamCaptureStatusNone;
+    return cudaStreamIsCapturing(s, &c) == cudaSuccess && c == cudaStreamCaptureStatusActive;
+}
 #endif
 
 /* Architecture token ("gfx1100", "sm_90") and marketing name of DEVICE. */

@@ -71,6 +71,13 @@ typedef struct st_backend_ops {
     st_status (*capture_end)(void *b, void **graph);
     st_status (*graph_launch)(void *b, void *graph);
     void (*graph_destroy)(void *b, void *graph);
+    /* The checking mode (STRATA_CHECK=1, ctx.c): ST_OK when P is memory of
+     * this backend's device, else ST_ERR_INVALID_ARG with one line naming
+     * CALL and ARG and what P is. NULL on the CPU (host memory is its own). */
+    st_status (*check_ptr)(void *b, const void *p, const char *call, const char *arg);
+    /* Whether the context's stream is being captured into a graph (a copy
+     * to the host would end the capture). NULL: never. */
+    bool (*capturing)(void *b);
 } st_backend_ops;
 
 /* Opens a backend for P (limits resolved in LIM, knobs in CFG): fills the

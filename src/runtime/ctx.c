@@ -91,6 +91,8 @@ st_status st_ctx_create_ex(const st_ctx_params *params, st_ctx **out)
     if (!c) return st_fail(ST_ERR_NOMEM, "st_ctx_create: out of memory");
     st_status s = resolve_limits(&p, &c->lim);
     st_dispatch_config_from_env(&c->cfg);
+    const char *chk = getenv("STRATA_CHECK");
+    c->check = chk && !strcmp(chk, "1");
     c->log_fn = p.log_fn;
     c->log_user = p.log_user;
     if (s == ST_OK) s = open_backend(c, &p);
@@ -366,6 +368,34 @@ static st_status test_slow_end(double extra, double t0, st_status s)
     return s;
 }
 
+/* ---- the checking mode ------------------------------------------------- */
+/* STRATA_CHECK=1 when the context is created, for engines under
+ * development: every pointer a decode call is given is checked to be
+ * memory of the context's device (the runtime's pointer attributes) and the
+ * expert ids to be in 0..n_expert-1, before anything is queued, so a wrong
+ * argument is one line naming it and the context stays usable (a host
+ * pointer given to a kernel ends in an illegal-address fault that poisons
+ * the whole GPU context). The ids are copied to the host for the check (a
+ * wait on the stream), except while the stream is being captured. Off by
+ * default: a decode call then neither queries nor waits. */
+static st_status check_ptr(st_ctx *c, const void *p, const char *call, const char *arg)
+{
+    return c->check && c->ops->check_ptr ? c->ops->check_ptr(c->b, p, call, arg) : ST_OK;
+}
+
+static st_status check_ids(st_ctx *c, const int32_t *ids, int n, int n_expert)
+{
+    if (!c->check || (c->ops->capturing && c->ops->capturing(c->b))) return ST_OK;
+    int32_t v[ST_MAX_PAIRS];
+    if (n > ST_MAX_PAIRS) return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: %d pairs, more than ST_MAX_PAIRS", n);
+    ST_TRY(c->ops->download(c->b, v, ids, sizeof *v * (size_t)n));
+    for (int i = 0; i < n; i++)
+        if (v[i] < 0 || v[i] >= n_expert)
+            return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: ids[%d] = %d is outside 0..%d (n_expert %d; STRATA_CHECK)",
+                           i, v[i], n_expert - 1, n_expert);
+    return ST_OK;
+}
+
 st_status st_iq_mmvq_variant(st_ctx *c, const st_matrix *w, const float *x, int nt, float *y, int rows)
 {
     if (!c || !w || !x || !y) return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: NULL argument");
@@ -379,6 +409,8 @@ st_status st_iq_mmvq_variant(st_ctx *c, const st_matrix *w, const float *x, int 
         return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: %s needs rows of at least %d values (128 streams); this matrix has %lld",
                        st_mmvq_variant_name(rows, vn, sizeof vn), st_mmvq_variant_min_cols(rows), (long long)w->m.cols);
     }
+    ST_TRY(check_ptr(c, x, "iq_mmvq", "x"));
+    ST_TRY(check_ptr(c, y, "iq_mmvq", "y"));
     if (rows)
         c->stats.variant_launches++;
     else
@@ -442,6 +474,11 @@ st_status st_expert_grouped_variant(st_ctx *c, const st_experts *ex, const float
     const bool dflt = gu_rows == 0 && down_rows == 0;
     if (!dflt && !st_expert_rows_valid(gu_rows, down_rows))
         return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: rows %d/%d is not a compiled-in variant", gu_rows, down_rows);
+    ST_TRY(check_ptr(c, x, "expert_grouped", "x"));
+    ST_TRY(check_ptr(c, ids, "expert_grouped", "ids"));
+    ST_TRY(check_ptr(c, wts, "expert_grouped", "wts"));
+    ST_TRY(check_ptr(c, out, "expert_grouped", "out"));
+    ST_TRY(check_ids(c, ids, nt * topk, ex->n_expert));
     if (dflt)
         c->stats.default_launches++;
     else

@@ -24,6 +24,7 @@ struct st_ctx {
     double test_slow; /* st_ctx_test_slow_variants */
     double test_slow_default; /* st_ctx_test_slow_default */
     size_t test_llc;  /* st_ctx_test_set_llc */
+    bool check;       /* STRATA_CHECK=1 at creation: the checking mode (ctx.c) */
 };
 
 struct st_matrix {

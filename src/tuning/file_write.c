@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -19,6 +20,49 @@
 #include <unistd.h>
 
 long st_table_write_fail_after_bytes = -1;
+long st_file_kill_at_step = -1;
+long st_file_steps;
+const char *st_file_fail_rename_of;
+
+void st_file_step(void)
+{
+    if (++st_file_steps == st_file_kill_at_step) raise(SIGKILL);
+}
+
+bool st_out_name_ok(const char *name)
+{
+    if (!name || !name[0] || !strcmp(name, ".") || !strcmp(name, "..")) return false;
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++, n++)
+        if (*p == '/' || *p < 0x20 || *p == 0x7f) return false;
+    return n < 256;
+}
+
+static const char *what_stands(mode_t m)
+{
+    return S_ISDIR(m) ? "a folder" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) || S_ISBLK(m) ? "a device" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+st_status st_out_target_check(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        if (errno == ENOENT) return ST_OK;
+        return st_fail(ST_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+    }
+    if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) return ST_OK;
+    return st_fail(ST_ERR_EXISTS, "%s is %s: not replaced (only a regular file is written over)", path,
+                   what_stands(st.st_mode));
+}
+
+st_status st_out_not_input(const char *out, const char *input)
+{
+    struct stat a, b;
+    if (stat(out, &a) == 0 && stat(input, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+        return st_fail(ST_ERR_INVALID_ARG, "%s is the input %s: the output would replace it; name another file", out,
+                       input);
+    return ST_OK;
+}
 
 static int write_all(int fd, const char *p, size_t n)
 {
@@ -67,6 +111,7 @@ st_status st_file_write_temp(const char *path, const char *text, size_t len, cha
     static atomic_uint counter;
     *tmp_out = NULL;
     *slot = -1;
+    ST_TRY(st_out_target_check(path));
     const size_t tn = strlen(path) + 64;
     char *tmp = malloc(tn);
     if (!tmp) return st_fail(ST_ERR_NOMEM, "%s: cannot write: out of memory", path);
@@ -76,6 +121,7 @@ st_status st_file_write_temp(const char *path, const char *text, size_t len, cha
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     const bool created = fd >= 0; /* never unlink a file O_EXCL found in the way */
     if (fd < 0) goto fail;
+    st_file_step();
     step = "write";
     if (write_all(fd, text, len) != 0) goto fail;
     step = "sync";
@@ -84,6 +130,7 @@ st_status st_file_write_temp(const char *path, const char *text, size_t len, cha
     const int r = close(fd);
     fd = -1;
     if (r != 0) goto fail;
+    st_file_step();
     *tmp_out = tmp;
     *slot = sl;
     return ST_OK;
@@ -104,13 +151,25 @@ st_status st_file_commit(const char *path, const char *tmp, int slot, bool *rena
 {
     if (renamed) *renamed = false;
     if (st_file_write_before_rename) st_file_write_before_rename(tmp);
-    if (rename(tmp, path) != 0) {
+    st_status ok = st_out_target_check(path); /* what stands there may have changed since the write */
+    st_file_step();
+    const char *f = st_file_fail_rename_of;
+    const size_t pl = strlen(path), fl = f ? strlen(f) : 0;
+    const bool fake = f && pl >= fl && !strcmp(path + pl - fl, f);
+    if (fake) errno = EIO;
+    if (ok != ST_OK || fake || rename(tmp, path) != 0) {
+        if (ok != ST_OK) {
+            unlink(tmp);
+            st_tmpfile_untrack(slot);
+            return ok;
+        }
         const int e = errno;
         unlink(tmp);
         st_tmpfile_untrack(slot);
         return st_fail(ST_ERR_IO, "%s: cannot rename %s: %s", path, tmp, strerror(e));
     }
     st_tmpfile_untrack(slot);
+    st_file_step();
     if (renamed) *renamed = true;
     /* PATH holds the new bytes now; a failed directory sync only means the
      * rename might not survive a crash. */

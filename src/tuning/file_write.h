@@ -1,5 +1,5 @@
 /* The write rule's steps, for the tuner's install of a table together with
- * its report (tune_out.c) and the tests; st_file_write_atomic and
+ * its report (tune_journal.c) and the tests; st_file_write_atomic and
  * st_table_write_atomic (strata/tools/output.h) are the two steps in one.
  * Internal to the tools library. */
 #ifndef ST_FILE_WRITE_H
@@ -10,10 +10,45 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* The file rule (one home: this file). Every file a tool writes or removes
+ * is one plain entry of the folder it was given: st_out_name_ok says
+ * whether NAME is one (not empty, not "." or "..", no '/', no control
+ * byte, shorter than 256 bytes). A file is only ever written by a
+ * temporary file beside it renamed over it, and the rename goes over a
+ * regular file only (st_out_target_check): never over a folder, a FIFO, a
+ * device or a socket, and never over the file the output is made from
+ * (st_out_not_input). A symbolic link at the target is replaced itself,
+ * never followed. */
+bool st_out_name_ok(const char *name);
+
+/* ST_OK when nothing or a regular file (or a symbolic link, replaced
+ * itself) stands at PATH; else ST_ERR_EXISTS with one line naming PATH and
+ * what stands there ("is a FIFO: not replaced"). */
+st_status st_out_target_check(const char *path);
+
+/* ST_ERR_INVALID_ARG with one line when OUT and INPUT name the same file
+ * (one inode, whatever the spelling). */
+st_status st_out_not_input(const char *out, const char *input);
+
+/* Test hook: every step of the file rule that changes the folder (a
+ * temporary file created or synced, a rename, a link, a removal, a
+ * journal's steps in tune_journal.c) calls st_file_step(); when
+ * st_file_kill_at_step is N >= 1 the Nth step raises SIGKILL first, so a
+ * test kills the process at every instant of an install without timing.
+ * -1 (the default) disables it; st_file_steps counts the steps taken. */
+extern long st_file_kill_at_step;
+/* Test hook: when set, st_file_commit fails (EIO, as a rename would) for
+ * a target whose path ends in it, exercising a roll back. NULL (the
+ * default) in production. */
+extern const char *st_file_fail_rename_of;
+extern long st_file_steps;
+void st_file_step(void);
+
 /* Writes LEN bytes of TEXT to a new temporary file beside PATH
  * ("PATH.tmp.<pid>.<n>", created with O_EXCL and tracked in tmpfiles.h),
  * fsyncs and closes it; *TMP (malloc'd, the caller frees) names it and
- * *SLOT is its tmpfiles slot. On failure nothing is left behind, *TMP is
+ * *SLOT is its tmpfiles slot. PATH must pass st_out_target_check. On
+ * failure nothing is left behind, *TMP is
  * NULL and the message names PATH, the step, the temporary file and the
  * system's reason. */
 st_status st_file_write_temp(const char *path, const char *text, size_t len, char **tmp, int *slot);

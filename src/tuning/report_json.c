@@ -70,12 +70,31 @@ char *st_identity_json(const st_identity *id)
     return text;
 }
 
-st_status st_report_write(const char *json, const char *html_path)
+st_status st_report_write_check(const char *html_path, const char *const *inputs, int n_inputs)
 {
-    if (!json || !html_path) return st_fail(ST_ERR_INVALID_ARG, "report: NULL argument");
+    if (!html_path || (n_inputs > 0 && !inputs)) return st_fail(ST_ERR_INVALID_ARG, "report: NULL argument");
     const size_t l = strlen(html_path);
     if (l < 6 || strcmp(html_path + l - 5, ".html"))
         return st_fail(ST_ERR_INVALID_ARG, "%s: the page's name must end in .html (its JSON goes beside it)", html_path);
+    char *json_path = malloc(l + 1);
+    if (!json_path) return st_fail(ST_ERR_NOMEM, "report: out of memory");
+    snprintf(json_path, l + 1, "%.*s.json", (int)(l - 5), html_path);
+    const char *outs[2] = {html_path, json_path};
+    st_status s = ST_OK;
+    for (int k = 0; k < 2 && s == ST_OK; k++) {
+        s = st_out_target_check(outs[k]);
+        for (int i = 0; i < n_inputs && s == ST_OK; i++)
+            if (inputs[i]) s = st_out_not_input(outs[k], inputs[i]);
+    }
+    free(json_path);
+    return s;
+}
+
+st_status st_report_write(const char *json, const char *html_path)
+{
+    if (!json || !html_path) return st_fail(ST_ERR_INVALID_ARG, "report: NULL argument");
+    ST_TRY(st_report_write_check(html_path, NULL, 0));
+    const size_t l = strlen(html_path);
     char *json_path = malloc(l + 1);
     if (!json_path) return st_fail(ST_ERR_NOMEM, "report: out of memory");
     snprintf(json_path, l + 1, "%.*s.json", (int)(l - 5), html_path);

@@ -5,6 +5,9 @@
 #include "report_page.h"
 #include "strata/table.h"
 #include "strata/tools/output.h"
+#include "file_write.h"
+
+#include <stdbool.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -235,7 +238,14 @@ st_status st_report_html_render(const char *json, size_t len, const char *name, 
 void st_report_html_path(const char *json_path, char *out, size_t n)
 {
     const size_t l = strlen(json_path);
-    if (l >= 5 && !strcmp(json_path + l - 5, ".json"))
+    const bool json = l >= 5 && !strcmp(json_path + l - 5, ".json");
+    const size_t need = (json ? l - 5 : l) + 6;
+    if (!n) return;
+    if (need > n) { /* a cut path would name another file: none at all */
+        out[0] = '\0';
+        return;
+    }
+    if (json)
         snprintf(out, n, "%.*s.html", (int)(l - 5), json_path);
     else
         snprintf(out, n, "%s.html", json_path);
@@ -245,6 +255,10 @@ st_status st_report_html_write(const char *json_path, const char *html_path)
 {
     char *json = NULL, *html = NULL;
     size_t len = 0, hl = 0;
+    if (!json_path || !html_path || !html_path[0])
+        return st_fail(ST_ERR_INVALID_ARG, "report: no page path (a path too long for its buffer is refused, never cut)");
+    ST_TRY(st_out_not_input(html_path, json_path));
+    ST_TRY(st_out_target_check(html_path)); /* before the render: a FIFO or a folder there is refused at once */
     ST_TRY(st_read_file(json_path, &json, &len));
     st_status s = st_report_html_render(json, len, st_page_basename(json_path), &html, &hl);
     free(json);

@@ -145,6 +145,10 @@ static st_status table_shapes(const st_table *t, st_tables_entry *e)
  * describes otherwise. */
 static void report_status(const char *dir, const char *file, st_index_report *r)
 {
+    if (!st_out_name_ok(r->file)) { /* "../x", "a/b": never looked at (file_write.h) */
+        snprintf(r->status, sizeof r->status, "not a file of this folder");
+        return;
+    }
     char *path = join(dir, r->file), *buf = NULL;
     size_t len = 0;
     struct stat st;
@@ -397,6 +401,73 @@ static void note(st_prune_note fn, void *user, const char *fmt, const char *a, c
     if (fn) fn(user, line);
 }
 
+static bool ends_with(const char *s, const char *end)
+{
+    const size_t a = strlen(s), b = strlen(end);
+    return a >= b && !strcmp(s + a - b, end);
+}
+
+/* A regular file in DIR (a link, a folder, a FIFO is never removed). */
+static bool regular_in(const char *dir, const char *name)
+{
+    char *p = join(dir, name);
+    struct stat st;
+    const bool ok = p && lstat(p, &st) == 0 && S_ISREG(st.st_mode);
+    free(p);
+    return ok;
+}
+
+/* Whether the table file NAME is one prune may remove: a plain name of a
+ * *.table regular file in the folder that is not the table that engages. */
+static bool table_prunable(const char *dir, const st_tables_index *ix, const char *name)
+{
+    return st_out_name_ok(name) && ends_with(name, ".table") && strcmp(name, ix->engages) && regular_in(dir, name);
+}
+
+/* Whether the report NAME of the superseded table E is proven to be E's and
+ * only E's: a plain name ending in .json or .html (so never a table, the
+ * lock, tables.json or a path out of the folder), a regular file, no other
+ * entry of the index names it or is named by it, and the JSON (for a page:
+ * the JSON of the same name, which E names too) says it describes E. */
+static bool report_proven(const char *dir, const st_tables_index *ix, const st_tables_entry *e, const char *name)
+{
+    const bool html = ends_with(name, ".html");
+    if (!st_out_name_ok(name) || !(html || ends_with(name, ".json")) || !strcmp(name, ST_TABLES_INDEX_NAME) ||
+        !regular_in(dir, name))
+        return false;
+    for (int i = 0; i < ix->n; i++) {
+        const st_tables_entry *o = &ix->e[i];
+        if (o == e) continue;
+        if (!strcmp(o->file, name)) return false;
+        for (int k = 0; k < o->n_reports; k++)
+            if (!strcmp(o->reports[k].file, name)) return false;
+    }
+    char json[ST_INDEX_NAME_MAX + 8];
+    const size_t l = strlen(name);
+    snprintf(json, sizeof json, "%.*s%s", (int)(html ? l - 5 : l), name, html ? ".json" : "");
+    if (html) {
+        bool named = false;
+        for (int k = 0; k < e->n_reports; k++) named |= !strcmp(e->reports[k].file, json);
+        if (!named || !regular_in(dir, json)) return false;
+    }
+    char *path = join(dir, json), *buf = NULL;
+    size_t len = 0;
+    bool mine = false;
+    if (path && st_read_file(path, &buf, &len) == ST_OK) {
+        cJSON *j = cJSON_ParseWithLength(buf, len);
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "table"), "path");
+        if (cJSON_IsString(t) && t->valuestring) {
+            const char *b = strrchr(t->valuestring, '/');
+            mine = !strcmp(b ? b + 1 : t->valuestring, e->file);
+        }
+        cJSON_Delete(j);
+    }
+    st_clear_error();
+    free(buf);
+    free(path);
+    return mine;
+}
+
 st_status st_tables_prune(const char *dir, const st_identity *id, const st_dispatch_config *cfg, const st_tables_index *ix,
                           st_prune_note fn, void *user, int *n_removed)
 {
@@ -404,6 +475,14 @@ st_status st_tables_prune(const char *dir, const st_identity *id, const st_dispa
     for (int i = 0; i < ix->n; i++) {
         const st_tables_entry *e = &ix->e[i];
         if (e->status != ST_TSTATUS_SUPERSEDED) continue;
+        if (!table_prunable(dir, ix, e->file)) {
+            note(fn, user, "kept %s: not a *.table file of this folder that prune may remove%s", e->file, "");
+            continue;
+        }
+        /* which reports are E's, decided before anything of E is removed */
+        bool proven[2] = {false, false};
+        for (int k = 0; k < e->n_reports && k < 2; k++)
+            proven[k] = !strcmp(e->reports[k].status, "present") && report_proven(dir, ix, e, e->reports[k].file);
         char *p = join(dir, e->file), *buf = NULL;
         size_t len = 0;
         char hex[ST_SHA256_HEX] = "";
@@ -422,8 +501,12 @@ st_status st_tables_prune(const char *dir, const st_identity *id, const st_dispa
         free(p);
         (*n_removed)++;
         note(fn, user, "removed %s (superseded by %s)", e->file, e->superseded_by);
-        for (int k = 0; k < e->n_reports; k++) {
-            if (strcmp(e->reports[k].status, "present")) continue; /* missing, or another table's now */
+        for (int k = 0; k < e->n_reports && k < 2; k++) {
+            if (!proven[k]) { /* missing, another table's now, or not proven ours: kept */
+                if (!strcmp(e->reports[k].status, "present"))
+                    note(fn, user, "kept %s: not proven to be the report of %s", e->reports[k].file, e->file);
+                continue;
+            }
             char *rp = join(dir, e->reports[k].file);
             if (rp && unlink(rp) == 0) note(fn, user, "removed %s (the report of %s)", e->reports[k].file, e->file);
             free(rp);

@@ -1,5 +1,5 @@
-/* The tune's output folder: checks, lock, paths, merge and install (see
- * tune_out.h). */
+/* The tune's output folder: checks, lock, paths and merge (see tune_out.h;
+ * the install and its journal are in tune_journal.c). */
 #define _POSIX_C_SOURCE 200809L
 #include "tune_out.h"
 #include "file_write.h"
@@ -8,10 +8,12 @@
 #include "strata/table.h"
 #include "tmpfiles.h"
 #include "strata/table_meta.h"
+#include "strata/tools/tables.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,8 +26,7 @@
 #define LOCK_NAME ".strata-tune.lock"
 #define NAME_KEEP 48
 
-static char *fmt(const char *f, ...) ST_PRINTF(1, 2);
-static char *fmt(const char *f, ...)
+char *st_tune_fmt(const char *f, ...)
 {
     va_list ap;
     va_start(ap, f);
@@ -113,7 +114,7 @@ static st_status take_lock(st_tune_out *o)
  * sweep. */
 static st_status probe(const st_tune_out *o, size_t bytes)
 {
-    char *path = fmt("%s/.strata-tune-probe.%ld", o->dir, (long)getpid());
+    char *path = st_tune_fmt("%s/" ST_TUNE_PROBE_PREFIX "%ld", o->dir, (long)getpid());
     if (!path) return st_fail(ST_ERR_NOMEM, "tune: out of memory");
     static const char zeros[65536];
     const int slot = st_tmpfile_track(path);
@@ -153,7 +154,7 @@ static st_status find_ours(st_tune_out *o, const st_identity *id, char **found, 
         return st_fail(ST_ERR_IO, "tune: cannot read the output folder %s: %s", o->dir, why);
     st_status s = ST_OK;
     for (size_t i = 0; i < n && s == ST_OK; i++) {
-        char *full = fmt("%s/%s", o->dir, list[i]);
+        char *full = st_tune_fmt("%s/%s", o->dir, list[i]);
         if (!full) {
             s = st_fail(ST_ERR_NOMEM, "tune: out of memory");
             break;
@@ -245,19 +246,24 @@ st_status st_tune_out_open(st_tune_out *o, const char *dir, const char *name, in
     }
     char *fresh = NULL;
     st_status s = ST_OK;
-    o->dir = fmt("%.*s", (int)dl, dir);
+    o->dir = st_tune_fmt("%.*s", (int)dl, dir);
     if (o->dir) {
-        fresh = fmt("%s/strata-%s-%s%s-%s.table", o->dir, name, arch, model, rt);
+        fresh = st_tune_fmt("%s/strata-%s-%s%s-%s.table", o->dir, name, arch, model, rt);
         char dev[24] = "";
         if (report_device >= 0) snprintf(dev, sizeof dev, ".dev%d", report_device);
-        o->report_path = fmt("%s/strata-%s%s.autotune.json", o->dir, name, dev);
-        o->lock_path = fmt("%s/" LOCK_NAME, o->dir);
+        o->report_path = st_tune_fmt("%s/strata-%s%s.autotune.json", o->dir, name, dev);
+        o->html_path = st_tune_fmt("%s/strata-%s%s.autotune.html", o->dir, name, dev);
+        o->refused_path = st_tune_fmt("%s/strata-%s%s.not-installed.autotune.json", o->dir, name, dev);
+        o->index_path = st_tune_fmt("%s/%s", o->dir, ST_TABLES_INDEX_NAME);
+        o->journal_path = st_tune_fmt("%s/" ST_TUNE_JOURNAL_NAME, o->dir);
+        o->lock_path = st_tune_fmt("%s/" LOCK_NAME, o->dir);
     }
-    if (!o->dir || !fresh || !o->report_path || !o->lock_path) s = st_fail(ST_ERR_NOMEM, "tune: out of memory");
+    if (!o->dir || !fresh || !o->report_path || !o->html_path || !o->refused_path || !o->index_path || !o->journal_path || !o->lock_path)
+        s = st_fail(ST_ERR_NOMEM, "tune: out of memory");
     /* room for the temporary names beside them, too */
-    const size_t longest = fresh && o->report_path ? (strlen(fresh) > strlen(o->report_path) ? strlen(fresh)
-                                                                                              : strlen(o->report_path))
-                                                   : 0;
+    const size_t longest = fresh && o->refused_path ? (strlen(fresh) > strlen(o->refused_path) ? strlen(fresh)
+                                                                                                : strlen(o->refused_path))
+                                                    : 0;
     if (s == ST_OK && longest + 40 >= ST_TUNE_PATH_MAX)
         s = st_fail(ST_ERR_INVALID_ARG,
                     "tune: the output paths would be %zu bytes, more than the %d a path may have (ST_TUNE_PATH_MAX): use "
@@ -271,6 +277,7 @@ st_status st_tune_out_open(st_tune_out *o, const char *dir, const char *name, in
     if (s == ST_OK && !S_ISDIR(st.st_mode))
         s = st_fail(ST_ERR_IO, "tune: the output folder %s is %s, not a folder", o->dir, kind(st.st_mode));
     if (s == ST_OK) s = take_lock(o);
+    if (s == ST_OK) s = st_tune_out_recover(o->dir, id, NULL);
     if (s == ST_OK) s = probe(o, probe_bytes);
     char *found = NULL, names[1024];
     int count = 0;
@@ -296,6 +303,17 @@ st_status st_tune_out_open(st_tune_out *o, const char *dir, const char *name, in
         }
     }
     free(fresh);
+    /* every path the run will write, checked now rather than after the sweep */
+    char *refused_html = o->refused_path ? st_tune_fmt("%.*s.html", (int)strlen(o->refused_path) - 5, o->refused_path) : NULL;
+    if (s == ST_OK && !refused_html) s = st_fail(ST_ERR_NOMEM, "tune: out of memory");
+    const char *paths[] = {o->table_path, o->report_path, o->html_path, o->index_path, o->refused_path, refused_html};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0] && s == ST_OK; i++) s = st_out_target_check(paths[i]);
+    free(refused_html);
+    if (s == ST_OK) {
+        char *cand = st_tune_fmt("%s.candidate", o->table_path);
+        s = cand ? st_out_target_check(cand) : st_fail(ST_ERR_NOMEM, "tune: out of memory");
+        free(cand);
+    }
     if (s != ST_OK) st_tune_out_close(o);
     return s;
 }
@@ -310,6 +328,10 @@ void st_tune_out_close(st_tune_out *o)
     free(o->dir);
     free(o->table_path);
     free(o->report_path);
+    free(o->html_path);
+    free(o->refused_path);
+    free(o->index_path);
+    free(o->journal_path);
     free(o->lock_path);
     st_table_destroy(o->existing);
     free(o->existing_text);
@@ -391,50 +413,5 @@ st_status st_tune_out_merge(const st_tune_out *o, st_table *t, const st_tune_sha
     st_provenance old;
     st_provenance_from_table(e, &old);
     if (s == ST_OK && kept && (old.date[0] || old.model[0])) s = st_table_add_merged_note(t, &old);
-    return s;
-}
-
-/* ---- install ------------------------------------------------------------------ */
-
-/* Puts the table that was there back (or removes the new one). */
-static void restore_table(const st_tune_out *o)
-{
-    if (!o->existing_text) {
-        unlink(o->table_path);
-        return;
-    }
-    char *back = NULL;
-    int slot = -1;
-    if (st_file_write_temp(o->table_path, o->existing_text, o->existing_len, &back, &slot) == ST_OK)
-        st_file_commit(o->table_path, back, slot, NULL);
-    free(back);
-}
-
-st_status st_tune_out_install(st_tune_out *o, const char *table_text, size_t table_len, const char *report_text,
-                              size_t report_len)
-{
-    char *rtmp = NULL, *ttmp = NULL;
-    int rslot = -1, tslot = -1;
-    bool renamed = false, report_done = false;
-    /* both written first: a full disk stops the install before anything moves */
-    st_status s = st_file_write_temp(o->report_path, report_text, report_len, &rtmp, &rslot);
-    if (s == ST_OK) s = st_file_write_temp(o->table_path, table_text, table_len, &ttmp, &tslot);
-    if (s == ST_OK) s = st_file_commit(o->table_path, ttmp, tslot, &renamed);
-    if (s == ST_OK) {
-        report_done = true; /* the commit removes the temporary file when it fails */
-        s = st_file_commit(o->report_path, rtmp, rslot, NULL);
-    }
-    if (s != ST_OK) {
-        char why[4096];
-        snprintf(why, sizeof why, "%s", st_last_error());
-        if (renamed) restore_table(o); /* no table may name a report that is not there */
-        if (rtmp && !report_done) {
-            unlink(rtmp);
-            st_tmpfile_untrack(rslot);
-        }
-        s = st_fail(s, "%s; the table was not installed", why);
-    }
-    free(rtmp);
-    free(ttmp);
     return s;
 }

@@ -16,25 +16,55 @@
  * Two tables for this identity, or one that does not parse, are refused up
  * front with what to do.
  *
- * The install puts the table in place only together with its report: both
- * are written to temporary files first, then renamed; if the report's
- * rename fails the table is rolled back, so a table never names a report
- * that is not there. Paths are built whole (never cut); one longer than
- * ST_TUNE_PATH_MAX is refused. */
+ * A run that installs nothing (the gate refused or could not decide)
+ * while this identity's table is in DIR writes its report as
+ * "strata-<name>.not-installed.autotune.{json,html}": the installed
+ * table's report stays the one it names.
+ *
+ * Every output path (the table, the report's JSON and page, tables.json,
+ * the gate's candidate) is checked before the sweep: a folder, FIFO,
+ * device or socket standing at one is refused then, not after the sweep
+ * (file_write.h: the file rule).
+ *
+ * The outputs change together or not at all (a journal, tune_journal.c): the install
+ * writes the report's JSON, its page and the table to temporary files,
+ * keeps a hard link to each old file ("NAME.old.<pid>"), writes the
+ * journal DIR/.strata-tune.journal (atomically) naming each temporary file,
+ * target and link, renames the temporary files into place, rewrites
+ * tables.json and removes the links and the journal. A rename that fails
+ * turns the journal into a roll-back one and puts the old files back, so
+ * the folder holds the old set. A process killed at any instant leaves the
+ * journal, and the next tune of the folder (st_tune_out_open, under the
+ * lock) completes it (the journal was written: every new file is in place
+ * afterwards) or finishes its roll back; without a journal the old set
+ * stands. Either way that run then removes what dead runs left: temporary
+ * files ("*.tmp.<pid>.<n>", "*.old.<pid>", probes) of processes that no
+ * longer exist and the gate's candidates. Paths are built whole (never
+ * cut); one longer than ST_TUNE_PATH_MAX is refused. */
 #ifndef ST_TUNE_OUT_H
 #define ST_TUNE_OUT_H
 
 #include "strata/identity.h"
+#include "strata/knobs.h"
 #include "strata/table.h"
+#include "strata/status.h"
 #include "tuner_decide.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 
+/* The names the tune keeps in its folder besides the outputs. */
+#define ST_TUNE_JOURNAL_NAME ".strata-tune.journal"
+#define ST_TUNE_PROBE_PREFIX ".strata-tune-probe."
+
 typedef struct {
     char *dir;
     char *table_path;  /* this identity's table in DIR, or the new name */
     char *report_path;
+    char *html_path;   /* the report's page */
+    char *refused_path; /* the report of a run that installed nothing over this identity's table */
+    char *index_path;  /* DIR/tables.json */
+    char *journal_path;
     char *lock_path;
     int lock_fd;       /* -1 when not held */
     int lock_slot;     /* the lock file's tmpfiles.h slot */
@@ -42,6 +72,10 @@ typedef struct {
     char *existing_text; /* its bytes, to restore on a failed install */
     size_t existing_len;
 } st_tune_out;
+
+/* A malloc'd string printed from F (NULL when out of memory): the tune's
+ * paths are built whole, never cut. */
+char *st_tune_fmt(const char *f, ...) ST_PRINTF(1, 2);
 
 /* The file-name part for a model name: [A-Za-z0-9._-] kept, other bytes
  * as '-'; a name longer than 48 bytes is cut and ends in a hash of the
@@ -65,11 +99,19 @@ st_status st_tune_out_open(st_tune_out *out, const char *dir, const char *name, 
  * No-op without an existing table. */
 st_status st_tune_out_merge(const st_tune_out *out, st_table *t, const st_tune_shape_result *r, int n);
 
-/* Installs the table text and the report text together (see above). On
- * failure the folder holds what it held before (the old table, or none)
- * and the message names the file and the system's reason. */
-st_status st_tune_out_install(st_tune_out *out, const char *table_text, size_t table_len, const char *report_text,
-                              size_t report_len);
+/* Installs the table text, the report text and the report's page (HTML
+ * may be NULL: no page) together, then rewrites DIR/tables.json for ID
+ * and CFG (see above). On failure the folder holds what it held before (the old
+ * files, or none) and the message names the file and the system's reason. */
+st_status st_tune_out_install(st_tune_out *out, const st_identity *id, const st_dispatch_config *cfg,
+                              const char *table_text, size_t table_len,
+                              const char *report_text, size_t report_len, const char *html, size_t html_len);
+
+/* Completes or rolls back the journal DIR holds (see above), then removes
+ * the litter of dead runs; *DONE (may be NULL) receives how many files
+ * were moved or removed. The caller holds DIR's lock (st_tune_out_open
+ * calls it). ID: rewrites tables.json when a journal was found. */
+st_status st_tune_out_recover(const char *dir, const st_identity *id, int *done);
 
 /* Releases the lock (removing the lock file) and frees. Accepts an
  * st_tune_out that was zeroed or whose open failed. */

@@ -4,6 +4,7 @@
  * end-to-end verify) and the report. */
 #include "strata/tools/tuner.h"
 #include "strata/tools/verify.h"
+#include "strata/tools/report.h"
 #include "strata/probe.h"
 #include "gguf.h"
 #include "tools_internal.h"
@@ -461,10 +462,24 @@ static size_t memory_need(st_ctx *ctx, const st_tune_options *o, const st_model 
     return (*rot_max > *gate ? *rot_max : *gate) + ((size_t)64 << 20);
 }
 
-/* What the table and the report will take, with room to spare: the probe
- * before the sweep writes this much (a report is about 5 KB per shape on
- * the CPU backend; the figure is doubled and rounded up). */
-static size_t output_bytes(int n_shapes) { return ((size_t)64 << 10) + (size_t)n_shapes * ((size_t)16 << 10); }
+/* What the outputs take, reserved before the sweep (the probe): the
+ * report grows with the points it records, one per shape and token count
+ * (an mmvq shape is tuned at each count of the mix, an expert shape at its
+ * own). Measured on one mmvq shape (CPU): JSON 36 KB and page 14 KB at the
+ * default 1..8, 121 KB and 23 KB at 1..32, so about 4.5 KB a point for
+ * both; an expert shape at one count, 8 KB and 10 KB with the fixed parts.
+ * Reserved: 6 KiB a point, 2 KiB a shape (the table's line, the index's
+ * entry) and 32 KiB for the fixed parts (page header, tables.json, the
+ * journal). The old files stay while the new ones are written (links for
+ * the roll back), so this is what the install adds at its peak. */
+static size_t output_bytes(const st_tune_options *o, const st_tune_shape *s, int n)
+{
+    const size_t per_point = (size_t)6 << 10, per_shape = (size_t)2 << 10;
+    const int mix = o->n_ntok_mix > 0 ? o->n_ntok_mix : ST_DECODE_TOKENS;
+    size_t bytes = (size_t)32 << 10;
+    for (int i = 0; i < n; i++) bytes += per_shape + per_point * (size_t)(s[i].kind == ST_SHAPE_MMVQ ? mix : 1);
+    return bytes;
+}
 
 /* A failure's message, kept across later work (the report) that may fail
  * and record its own. */
@@ -569,10 +584,14 @@ static st_status install(st_ctx *ctx, const st_tune_options *o, const st_model *
         st_clear_error();
         x->engage_line = engage;
         x->verify_line = verdict;
-        char *report = st_tune_report_text(ctx, o, r, n, res, x);
-        st = report ? st_tune_out_install(out, text, len, report, strlen(report))
+        char *report = st_tune_report_text(ctx, o, r, n, res, x), *page = NULL;
+        size_t page_len = 0;
+        st = report ? st_report_html_render(report, strlen(report), strrchr(out->report_path, '/') + 1, &page, &page_len)
                     : st_fail(ST_ERR_NOMEM, "report: out of memory");
+        if (st == ST_OK)
+            st = st_tune_out_install(out, id, st_ctx_dispatch(ctx), text, len, report, strlen(report), page, page_len);
         free(report);
+        free(page);
         x->engage_line = "";
         if (st != ST_OK) res->table_written = res->engaged = false;
     }
@@ -687,7 +706,7 @@ static st_status tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result 
     memset(&out, 0, sizeof out);
     out.lock_fd = out.lock_slot = -1;
     if (st == ST_OK)
-        st = st_tune_out_open(&out, o->out_dir ? o->out_dir : ".", name, o->report_per_device ? st_ctx_device(ctx) : -1, id, o->force, output_bytes(n));
+        st = st_tune_out_open(&out, o->out_dir ? o->out_dir : ".", name, o->report_per_device ? st_ctx_device(ctx) : -1, id, o->force, output_bytes(o, shapes, n));
     if (st == ST_OK) {
         res->table_path = strdup(out.table_path);
         res->report_path = strdup(out.report_path);
@@ -749,14 +768,21 @@ static st_status tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result 
     const bool swept = st == ST_OK;
     if (st == ST_OK) st = install(ctx, o, model, r, n, &out, res, verdict, sizeof verdict, &vr, &x, &gate_refused);
     /* the report's page and the folder's tables.json, beside them */
-    if (st == ST_OK) st = st_tune_outputs(ctx, o, out.dir, out.report_path, out.table_path);
+    if (st == ST_OK) st = st_tune_outputs(ctx, o, out.dir, out.report_path, out.table_path, false);
     /* a run that installed nothing still reports what it measured (the
      * report records a refused run too, with the reason), unless it was
      * interrupted or its outputs are what failed */
     if (st != ST_OK && r && res->shapes > 0 && st != ST_ERR_INTERRUPTED && out.report_path && (!swept || gate_refused)) {
         keep_error(st, why, sizeof why);
-        if (st_tune_write_report(out.report_path, ctx, o, r, res->shapes, res, &x) != ST_OK ||
-            st_tune_outputs(ctx, o, out.dir, out.report_path, out.table_path) != ST_OK)
+        /* the installed table's report stays its own: a run that installed
+         * nothing over it reports beside it (tune_out.h) */
+        const char *rp = out.existing_text ? out.refused_path : out.report_path;
+        if (rp != out.report_path && res->report_path) {
+            free(res->report_path);
+            res->report_path = strdup(rp);
+        }
+        if (st_tune_write_report(rp, ctx, o, r, res->shapes, res, &x) != ST_OK ||
+            st_tune_outputs(ctx, o, out.dir, rp, out.table_path, true) != ST_OK)
             st_log("tune: %s", st_last_error());
         st_fail(st, "%s", why);
     }

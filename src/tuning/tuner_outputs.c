@@ -47,7 +47,7 @@ st_status st_tune_provenance(st_ctx *ctx, const st_tune_options *o, const char *
     else if (o->do_expert) list_text(mix, n, p->expert_tokens, sizeof p->expert_tokens);
     if (o->do_expert && o->n_shapes > 0) snprintf(p->expert_tokens, sizeof p->expert_tokens, "as each --shape gives");
     snprintf(p->threshold, sizeof p->threshold, "%.1f%%", 100 * o->threshold);
-    char html[1100];
+    char html[ST_TUNE_PATH_MAX + 8];
     st_report_html_path(report_path, html, sizeof html);
     const char *j = strrchr(report_path, '/'), *h = strrchr(html, '/');
     /* "strata-<model>.autotune.{json,html}" with the model name sanitised
@@ -57,12 +57,14 @@ st_status st_tune_provenance(st_ctx *ctx, const st_tune_options *o, const char *
 }
 
 st_status st_tune_outputs(st_ctx *ctx, const st_tune_options *o, const char *dir, const char *report_path,
-                          const char *table_path)
+                          const char *table_path, bool page)
 {
-    char html[1100];
-    st_report_html_path(report_path, html, sizeof html);
-    st_status s = st_report_html_write(report_path, html);
-    if (s != ST_OK) return s;
+    st_status s = ST_OK;
+    if (page) {
+        char html[ST_TUNE_PATH_MAX + 8];
+        st_report_html_path(report_path, html, sizeof html);
+        ST_TRY(st_report_html_write(report_path, html));
+    }
     st_tables_index *ix = NULL;
     st_index_state before;
     bool wrote = false;

@@ -11,8 +11,9 @@
  * device, model name, file and SHA-256, token mix, threshold, report names. */
 st_status st_tune_provenance(st_ctx *ctx, const st_tune_options *o, const char *model_name, const char *report_path,
                              st_provenance *p);
-/* After the JSON report: renders the HTML page beside it and updates DIR's
+/* After the JSON report: renders the HTML page beside it when PAGE (the
+ * install writes it itself, with the table: tune_out.h) and updates DIR's
  * tables.json (saying which tables this one supersedes). */
 st_status st_tune_outputs(st_ctx *ctx, const st_tune_options *o, const char *dir, const char *report_path,
-                          const char *table_path);
+                          const char *table_path, bool page);
 #endif

@@ -15,6 +15,7 @@
 
 #include "gguf.h"
 #include "randgen.h"
+#include "strata/decode.h"
 #include "strata/formats.h"
 #include "strata/limits.h"
 #include "strata/table.h"
@@ -192,6 +193,16 @@ CLI_FN void cli_expect_usage(const cli_run *r, const char *want, const char *wha
     const char *nl = strchr(r->err, '\n');
     if (!strstr(r->err, want) || (nl && strstr(r->err, want) > nl))
         fail_msg("%s: expected the usage error '%s', got:\n%s", what, want, r->err);
+}
+
+/* This process's identity on the CPU backend. */
+CLI_FN st_identity cpu_identity(void)
+{
+    st_ctx *c = NULL;
+    assert_int_equal(st_ctx_create(ST_BACKEND_CPU, 0, &c), ST_OK);
+    st_identity id = *st_ctx_identity(c);
+    st_ctx_destroy(c);
+    return id;
 }
 
 /* ---- folders and files -------------------------------------------------------- */

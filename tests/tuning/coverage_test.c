@@ -84,6 +84,28 @@ static void coverage_asks_for_the_tuners_token_mix(void **state)
     free(out);
 }
 
+/* A table without a '# ntok-mix' line is asked for the tuner's default
+ * mix, 1..8, as --help and the guide say (it used to be 1..32). */
+static void coverage_without_a_recorded_mix_asks_for_1_to_8(void **state)
+{
+    (void)state;
+    char other[128], cmd[512];
+    snprintf(other, sizeof other, "%s/nomix", g_dir);
+    assert_int_equal(mkdir(other, 0777), 0);
+    snprintf(cmd, sizeof cmd, "grep -hv '^# ntok-mix' %s/*.table > %s/t.table", g_dir, other);
+    assert_int_equal(system(cmd), 0);
+    char *out = NULL;
+    char *argv[] = {"tune_decode", "--backend", "cpu", "coverage", MODEL, other, NULL};
+    run_cli(argv, &out, NULL);
+    if (!strstr(out, "expert shapes at n_tokens 1,2,3,4,5,6,7,8, the default mix: the table records none"))
+        fail_msg("coverage of a table without a mix:\n%s", out);
+    assert_null(strstr(out, "n_tokens 9")); /* nothing past 8 asked for */
+    assert_null(strstr(out, " 9  ("));
+    free(out);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", other);
+    assert_int_equal(system(cmd), 0);
+}
+
 static void coverage_of_a_missing_path_is_one_line(void **state)
 {
     (void)state;
@@ -183,6 +205,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(coverage_asks_for_the_tuners_token_mix),
+        cmocka_unit_test(coverage_without_a_recorded_mix_asks_for_1_to_8),
         cmocka_unit_test(coverage_of_a_missing_path_is_one_line),
         cmocka_unit_test(coverage_of_an_unmatched_directory_is_one_line),
         cmocka_unit_test(engine_counters_tell_tuned_defaults_from_gaps),

@@ -105,6 +105,8 @@ int cmd_bench(int argc, char **argv, const td_global *g)
     st_status s = st_bench_check(&o);
     if (s == ST_ERR_INVALID_ARG) return td_usage_error("bench: --variant %s", st_last_error());
     if (s != ST_OK) return td_fail("bench", s, 1);
+    /* where the page and its JSON go, before the minutes of probes */
+    if (html && (s = st_report_write_check(html, &model, model ? 1 : 0)) != ST_OK) return td_fail("bench", s, 1);
     char *cl = html ? td_command_line(argc, argv) : NULL;
     o.command_line = cl;
     st_ctx *c = NULL;

@@ -49,9 +49,30 @@ static int width(const st_tables_index *ix, int col, int min)
     return w > 64 ? 64 : w;
 }
 
-static void print_text_to(FILE *out, const char *dir, const st_tables_index *ix, const char *me, const char *device)
+/* The escaped copies a listing made (freed together). */
+typedef struct {
+    char **s;
+    size_t n;
+} shown;
+
+static const char *show(shown *sh, const char *raw)
 {
-    fprintf(out, "this process: %s (%s)\n\n", me, device);
+    char *v = st_text_show_dup(raw ? raw : "");
+    char **p = v ? realloc(sh->s, (sh->n + 1) * sizeof *p) : NULL;
+    if (!p) {
+        free(v);
+        return "(out of memory)";
+    }
+    sh->s = p;
+    sh->s[sh->n++] = v;
+    return v;
+}
+#define SH(x) show(sh, (x))
+
+static void print_text_to(FILE *out, const char *dir, const st_tables_index *ix, const char *me, const char *device,
+                          shown *sh)
+{
+    fprintf(out, "this process: %s (%s)\n\n", SH(me), SH(device));
     const int wf = width(ix, 0, 4), wi = width(ix, 1, 8), wd = width(ix, 2, 6), wm = width(ix, 3, 5), wt = width(ix, 4, 8);
     fprintf(out, "  %-*s  %-*s  %-*s  %-*s  %-*s  %-7s  %s\n", wf, "file", wi, "identity", wd, "device", wm, "model", wt, "campaign",
            "shapes", "status");
@@ -62,14 +83,14 @@ static void print_text_to(FILE *out, const char *dir, const st_tables_index *ix,
         else snprintf(hdr, sizeof hdr, "(no header)");
         snprintf(shapes, sizeof shapes, "%d+%d", e->n_rows, e->n_shapes - e->n_rows);
         fprintf(out, "%c %-*.*s  %-*.*s  %-*.*s  %-*.*s  %-*.*s  %-7s  %s\n", e->status == ST_TSTATUS_ENGAGES ? '*' : ' ', wf, wf,
-               e->file, wi, wi, hdr, wd, wd, e->id.device_name[0] ? e->id.device_name : "-", wm, wm,
-               e->prov.model[0] ? e->prov.model : "-", wt, wt, e->prov.date[0] ? e->prov.date : "-", shapes,
+               SH(e->file), wi, wi, SH(hdr), wd, wd, e->id.device_name[0] ? SH(e->id.device_name) : "-", wm, wm,
+               e->prov.model[0] ? SH(e->prov.model) : "-", wt, wt, e->prov.date[0] ? SH(e->prov.date) : "-", shapes,
                st_table_status_text(e->status));
     }
     if (!ix->n) fprintf(out, "  (no *.table files)\n");
     fprintf(out, "  (shapes: rows naming a variant + shapes tuned to the default)\n\n");
-    if (ix->engages[0]) fprintf(out, "engages here: %s\n  %s\n", ix->engages, ix->dir_line);
-    else fprintf(out, "engages here: none\n  %s\n", ix->dir_line);
+    if (ix->engages[0]) fprintf(out, "engages here: %s\n  %s\n", SH(ix->engages), SH(ix->dir_line));
+    else fprintf(out, "engages here: none\n  %s\n", SH(ix->dir_line));
     bool header = false;
     for (int i = 0; i < ix->n; i++) {
         const st_tables_entry *e = &ix->e[i];
@@ -77,28 +98,32 @@ static void print_text_to(FILE *out, const char *dir, const st_tables_index *ix,
         if (!header) fprintf(out, "why the others do not:\n");
         header = true;
         if (e->status == ST_TSTATUS_SUPERSEDED)
-            fprintf(out, "  %s: superseded by %s (table list %s --prune removes it); %s\n", e->file, e->superseded_by, dir,
-                   e->status_line);
+            fprintf(out, "  %s: superseded by %s (table list %s --prune removes it); %s\n", SH(e->file),
+                    SH(e->superseded_by), SH(dir), SH(e->status_line));
         else
-            fprintf(out, "  %s: %s\n", e->file, e->status_line);
+            fprintf(out, "  %s: %s\n", SH(e->file), SH(e->status_line));
     }
     if (ix->n) fprintf(out, "provenance:\n");
     for (int i = 0; i < ix->n; i++) {
         const st_tables_entry *e = &ix->e[i];
         const st_provenance *p = &e->prov;
-        fprintf(out, "  %s: %s, source %.12s, model %s", e->file, p->tool[0] ? p->tool : "tool not recorded",
-               p->source_commit[0] ? p->source_commit : "not recorded", p->model[0] ? p->model : "not recorded");
-        if (p->model_file[0]) fprintf(out, " (%s, sha256 %.16s...)", p->model_file, p->model_sha256[0] ? p->model_sha256 : "-");
-        if (p->token_mix[0]) fprintf(out, ", token mix %s", p->token_mix);
-        if (p->expert_tokens[0]) fprintf(out, ", expert n_tokens %s", p->expert_tokens);
+        fprintf(out, "  %s: %s, source %.12s, model %s", SH(e->file), p->tool[0] ? SH(p->tool) : "tool not recorded",
+               p->source_commit[0] ? SH(p->source_commit) : "not recorded", p->model[0] ? SH(p->model) : "not recorded");
+        if (p->model_file[0])
+            fprintf(out, " (%s, sha256 %.16s...)", SH(p->model_file), p->model_sha256[0] ? SH(p->model_sha256) : "-");
+        if (p->token_mix[0]) fprintf(out, ", token mix %s", SH(p->token_mix));
+        if (p->expert_tokens[0]) fprintf(out, ", expert n_tokens %s", SH(p->expert_tokens));
         for (int k = 0; k < e->n_reports; k++)
-            fprintf(out, "%s%s (%s)", k ? ", " : "; reports ", e->reports[k].file, e->reports[k].status);
+            fprintf(out, "%s%s (%s)", k ? ", " : "; reports ", SH(e->reports[k].file), SH(e->reports[k].status));
         fprintf(out, "\n");
     }
 }
 
-/* File names, provenance and the loader's lines come from the tables:
- * every line is printed escaped (td_print). */
+/* File names, provenance and the loader's lines come from the file
+ * system and the tables: each is escaped (st_text_show) before it goes
+ * into a line, so a newline in a file name cannot start a line of its own,
+ * and the lines are printed as they are (escaping them again would double
+ * each backslash). */
 static void print_text(const char *dir, const st_tables_index *ix, const char *me, const char *device)
 {
     char *text = NULL;
@@ -108,15 +133,16 @@ static void print_text(const char *dir, const st_tables_index *ix, const char *m
         fputs("table list: out of memory\n", stderr);
         return;
     }
-    print_text_to(m, dir, ix, me, device);
+    shown sh = {NULL, 0};
+    print_text_to(m, dir, ix, me, device, &sh);
     fclose(m);
-    for (char *line = text, *nl; line && *line; line = nl ? nl + 1 : NULL) {
-        nl = strchr(line, '\n');
-        if (nl) *nl = '\0';
-        td_print("%s", line);
-    }
+    fputs(text, stdout);
     free(text);
+    for (size_t i = 0; i < sh.n; i++) free(sh.s[i]);
+    free(sh.s);
 }
+
+#undef SH
 
 int td_table_list(int argc, char **argv, const td_global *g)
 {

@@ -338,6 +338,9 @@ int cmd_verify(int argc, char **argv, const td_global *g)
                               "the model");
     o.model_path = ns ? NULL : pos[0];
     o.table_path = pos[np - 1];
+    /* where the page and its JSON go, before the gate's minutes */
+    const char *inputs[2] = {o.table_path, o.model_path};
+    if (html && st_report_write_check(html, inputs, o.model_path ? 2 : 1) != ST_OK) return td_fail("verify", ST_ERR_IO, 1);
     o.shapes = syn;
     o.n_shapes = ns;
     o.quiet = g->quiet;
@@ -396,14 +399,16 @@ static const char COVERAGE_HELP[] =
     "the path does not exist or cannot be read, or a directory holds no table for this process;\n"
     "2 usage. --device LIST|all (global): on each device in turn, the worst status (no --json).\n";
 
-/* The token counts the table's tuner tuned (st_table_ntok_mix), else
- * every count. */
-static int table_mix(const st_table *t, bool *in_mix)
+/* The token counts the table's tuner tuned (st_table_ntok_mix), else the
+ * tuner's default mix 1..ST_DECODE_TOKENS (what a tune without --ntok-mix
+ * tunes, as --help and the guide say). *RECORDED: whether the table said. */
+static int table_mix(const st_table *t, bool *in_mix, bool *recorded)
 {
     const int n = st_table_ntok_mix(t, in_mix);
+    *recorded = n > 0;
     if (n > 0) return n;
-    for (int i = 0; i < ST_MAX_TOKENS; i++) in_mix[i] = true;
-    return ST_MAX_TOKENS;
+    for (int i = 0; i < ST_MAX_TOKENS; i++) in_mix[i] = i < ST_DECODE_TOKENS;
+    return ST_DECODE_TOKENS;
 }
 
 int cmd_coverage(int argc, char **argv, const td_global *g)
@@ -463,8 +468,8 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
             return 1;
         }
     }
-    bool in_mix[ST_MAX_TOKENS];
-    const int n_mix = table_mix(t, in_mix);
+    bool in_mix[ST_MAX_TOKENS], recorded = false;
+    table_mix(t, in_mix, &recorded);
     int need = 0, missing = 0;
     cJSON *arr = cJSON_CreateArray();
     const int used = st_model_expert_used(m);
@@ -537,7 +542,7 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
                 at += (size_t)w;
             }
         printf("coverage: %d of %d shapes the model needs are in the table (expert shapes at n_tokens %s%s); %s\n",
-               need - missing, need, mixs, n_mix == ST_MAX_TOKENS ? "" : ", the tuner's mix",
+               need - missing, need, mixs, recorded ? ", the tuner's mix" : ", the default mix: the table records none",
                engages ? "the table engages here" : "the table would NOT engage here");
         td_print("%s", line);
     }

@@ -3,6 +3,7 @@
  * and printing here, the work in libstrata_tools and libstrata_tune. */
 #include "commands.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +118,10 @@ int main(int argc, char **argv)
     g.backend = ST_BACKEND_AUTO;
     /* the library's lines carry names from files: show them escaped */
     st_set_log(td_log_sink, NULL);
+    /* A reader that went away (`tune ... | head -1`) makes a print fail,
+     * never the run: the exit status says what happened to the files
+     * (td_signals.c). */
+    signal(SIGPIPE, SIG_IGN);
     /* Global flags may appear anywhere; remove them so commands see only
      * their own arguments. */
     int n = 0;

@@ -1,11 +1,16 @@
 /* Signals during the commands that write files or run long (tune, verify).
  * Every signal whose default action ends the process and that can be
  * caught is handled: the stop signals (SIGHUP, SIGINT, SIGTERM, SIGQUIT,
- * SIGUSR1/2, SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU, SIGPWR) set the stop flag
- * the library polls, so the run ends cleanly through its own cleanup (no
- * table, no candidate, no temporary file); SIGPIPE and SIGXFSZ are ignored,
- * so a closed pipe or the file-size limit turns into a failed write with its
- * reason instead of a death in the middle of one; the fault signals (SIGSEGV,
+ * SIGUSR1/2, SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU, SIGPWR, SIGSTKFLT and
+ * every real-time signal SIGRTMIN..SIGRTMAX) set the stop flag the library
+ * polls, so the run ends cleanly through its own cleanup (no table, no
+ * candidate, no temporary file); SIGPIPE and SIGXFSZ are ignored, so a
+ * closed pipe or the file-size limit turns into a failed write with its
+ * reason instead of a death in the middle of one. SIGPIPE stays ignored
+ * after td_signals_end (main ignores it for the whole run): the lines
+ * printed after an install (to a pipe a reader such as `head -1` closed)
+ * must not turn a completed install into a death by SIGPIPE (exit 141);
+ * the exit status says what happened to the files. The fault signals (SIGSEGV,
  * SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS), where the process
  * cannot go on, remove the library's live temporary files (tmpfiles.h) and
  * then hand the signal to what was installed before (a sanitizer's handler
@@ -24,6 +29,9 @@ static const int STOP_SIGNALS[] = {SIGHUP,  SIGINT,    SIGTERM, SIGQUIT, SIGUSR1
 #ifdef SIGPWR
                                    SIGPWR,
 #endif
+#ifdef SIGSTKFLT
+                                   SIGSTKFLT,
+#endif
 };
 static const int IGNORED_SIGNALS[] = {SIGPIPE, SIGXFSZ};
 static const int FAULT_SIGNALS[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS};
@@ -31,7 +39,7 @@ static const int FAULT_SIGNALS[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SI
 #define N_(a) (sizeof(a) / sizeof((a)[0]))
 /* what was installed before, by signal number (restored at the end, and
  * handed a fault on, so a sanitizer's own report still comes) */
-#define MAX_SIG 65
+#define MAX_SIG 65 /* Linux: SIGRTMAX is 64 */
 static struct sigaction g_saved[MAX_SIG];
 
 static void on_stop(int sig)
@@ -61,11 +69,23 @@ static void install(const int *sigs, size_t n, void (*fn)(int), int flags)
 
 int td_signals_caught(void) { return g_caught; }
 
+/* SIGRTMIN..SIGRTMAX (not constants: the C library keeps a few). */
+static size_t rt_signals(int *out, size_t cap)
+{
+    size_t n = 0;
+#ifdef SIGRTMIN
+    for (int s = SIGRTMIN; s <= SIGRTMAX && n < cap; s++) out[n++] = s;
+#endif
+    return n;
+}
+
 void td_signals_begin(volatile int *stop)
 {
     g_stop_flag = stop;
     g_caught = 0;
     install(STOP_SIGNALS, N_(STOP_SIGNALS), on_stop, SA_RESTART);
+    int rt[MAX_SIG];
+    install(rt, rt_signals(rt, MAX_SIG), on_stop, SA_RESTART);
     install(IGNORED_SIGNALS, N_(IGNORED_SIGNALS), SIG_IGN, 0);
     install(FAULT_SIGNALS, N_(FAULT_SIGNALS), on_fault, SA_NODEFER);
 }
@@ -76,6 +96,10 @@ void td_signals_end(void)
     const size_t ns[3] = {N_(STOP_SIGNALS), N_(IGNORED_SIGNALS), N_(FAULT_SIGNALS)};
     for (int l = 0; l < 3; l++)
         for (size_t i = 0; i < ns[l]; i++)
-            if (lists[l][i] < MAX_SIG) sigaction(lists[l][i], &g_saved[lists[l][i]], NULL);
+            if (lists[l][i] < MAX_SIG && lists[l][i] != SIGPIPE) sigaction(lists[l][i], &g_saved[lists[l][i]], NULL);
+    int rt[MAX_SIG];
+    const size_t nrt = rt_signals(rt, MAX_SIG);
+    for (size_t i = 0; i < nrt; i++)
+        if (rt[i] < MAX_SIG) sigaction(rt[i], &g_saved[rt[i]], NULL);
     g_stop_flag = NULL;
 }

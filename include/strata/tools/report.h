@@ -25,11 +25,15 @@ extern "C" {
 ST_API st_status st_report_html_render(const char *json, size_t len, const char *name, char **html, size_t *html_len);
 
 /* Reads JSON_PATH, renders it and writes HTML_PATH atomically (temporary
- * file, fsync, rename): a failed render leaves HTML_PATH as it was. */
+ * file, fsync, rename): a failed render leaves HTML_PATH as it was.
+ * Refused with one line, HTML_PATH untouched: HTML_PATH is JSON_PATH
+ * itself (any spelling of one file), or a folder, FIFO, device or socket
+ * stands there (only a regular file is written over). */
 ST_API st_status st_report_html_write(const char *json_path, const char *html_path);
 
 /* JSON_PATH with its ".json" ending replaced by ".html" (".html" appended
- * when it has none). */
+ * when it has none). When it does not fit in N bytes OUT is "" (a path is
+ * never cut: a cut one would name another file). */
 ST_API void st_report_html_path(const char *json_path, char *out, size_t n);
 
 /* Writes the report document JSON (text) as HTML_PATH minus ".html" plus
@@ -37,6 +41,13 @@ ST_API void st_report_html_path(const char *json_path, char *out, size_t n);
  * (what verify --html and bench --html write). HTML_PATH must end in
  * ".html" (ST_ERR_INVALID_ARG otherwise). */
 ST_API st_status st_report_write(const char *json, const char *html_path);
+
+/* What st_report_write would refuse, checked before a long run: HTML_PATH
+ * must end in ".html", and at HTML_PATH and at its JSON beside it nothing
+ * or a regular file may stand (never a folder, FIFO, device or socket),
+ * and neither may be one of the N_INPUTS files INPUTS names (the model, the
+ * table: any spelling of one file). ST_OK, or the status with one line. */
+ST_API st_status st_report_write_check(const char *html_path, const char *const *inputs, int n_inputs);
 
 /* The JSON object every report and --json output gives for an identity
  * (header, arch, runtime, compiler, space, device, device_model,

@@ -61,7 +61,7 @@ typedef struct {
 
 typedef struct {
     char file[ST_INDEX_NAME_MAX];
-    char status[ST_INDEX_NAME_MAX + 16]; /* "present", "missing", or "describes <another table>" */
+    char status[ST_INDEX_NAME_MAX + 16]; /* "present", "missing", "describes <another table>", or "not a file of this folder" (a name with a path in it) */
 } st_index_report;
 
 typedef struct {
@@ -121,7 +121,13 @@ ST_API st_status st_tables_index_update(const char *dir, const st_identity *id, 
                                  st_tables_index **out, st_index_state *before, bool *wrote);
 
 /* Removes the superseded tables of IX from DIR (and their report files when
- * those describe them), then rewrites the index. REMOVED receives one line
+ * those are proven theirs), then rewrites the index. Only plain names of
+ * regular files in DIR are removed (the file rule, docs/DESIGN.md): never the table
+ * that engages, never a name with a path in it, never a link, folder or
+ * FIFO; a report goes only when it ends in .json or .html, no other table
+ * of IX names it, and its JSON (for a page, the JSON of the same name)
+ * says it describes the removed table. Each file kept for these reasons
+ * gets a "kept NAME: ..." line. REMOVED receives one line
  * per removed file (may be NULL); returns the count in *N_REMOVED. */
 typedef void (*st_prune_note)(void *user, const char *line);
 ST_API st_status st_tables_prune(const char *dir, const st_identity *id, const st_dispatch_config *cfg, const st_tables_index *ix,

@@ -56,6 +56,11 @@ struct graph_t {
 
 st_status rt_fail(st_rt_error e, const char *what)
 {
+    /* A failed allocation or copy stays the runtime's last error; cleared,
+     * so that a later launch's check does not report it as its own (the
+     * context stays usable: tests/gpu/gpu_faults_test.c). A sticky error (a
+     * fault in a kernel) is not cleared by this: the context is lost then. */
+    (void)st_rt_get_last_error();
     return st_fail(ST_ERR_GPU, "%s: %s (%d)", what, st_rt_error_string(e), (int)e);
 }
 
@@ -501,6 +506,27 @@ void gpu_graph_destroy(void *b, void *graph)
     delete gr;
 }
 
+st_status gpu_check_ptr(void *b, const void *p, const char *call, const char *arg)
+{
+    gpu_backend *g = G(b);
+    dev_guard dg(g->device);
+    int dev = -1;
+    const int kind = st_rt_pointer_kind(p, &dev);
+    if (kind == 2 || (kind == 1 && dev == g->device)) return ST_OK;
+    if (kind == 1)
+        return st_fail(ST_ERR_INVALID_ARG, "%s: %s is memory of device %d, this context runs on device %d (STRATA_CHECK)",
+                       call, arg, dev, g->device);
+    return st_fail(ST_ERR_INVALID_ARG, "%s: %s is host memory, not memory of device %d (STRATA_CHECK): upload it with "
+                   "st_ctx_upload into st_ctx_alloc'd memory", call, arg, g->device);
+}
+
+bool gpu_capturing(void *b)
+{
+    gpu_backend *g = G(b);
+    dev_guard dg(g->device);
+    return st_rt_stream_capturing(g->L.stream);
+}
+
 const st_backend_ops GPU_OPS = {
     gpu_close,        gpu_stream,         gpu_alloc,         gpu_free,
     gpu_upload,       gpu_download,       gpu_sync,          gpu_matrix_create,
@@ -508,6 +534,7 @@ const st_backend_ops GPU_OPS = {
     gpu_timer_stop,   gpu_mem_info,       gpu_llc_bytes,     gpu_default_expert_equiv,
     gpu_probe_read,   gpu_probe_copy,     gpu_probe_empty,   gpu_probe_loads,
     gpu_capture_begin, gpu_capture_end,   gpu_graph_launch,  gpu_graph_destroy,
+    gpu_check_ptr,    gpu_capturing,
 };
 
 st_status open_device(int device, st_identity *id)

@@ -1,0 +1,387 @@
+/* The install of a tune's outputs as one set, and the completion or roll
+ * back of one a killed run left (see tune_out.h): the journal, the links
+ * to the old files, and the sweep of what dead runs left in a locked
+ * folder. */
+#define _POSIX_C_SOURCE 200809L
+#include "file_write.h"
+#include "strata/files.h"
+#include "strata/tools/tables.h"
+#include "tmpfiles.h"
+#include "tools_internal.h"
+#include "tune_out.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define JOURNAL_HEAD "strata-tune journal 1 "
+#define JOURNAL_MAX_BYTES (64 << 10)
+#define JOURNAL_MAX_ITEMS 3
+
+/* ---- the journal and the litter of dead runs ------------------------------------ */
+
+/* One output of an install: basenames in the journal, full paths here. */
+typedef struct {
+    char *target, *tmp, *old; /* old: NULL when nothing stood at the target */
+    int slot;
+} item;
+
+static void sync_dir(const char *dir)
+{
+    const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+}
+
+static const char *base(const char *p)
+{
+    const char *b = strrchr(p, '/');
+    return b ? b + 1 : p;
+}
+
+static bool ends_with(const char *s, const char *end)
+{
+    const size_t a = strlen(s), b = strlen(end);
+    return a >= b && !strcmp(s + a - b, end);
+}
+
+/* The names an install may move: the table, the report's JSON and page. */
+static bool output_name(const char *name)
+{
+    return st_out_name_ok(name) && (ends_with(name, ".table") || ends_with(name, ".json") || ends_with(name, ".html"));
+}
+
+static bool regular(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static char *journal_text(const item *it, int n, bool back)
+{
+    size_t cap = 64;
+    for (int i = 0; i < n; i++)
+        cap += strlen(base(it[i].tmp)) + strlen(base(it[i].target)) + (it[i].old ? strlen(base(it[i].old)) : 1) + 4;
+    char *t = malloc(cap);
+    if (!t) return NULL;
+    size_t at = (size_t)snprintf(t, cap, JOURNAL_HEAD "%s\n", back ? "back" : "forward");
+    for (int i = 0; i < n; i++)
+        at += (size_t)snprintf(t + at, cap - at, "%s\t%s\t%s\n", base(it[i].tmp), base(it[i].target),
+                               it[i].old ? base(it[i].old) : "-");
+    return t;
+}
+
+/* Forward: every temporary file still there is renamed into place, then
+ * the old files' links go. Back: every temporary file still there goes,
+ * and every target that was renamed over gets its old file back (or is
+ * removed when nothing stood there). Both can be repeated after a kill
+ * at any step: each step looks at what is on disk. */
+static int play(const item *it, int n, bool back)
+{
+    int moved = 0;
+    for (int i = 0; i < n; i++) {
+        const bool tmp_there = regular(it[i].tmp);
+        if (!back) {
+            st_file_step();
+            if (tmp_there && rename(it[i].tmp, it[i].target) == 0) moved++;
+            continue;
+        }
+        st_file_step();
+        if (tmp_there) {
+            if (unlink(it[i].tmp) == 0) moved++;
+        } else if (it[i].old) {
+            if (regular(it[i].old) && rename(it[i].old, it[i].target) == 0) moved++;
+        } else if (unlink(it[i].target) == 0) {
+            moved++;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        if (it[i].old) {
+            st_file_step();
+            if (unlink(it[i].old) == 0) moved++; /* a link to the same file a rename left */
+        }
+    return moved;
+}
+
+static void items_free(item *it, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(it[i].target);
+        free(it[i].tmp);
+        free(it[i].old);
+    }
+}
+
+/* Whether a forward journal can be completed: every output either still
+ * has its temporary file or was renamed already (its old file's link is
+ * no longer the target). A rename that failed removed its temporary file;
+ * a kill before the journal turned to "back" then leaves an output that
+ * can only be rolled back. */
+static bool can_complete(const item *it, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (regular(it[i].tmp)) continue;
+        struct stat t, o;
+        const bool target = lstat(it[i].target, &t) == 0;
+        if (!it[i].old) {
+            if (!target) return false;
+        } else if (lstat(it[i].old, &o) == 0 && target && t.st_dev == o.st_dev && t.st_ino == o.st_ino) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Parses the journal TEXT of DIR into IT[0..*N). */
+static st_status journal_parse(const char *dir, const char *path, char *text, item *it, int *n, bool *back)
+{
+    *n = 0;
+    char *save = NULL, *line = strtok_r(text, "\n", &save);
+    if (!line || strncmp(line, JOURNAL_HEAD, strlen(JOURNAL_HEAD)) ||
+        (strcmp(line + strlen(JOURNAL_HEAD), "forward") && strcmp(line + strlen(JOURNAL_HEAD), "back")))
+        return st_fail(ST_ERR_PARSE, "tune: %s is not a journal this tool wrote (its first line): remove it to tune %s",
+                       path, dir);
+    *back = !strcmp(line + strlen(JOURNAL_HEAD), "back");
+    int ln = 1;
+    while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
+        ln++;
+        char *f[3] = {line, NULL, NULL};
+        for (int k = 1; k < 3; k++) {
+            f[k] = f[k - 1] ? strchr(f[k - 1], '\t') : NULL;
+            if (f[k]) *f[k]++ = '\0';
+        }
+        const size_t tl = f[1] ? strlen(f[1]) : 0;
+        /* the names a journal of this tool holds, nothing else: a temporary
+         * file and a link beside an output, in this folder */
+        const bool ok = *n < JOURNAL_MAX_ITEMS && f[1] && f[2] && !strchr(f[2], '\t') && output_name(f[1]) &&
+                        st_out_name_ok(f[0]) && !strncmp(f[0], f[1], tl) && !strncmp(f[0] + tl, ".tmp.", 5) &&
+                        (!strcmp(f[2], "-") ||
+                         (st_out_name_ok(f[2]) && !strncmp(f[2], f[1], tl) && !strncmp(f[2] + tl, ".old.", 5)));
+        if (!ok)
+            return st_fail(ST_ERR_PARSE, "tune: %s is not a journal this tool wrote (line %d): remove it to tune %s", path,
+                           ln, dir);
+        item *x = &it[(*n)++];
+        memset(x, 0, sizeof *x);
+        x->slot = -1;
+        x->tmp = st_tune_fmt("%s/%s", dir, f[0]);
+        x->target = st_tune_fmt("%s/%s", dir, f[1]);
+        x->old = strcmp(f[2], "-") ? st_tune_fmt("%s/%s", dir, f[2]) : NULL;
+        if (!x->tmp || !x->target || (strcmp(f[2], "-") && !x->old)) return st_fail(ST_ERR_NOMEM, "tune: out of memory");
+    }
+    return ST_OK;
+}
+
+/* "<prefix>.<tag><pid>[.<n>]": the pid, or -1 when NAME is not of that form. */
+static long dead_run_pid(const char *name, const char *tag, bool counter)
+{
+    const char *at = strstr(name, tag);
+    if (!at) return -1;
+    while (strstr(at + 1, tag)) at = strstr(at + 1, tag);
+    const char *p = at + strlen(tag);
+    char *end = NULL;
+    errno = 0;
+    const long pid = strtol(p, &end, 10);
+    if (end == p || errno || pid <= 0) return -1;
+    if (counter) {
+        if (*end != '.' || !end[1]) return -1;
+        for (p = end + 1; *p; p++)
+            if (*p < '0' || *p > '9') return -1;
+    } else if (*end) {
+        return -1;
+    }
+    if (pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH) return -1; /* alive, or not ours to judge */
+    return pid;
+}
+
+/* Whether NAME in the locked folder is what a dead run left. */
+static bool litter(const char *name)
+{
+    if (ends_with(name, ".table.candidate")) return true; /* only a tune makes one, under the lock we hold */
+    if (!strncmp(name, ST_TUNE_PROBE_PREFIX, strlen(ST_TUNE_PROBE_PREFIX))) return dead_run_pid(name, "-probe.", false) > 0;
+    char stem[512];
+    const char *t = strstr(name, ".tmp.");
+    const char *o = strstr(name, ".old.");
+    if (!t && !o) return false;
+    const char *cut = t ? t : o;
+    if ((size_t)(cut - name) >= sizeof stem) return false;
+    memcpy(stem, name, (size_t)(cut - name));
+    stem[cut - name] = '\0';
+    if (!output_name(stem) && strcmp(stem, ST_TUNE_JOURNAL_NAME) && !ends_with(stem, ".candidate")) return false;
+    return t ? dead_run_pid(name, ".tmp.", true) > 0 : dead_run_pid(name, ".old.", false) > 0;
+}
+
+static int sweep(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int removed = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!litter(e->d_name)) continue;
+        char *p = st_tune_fmt("%s/%s", dir, e->d_name);
+        if (p && regular(p) && unlink(p) == 0) removed++;
+        free(p);
+    }
+    closedir(d);
+    return removed;
+}
+
+st_status st_tune_out_recover(const char *dir, const st_identity *id, int *done)
+{
+    if (done) *done = 0;
+    char *path = st_tune_fmt("%s/" ST_TUNE_JOURNAL_NAME, dir), *text = NULL;
+    if (!path) return st_fail(ST_ERR_NOMEM, "tune: out of memory");
+    size_t len = 0;
+    int err = 0;
+    char why[ST_FILE_WHY_MAX] = "";
+    st_status s = ST_OK;
+    int moved = 0;
+    if (st_file_read_all(path, JOURNAL_MAX_BYTES, &text, &len, why, &err) != ST_OK) {
+        st_clear_error();
+        if (err != ENOENT) s = st_fail(ST_ERR_IO, "tune: cannot read %s: %s", path, why);
+    } else {
+        item it[JOURNAL_MAX_ITEMS];
+        int n = 0;
+        bool back = false;
+        s = journal_parse(dir, path, text, it, &n, &back);
+        if (s == ST_OK) {
+            if (!back && !can_complete(it, n)) back = true;
+            moved = play(it, n, back);
+            st_file_step();
+            if (unlink(path) != 0) s = st_fail(ST_ERR_IO, "tune: cannot remove %s: %s", path, strerror(errno));
+            sync_dir(dir);
+            st_log("tune: %s: %s the install an interrupted run left (%d files)", dir, back ? "rolled back" : "completed",
+                   moved);
+            if (s == ST_OK && id) { /* the index follows the tables it lists */
+                st_tables_index *ix = NULL;
+                st_index_state before;
+                bool wrote = false;
+                s = st_tables_index_update(dir, id, NULL, true, &ix, &before, &wrote);
+                st_tables_index_free(ix);
+            }
+        }
+        items_free(it, n);
+    }
+    free(text);
+    free(path);
+    if (s == ST_OK) {
+        const int swept = sweep(dir);
+        if (swept) st_log("tune: %s: removed %d temporary files interrupted runs left", dir, swept);
+        moved += swept;
+    }
+    if (done) *done = moved;
+    return s;
+}
+
+/* ---- install ------------------------------------------------------------------ */
+
+static void drop_temps(item *it, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (it[i].tmp) {
+            unlink(it[i].tmp);
+            st_tmpfile_untrack(it[i].slot);
+        }
+}
+
+static void drop_links(item *it, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (it[i].old) unlink(it[i].old);
+}
+
+/* A hard link to what stands at the target now, for a roll back. */
+static st_status keep_old(item *x)
+{
+    x->old = st_tune_fmt("%s.old.%ld", x->target, (long)getpid());
+    if (!x->old) return st_fail(ST_ERR_NOMEM, "tune: out of memory");
+    unlink(x->old); /* one a previous install of this process left: never, but a link must not fail on it */
+    st_file_step();
+    if (link(x->target, x->old) == 0) return ST_OK;
+    const int e = errno;
+    free(x->old);
+    x->old = NULL;
+    if (e == ENOENT) return ST_OK; /* nothing there: a roll back removes the new file */
+    return st_fail(ST_ERR_IO, "%s: cannot keep the old file for a roll back (a hard link): %s", x->target, strerror(e));
+}
+
+st_status st_tune_out_install(st_tune_out *o, const st_identity *id, const st_dispatch_config *cfg,
+                              const char *table_text, size_t table_len,
+                              const char *report_text, size_t report_len, const char *html, size_t html_len)
+{
+    item it[JOURNAL_MAX_ITEMS];
+    memset(it, 0, sizeof it);
+    const char *target[3] = {o->report_path, html ? o->html_path : NULL, o->table_path};
+    const char *text[3] = {report_text, html, table_text};
+    const size_t len[3] = {report_len, html_len, table_len};
+    int n = 0;
+    st_status s = ST_OK;
+    for (int k = 0; k < 3; k++)
+        if (target[k]) {
+            it[n].target = strdup(target[k]);
+            it[n].slot = -1;
+            if (!it[n++].target) s = st_fail(ST_ERR_NOMEM, "tune: out of memory");
+        }
+    /* all written first: a full disk stops the install before anything moves */
+    int ti = 0;
+    for (int k = 0; k < 3 && s == ST_OK; k++)
+        if (target[k]) {
+            s = st_file_write_temp(it[ti].target, text[k], len[k], &it[ti].tmp, &it[ti].slot);
+            ti++;
+        }
+    for (int i = 0; i < n && s == ST_OK; i++) s = keep_old(&it[i]);
+    char *jt = s == ST_OK ? journal_text(it, n, false) : NULL;
+    if (s == ST_OK && !jt) s = st_fail(ST_ERR_NOMEM, "tune: out of memory");
+    if (s == ST_OK) s = st_file_write_atomic(o->journal_path, jt, strlen(jt));
+    free(jt);
+    if (s != ST_OK) { /* nothing moved */
+        char why[4096];
+        snprintf(why, sizeof why, "%s", st_last_error());
+        drop_temps(it, n);
+        drop_links(it, n);
+        items_free(it, n);
+        return st_fail(s, "%s; the table was not installed", why);
+    }
+    /* The journal stands: from here a kill leaves the new set (the next run
+     * completes the renames). */
+    for (int i = 0; i < n && s == ST_OK; i++) {
+        bool renamed = false;
+        s = st_file_commit(it[i].target, it[i].tmp, it[i].slot, &renamed);
+        it[i].slot = -1;
+        if (s != ST_OK && renamed) s = ST_OK; /* only the folder's sync failed: the file is in place */
+    }
+    if (s != ST_OK) {
+        char why[4096];
+        snprintf(why, sizeof why, "%s", st_last_error());
+        /* the journal turns: a kill from here leaves the old set */
+        char *back = journal_text(it, n, true);
+        if (back) (void)st_file_write_atomic(o->journal_path, back, strlen(back));
+        free(back);
+        play(it, n, true);
+        st_file_step();
+        unlink(o->journal_path);
+        sync_dir(o->dir);
+        items_free(it, n);
+        return st_fail(s, "%s; the table was not installed (the old files are back)", why);
+    }
+    /* the index follows the tables it lists; the journal stays until it is written */
+    st_tables_index *ix = NULL;
+    st_index_state before;
+    bool wrote = false;
+    s = st_tables_index_update(o->dir, id, cfg, true, &ix, &before, &wrote);
+    st_tables_index_free(ix);
+    play(it, n, false); /* the links go */
+    st_file_step();
+    unlink(o->journal_path);
+    sync_dir(o->dir);
+    items_free(it, n);
+    return s;
+}

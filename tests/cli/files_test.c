@@ -1,0 +1,413 @@
+/* The file rule (src/tuning/file_write.c) and the journaled install
+ * (src/tuning/tune_out.c), issue 26: a kill at every step of an install
+ * (and of its roll back) leaves the old set or the new set and nothing else
+ * after the next run; prune removes only files proven to be a superseded
+ * table's; no output replaces a FIFO, a folder or its input; a newline in
+ * a table's file name cannot forge a line of `table list`; a page's path
+ * is never cut. Fast: the kill tests stop the install at step N through a
+ * hook (st_file_kill_at_step), no tune per instant. */
+#include "cli_util.h"
+
+#include "file_write.h"
+#include "strata/decode.h"
+#include "strata/tools/report.h"
+#include "strata/tools/tables.h"
+#include "tune_out.h"
+
+#include <cjson/cJSON.h>
+
+#define QUICK_S 30.0
+
+/* The text of a table for this process with one mmvq row of ROWS, and
+ * COMMENTS (may be NULL) as comment lines. */
+static char *table_text(int rows, const char *const *comments, size_t *len)
+{
+    const st_identity id = cpu_identity();
+    st_table *t = NULL;
+    assert_int_equal(st_table_create(&id, &t), ST_OK);
+    for (const char *const *c = comments; c && *c; c++) assert_int_equal(st_table_add_comment(t, *c), ST_OK);
+    const st_mmvq_key k = {ST_Q8_0, 64, 64};
+    assert_int_equal(st_table_add_mmvq(t, &k, rows), ST_OK);
+    char *text = NULL;
+    assert_int_equal(st_table_format(t, &text, len), ST_OK);
+    st_table_destroy(t);
+    return text;
+}
+
+static char *slurp(const char *path)
+{
+    char *b = NULL;
+    size_t n = 0;
+    if (st_read_file(path, &b, &n) != ST_OK) return NULL;
+    return b;
+}
+
+/* ---- a kill at every step ---------------------------------------------------------- */
+
+#define TABLE "strata-x-cpu.table"
+#define JSON "strata-x.autotune.json"
+#define HTML "strata-x.autotune.html"
+
+/* The old set: a table, its report and its page. */
+static void old_set(const char *dir, const char *t_old, size_t tl)
+{
+    cli_rm_tree(dir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    free(cli_write(dir, TABLE, t_old, tl));
+    free(cli_write(dir, JSON, "old json", 8));
+    free(cli_write(dir, HTML, "old html", 8));
+}
+
+/* "old" or "new" when DIR holds the whole old or new set, else fails. */
+static const char *which_set(const char *dir, const char *t_old, const char *t_new, long step)
+{
+    char *p[3] = {cli_join(dir, TABLE), cli_join(dir, JSON), cli_join(dir, HTML)};
+    char *v[3];
+    for (int i = 0; i < 3; i++) v[i] = slurp(p[i]);
+    const bool old = v[0] && v[1] && v[2] && !strcmp(v[0], t_old) && !strcmp(v[1], "old json") && !strcmp(v[2], "old html");
+    const bool neu = v[0] && v[1] && v[2] && !strcmp(v[0], t_new) && !strcmp(v[1], "new json") && !strcmp(v[2], "new html");
+    if (!old && !neu)
+        fail_msg("killed at step %ld: a mixed set (table %s, json '%s', html '%s')", step,
+                 !v[0] ? "missing" : !strcmp(v[0], t_old) ? "old" : !strcmp(v[0], t_new) ? "new" : "other", v[1] ? v[1] : "-",
+                 v[2] ? v[2] : "-");
+    for (int i = 0; i < 3; i++) {
+        free(p[i]);
+        free(v[i]);
+    }
+    return old ? "old" : "new";
+}
+
+/* What a run leaves that is not an output: must be nothing. */
+static void no_litter(const char *dir, long step)
+{
+    const char *parts[] = {".tmp.", ".old.", ".candidate", ".strata-tune.journal", ".strata-tune-probe", ".strata-tune.lock"};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (cli_count(dir, parts[i]) != 0) {
+            DIR *d = opendir(dir);
+            struct dirent *e;
+            while ((e = readdir(d)) != NULL) print_message("  %s\n", e->d_name);
+            closedir(d);
+            fail_msg("step %ld: '%s' left in the folder", step, parts[i]);
+        }
+    st_tables_index *ix = NULL;
+    st_index_state state;
+    assert_int_equal(st_tables_index_read(dir, &ix, &state), ST_OK);
+    st_tables_index_free(ix);
+    if (state == ST_INDEX_STALE || state == ST_INDEX_DAMAGED)
+        fail_msg("step %ld: tables.json is %s", step, st_index_state_text(state));
+}
+
+/* Runs the install in a child killed at step STEP (or failing the
+ * table's rename when FAIL); returns the child's wait status. */
+static int install_child(const char *dir, const char *t_new, size_t tl, long step, bool fail)
+{
+    fflush(NULL);
+    const pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        const st_identity id = cpu_identity();
+        st_tune_out out;
+        if (st_tune_out_open(&out, dir, "x", -1, &id, false, 4096) != ST_OK) _exit(10);
+        st_file_steps = 0;
+        st_file_kill_at_step = step;
+        if (fail) st_file_fail_rename_of = ".table";
+        const st_status s = st_tune_out_install(&out, &id, NULL, t_new, tl, "new json", 8, "new html", 8);
+        st_file_kill_at_step = -1;
+        st_tune_out_close(&out);
+        _exit(fail ? (s != ST_OK && strstr(st_last_error(), "the old files are back") ? 0 : 12) : s == ST_OK ? 0 : 11);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return st;
+}
+
+/* The next run of the folder (open under the lock, close): completes or
+ * rolls back what the killed one left. */
+static void next_run(const char *dir)
+{
+    const st_identity id = cpu_identity();
+    st_tune_out out;
+    if (st_tune_out_open(&out, dir, "x", -1, &id, false, 4096) != ST_OK) fail_msg("the next run: %s", st_last_error());
+    st_tune_out_close(&out);
+}
+
+static void kill_at_every_step(bool fail)
+{
+    const char *dir = cli_dir();
+    size_t lo = 0, ln = 0;
+    const char *c_old[] = {"the old campaign", NULL}, *c_new[] = {"the new campaign", NULL};
+    char *t_old = table_text(2, c_old, &lo), *t_new = table_text(4, c_new, &ln);
+    long step = 1;
+    int olds = 0, news = 0;
+    for (;; step++) {
+        assert_true(step < 200);
+        old_set(dir, t_old, lo);
+        const int st = install_child(dir, t_new, ln, step, fail);
+        const bool killed = WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
+        if (!killed && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+            fail_msg("step %ld: the install ended with status %d", step, st);
+        next_run(dir);
+        const char *set = which_set(dir, t_old, t_new, step);
+        no_litter(dir, step);
+        olds += !strcmp(set, "old");
+        news += !strcmp(set, "new");
+        if (!killed) { /* past the last step: the install's own outcome */
+            assert_string_equal(set, fail ? "old" : "new");
+            break;
+        }
+    }
+    print_message("%s: %ld steps, each killed: %d left the old set, %d the new\n", fail ? "failing install" : "install",
+                  step - 1, olds, news);
+    assert_true(step > 15); /* temporary files, links, journal, renames, index: many instants */
+    assert_true(olds > 0 && (fail || news > 0));
+    free(t_old);
+    free(t_new);
+}
+
+static void a_kill_at_any_step_leaves_the_old_or_the_new_set(void **state)
+{
+    (void)state;
+    kill_at_every_step(false);
+}
+
+static void a_kill_during_a_roll_back_leaves_the_old_or_the_new_set(void **state)
+{
+    (void)state;
+    kill_at_every_step(true);
+}
+
+/* ---- outputs never replace what is not a regular file, nor the input ---------------- */
+
+static void report_never_replaces_a_fifo_a_folder_or_its_input(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    char *json = cli_write(dir, "r.json", "{}", 2);
+    char *fifo = cli_fifo(dir, "f.html");
+    char *folder = cli_join(dir, "d.html");
+    assert_int_equal(mkdir(folder, 0755), 0);
+    cli_run r = cli(QUICK_S, "report", json, "-o", fifo, NULL);
+    cli_expect_one_line(&r, 1, "is a FIFO: not replaced", "report -o FIFO");
+    cli_free(&r);
+    struct stat st;
+    assert_int_equal(lstat(fifo, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    r = cli(QUICK_S, "report", json, "-o", folder, NULL);
+    cli_expect_one_line(&r, 1, "is a folder: not replaced", "report -o FOLDER");
+    cli_free(&r);
+    r = cli(QUICK_S, "report", json, "-o", json, NULL);
+    cli_expect_one_line(&r, 1, "is the input", "report r.json -o r.json");
+    cli_free(&r);
+    char *again = slurp(json);
+    assert_string_equal(again, "{}");
+    free(again);
+    /* another spelling of the input */
+    char *dot = malloc(strlen(dir) + 16);
+    sprintf(dot, "%s/./r.json", dir);
+    r = cli(QUICK_S, "report", json, "-o", dot, NULL);
+    cli_expect_one_line(&r, 1, "is the input", "report r.json -o ./r.json");
+    cli_free(&r);
+    /* bench --html and verify --html: refused before the run, in one line */
+    r = cli(QUICK_S, "--backend", "cpu", "bench", "--shape", "mmvq q8_0 64 64", "--quick", "--no-suite", "--html", fifo, NULL);
+    cli_expect_one_line(&r, 1, "is a FIFO: not replaced", "bench --html FIFO");
+    cli_free(&r);
+    size_t tl = 0;
+    char *tt = table_text(2, NULL, &tl);
+    char *table = cli_write(dir, "t.json", tt, tl); /* a table whose name is the page's JSON */
+    char *tpage = cli_join(dir, "t.html");
+    r = cli(QUICK_S, "--backend", "cpu", "verify", STRATA_TEST_DATA "/gguf/tiny-moe.gguf", table, "--html", tpage, NULL);
+    cli_expect_one_line(&r, 1, "is the input", "verify MODEL t.json --html t.html");
+    cli_free(&r);
+    char *after = slurp(table);
+    assert_string_equal(after, tt);
+    free(after);
+    free(tt);
+    free(table);
+    free(tpage);
+    assert_int_equal(lstat(fifo, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode)); /* still the FIFO after bench */
+    assert_int_equal(cli_count(dir, ".tmp."), 0);
+    free(dot);
+    free(json);
+    free(fifo);
+    free(folder);
+}
+
+/* A folder (or FIFO) where the report, its page, tables.json or the
+ * gate's candidate goes is refused when the tune opens its folder, before
+ * the sweep, in one line naming it, and nothing is left. */
+static void every_output_path_is_checked_before_the_sweep(void **state)
+{
+    (void)state;
+    const char *names[] = {JSON, HTML, "tables.json", "strata-x-cpu.table.candidate", TABLE};
+    const st_identity id = cpu_identity();
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *dir = cli_dir();
+        size_t tl = 0;
+        char *t = table_text(2, NULL, &tl);
+        if (i + 1 < sizeof names / sizeof names[0]) free(cli_write(dir, TABLE, t, tl)); /* this identity's table */
+        free(t);
+        char *p = cli_join(dir, names[i]);
+        if (i + 1 == sizeof names / sizeof names[0]) { /* the new table's own name, with --force */
+            st_tune_out o;
+            assert_int_equal(st_tune_out_open(&o, dir, "x", -1, &id, true, 4096), ST_OK);
+            free(p);
+            p = strdup(o.table_path);
+            st_tune_out_close(&o);
+        }
+        if (i % 2) assert_int_equal(mkfifo(p, 0644), 0);
+        else assert_int_equal(mkdir(p, 0755), 0);
+        st_tune_out out;
+        const st_status s = st_tune_out_open(&out, dir, "x", -1, &id, i + 1 == sizeof names / sizeof names[0], 4096);
+        if (s == ST_OK || !strstr(st_last_error(), strrchr(p, '/') + 1) || !strstr(st_last_error(), "not replaced"))
+            fail_msg("%s: a %s there: %s", names[i], i % 2 ? "FIFO" : "folder", s == ST_OK ? "opened" : st_last_error());
+        assert_int_equal(cli_count(dir, ".strata-tune"), 0); /* no lock, probe or journal left */
+        free(p);
+    }
+}
+
+/* A page's path that does not fit is "" (refused), never a cut path that
+ * names another file. */
+static void a_page_path_is_never_cut(void **state)
+{
+    (void)state;
+    char out[32];
+    st_report_html_path("/a/b/strata-model.autotune.json", out, sizeof out);
+    assert_string_equal(out, "/a/b/strata-model.autotune.html");
+    st_report_html_path("/a/b/c/strata-model.autotune.json", out, sizeof out);
+    assert_string_equal(out, "");
+    assert_int_not_equal(st_report_html_write("/a/b/c/strata-model.autotune.json", out), ST_OK);
+}
+
+/* ---- prune ---------------------------------------------------------------------------- */
+
+/* DIR/NAME: a table for ID with a campaign's provenance (DATE, REPORT). */
+static void prov_table(const char *dir, const char *name, const st_identity *id, const char *date, const char *report)
+{
+    st_table *t = NULL;
+    assert_int_equal(st_table_create(id, &t), ST_OK);
+    st_provenance p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.date, sizeof p.date, "%s", date);
+    snprintf(p.device, sizeof p.device, "%s", id->device_name);
+    snprintf(p.model, sizeof p.model, "m");
+    snprintf(p.report, sizeof p.report, "%s", report);
+    assert_int_equal(st_provenance_to_table(t, &p), ST_OK);
+    const st_mmvq_key k = {ST_Q8_0, 64, 64};
+    assert_int_equal(st_table_add_mmvq(t, &k, 2), ST_OK);
+    char *path = cli_join(dir, name);
+    assert_int_equal(st_table_write_atomic(t, path), ST_OK);
+    free(path);
+    st_table_destroy(t);
+}
+
+/* A superseded table whose report lines name a file outside the folder,
+ * the table that engages, the lock and tables.json: prune removes the
+ * table and nothing it names but what is proven its own. */
+static void prune_removes_only_what_is_proven_a_superseded_tables(void **state)
+{
+    (void)state;
+    const char *top = cli_dir();
+    char *dir = cli_join(top, "tables");
+    assert_int_equal(mkdir(dir, 0755), 0);
+    char *outside = cli_write(top, "precious", "mine", 4);
+    const st_identity id = cpu_identity();
+    /* the old campaign (superseded: an older date, same device and model) */
+    st_identity old = id; /* an older build: another compiler token, so it does not engage */
+    snprintf(old.compiler, sizeof old.compiler, "1111222233334444");
+    prov_table(dir, "strata-old.table", &old, "2026-01-01T00:00:00Z", "../precious strata-new.table");
+    prov_table(dir, "strata-old2.table", &old, "2026-01-01T00:00:00Z", "old.json old.html");
+    prov_table(dir, "strata-old3.table", &old, "2026-01-01T00:00:00Z", ".strata-tune.lock tables.json");
+    prov_table(dir, "strata-new.table", &id, "2026-06-01T00:00:00Z", "new.json");
+    free(cli_write(dir, ".strata-tune.lock", "1\n", 2));
+    char rep[256];
+    snprintf(rep, sizeof rep, "{\"table\": {\"path\": \"%s/strata-old2.table\"}}", dir);
+    free(cli_write(dir, "old.json", rep, strlen(rep)));
+    free(cli_write(dir, "old.html", "<p>", 3));
+    st_tables_index *ix = NULL;
+    assert_int_equal(st_tables_index_build(dir, &id, NULL, &ix), ST_OK);
+    int superseded = 0;
+    for (int i = 0; i < ix->n; i++) superseded += ix->e[i].status == ST_TSTATUS_SUPERSEDED;
+    if (superseded != 3 || strcmp(ix->engages, "strata-new.table"))
+        fail_msg("the folder is not as the test means it: %d superseded, engages '%s' (%s)", superseded, ix->engages,
+                 ix->dir_line);
+    int removed = 0;
+    assert_int_equal(st_tables_prune(dir, &id, NULL, ix, NULL, NULL, &removed), ST_OK);
+    st_tables_index_free(ix);
+    assert_true(cli_exists(outside));
+    char *keep[] = {"strata-new.table", ".strata-tune.lock", "tables.json"};
+    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
+        char *p = cli_join(dir, keep[i]);
+        if (!cli_exists(p)) fail_msg("prune removed %s", keep[i]);
+        free(p);
+    }
+    /* the two superseded tables go, and the report proven old2's (its JSON says so; its page beside it) */
+    const char *gone[] = {"strata-old.table", "strata-old2.table", "strata-old3.table", "old.json", "old.html"};
+    for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++) {
+        char *p = cli_join(dir, gone[i]);
+        if (cli_exists(p)) fail_msg("prune kept %s", gone[i]);
+        free(p);
+    }
+    assert_int_equal(removed, 3);
+    free(outside);
+    free(dir);
+}
+
+/* ---- table list ------------------------------------------------------------------------ */
+
+static void a_newline_in_a_file_name_cannot_forge_a_line(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    size_t l = 0;
+    char *t = table_text(2, NULL, &l);
+    free(cli_write(dir, "a\nengages here: forged.table", t, l));
+    cli_run r = cli(QUICK_S, "--backend", "cpu", "table", "list", dir, NULL);
+    cli_expect_exit(&r, 0, "table list");
+    for (const char *line = r.out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+        if (!strncmp(line, "engages here: forged", 20)) fail_msg("a forged line:\n%s", r.out);
+    assert_non_null(strstr(r.out, "a\\x0aengages here: forged.table"));
+    cli_free(&r);
+    free(t);
+}
+
+/* ---- the command line in a report's JSON ------------------------------------------------ */
+
+/* An argument that is not UTF-8 (here the page's own name) is recorded
+ * escaped, so the JSON beside `bench --html` stays valid UTF-8. */
+static void the_command_line_in_a_report_is_utf8(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    char *page = cli_join(dir, "\xff-b.html");
+    cli_run r = cli(120.0, "--backend", "cpu", "-q", "bench", "--shape", "mmvq q8_0 64 64", "--quick", "--no-suite", "--html",
+                    page, NULL);
+    cli_expect_exit(&r, 0, "bench --html with a name that is not UTF-8");
+    cli_free(&r);
+    char *json = cli_join(dir, "\xff-b.json");
+    char *text = slurp(json);
+    assert_non_null(text);
+    if (!is_utf8(text)) fail_msg("the JSON beside bench --html is not valid UTF-8");
+    cJSON *j = cJSON_Parse(text);
+    const char *cl = cJSON_GetStringValue(cJSON_GetObjectItem(j, "command_line"));
+    if (!cl || !strstr(cl, "\\xff-b.html")) fail_msg("command_line: %s", cl ? cl : "(none)");
+    cJSON_Delete(j);
+    free(text);
+    free(json);
+    free(page);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(a_kill_at_any_step_leaves_the_old_or_the_new_set, cli_teardown),
+        cmocka_unit_test_teardown(a_kill_during_a_roll_back_leaves_the_old_or_the_new_set, cli_teardown),
+        cmocka_unit_test_teardown(report_never_replaces_a_fifo_a_folder_or_its_input, cli_teardown),
+        cmocka_unit_test_teardown(every_output_path_is_checked_before_the_sweep, cli_teardown),
+        cmocka_unit_test(a_page_path_is_never_cut),
+        cmocka_unit_test_teardown(prune_removes_only_what_is_proven_a_superseded_tables, cli_teardown),
+        cmocka_unit_test_teardown(a_newline_in_a_file_name_cannot_forge_a_line, cli_teardown),
+        cmocka_unit_test_teardown(the_command_line_in_a_report_is_utf8, cli_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
