@@ -89,9 +89,10 @@ static inline bool st_mmvq_tiled(int rows, int nt, bool legacy)
  * instructions (PTX for sm_90 or later; false on HIP). */
 bool st_quantize_takes_dependents();
 
-/* f32 [n][k] -> q8_1, planar (BLOCKS=false) or 36-byte ggml blocks. */
+/* f32 [n][k] -> q8_1, planar (BLOCKS=false) or 36-byte ggml blocks; vector
+ * t at X + t * X_STRIDE (0: K, back to back). */
 st_rt_error st_launch_quantize(const st_launch &L, const float *x, int64_t k, int n, const st_xplanes &xp,
-                               uint8_t *blocks);
+                               uint8_t *blocks, int64_t x_stride = 0);
 
 /* iq_mmvq for one type: rows = 0 default chain, else a rows variant. */
 template <int TYPE>

@@ -38,8 +38,8 @@ struct ws_layout {
 
 struct gpu_backend {
     int device = 0;
-    st_launch L{};
-    bool own_stream = false;
+    st_launch L{};          /* L.stream: where calls queue now (st_ctx_set_stream) */
+    st_rt_stream own = nullptr; /* the context's own stream, when it made one */
     st_rt_event ev[2] = {};
     size_t llc = 0;
     void *grids = nullptr;
@@ -190,11 +190,12 @@ void gpu_close(void *b)
     if (!g) return;
     dev_guard dg(g->device);
     if (g->L.stream) (void)st_rt_stream_sync(g->L.stream);
+    if (g->own && g->own != g->L.stream) (void)st_rt_stream_sync(g->own);
     if (g->own_ws && g->ws) (void)st_rt_free(g->ws);
     if (g->grids) (void)st_rt_free(g->grids);
     for (int i = 0; i < 2; i++)
         if (g->ev[i]) (void)st_rt_event_destroy(g->ev[i]);
-    if (g->own_stream && g->L.stream) (void)st_rt_stream_destroy(g->L.stream);
+    if (g->own) (void)st_rt_stream_destroy(g->own);
     delete g;
 }
 
@@ -292,11 +293,17 @@ void gpu_matrix_free(void *b, st_bmatrix *m)
     m->data = nullptr;
 }
 
-st_status gpu_mmvq(void *b, const st_bmatrix *w, const float *x, int nt, float *y, int rows,
+st_status gpu_mmvq(void *b, const st_bmatrix *w, const float *x, int64_t xs, int nt, float *y, int64_t ys, int rows,
                    const st_dispatch_config *cfg)
 {
     gpu_backend *g = G(b);
     dev_guard dg(g->device);
+    /* spaced output rows: a launch per token (the bytes of a token do not
+     * depend on the others in its call: the batch invariance tests) */
+    if (ys != w->rows && nt > 1) {
+        for (int t = 0; t < nt; t++) ST_TRY(gpu_mmvq(b, w, x + t * xs, xs, 1, y + t * ys, w->rows, rows, cfg));
+        return ST_OK;
+    }
     const bool legacy = rows == 0 && cfg->active[ST_KNOB_OLD_IQ_MMVQ];
     const bool stage = cfg->active[ST_KNOB_IQ_STAGE_GRID_MMVQ];
     const ws_ptrs p = carve(g);
@@ -310,7 +317,7 @@ st_status gpu_mmvq(void *b, const st_bmatrix *w, const float *x, int nt, float *
         xp = xplanes(p.xq, w->cols, tiled ? st_xtile_tokens(nt) : nt);
         xp.tiled = tiled;
     }
-    RT_TRY(st_launch_quantize(g->L, x, w->cols, nt, xp, blocks), "q8_1 launch");
+    RT_TRY(st_launch_quantize(g->L, x, w->cols, nt, xp, blocks, xs), "q8_1 launch");
     const st_mat_dev m = mat_dev(w);
     st_rt_error e = by_type(w->type, [&](auto tc) {
         return st_launch_mmvq<decltype(tc)::value>(g->L, m, xp, blocks, nt, y, rows, stage, legacy);
@@ -319,10 +326,22 @@ st_status gpu_mmvq(void *b, const st_bmatrix *w, const float *x, int nt, float *
     return ST_OK;
 }
 
-st_status gpu_expert_grouped(void *b, const st_bexperts *ex, const float *x, const int32_t *ids, const float *wts,
-                             int nt, int topk, float *out, int gu_rows, int down_rows, const st_dispatch_config *cfg)
+st_status gpu_expert_grouped(void *b, const st_bexperts *ex, const st_ffn_options *o, const float *x, const int32_t *ids,
+                             const float *wts, int nt, int topk, float *out, int gu_rows, int down_rows,
+                             const st_dispatch_config *cfg)
 {
     gpu_backend *g = G(b);
+    /* what the kernels compute: silu, no bias, dense ids, weights and outputs */
+    const char *lacks = o->act != ST_ACT_SILU                              ? "an activation other than silu"
+                        : o->gate_bias || o->up_bias || o->down_bias      ? "biases"
+                        : (o->ids_stride && o->ids_stride != topk) ||
+                                  (o->wts_stride && o->wts_stride != topk) ? "strides of ids or weights"
+                        : o->out_stride && o->out_stride != ex->n_embd    ? "an output stride"
+                                                                          : nullptr;
+    if (lacks)
+        return st_fail(ST_ERR_UNSUPPORTED, "expert_ffn: the GPU kernels do not compute %s yet (the CPU backend does)",
+                       lacks);
+    const int64_t xs = o->x_stride ? o->x_stride : ex->n_embd;
     dev_guard dg(g->device);
     const int np = nt * topk;
     st_expert_args a;
@@ -370,7 +389,7 @@ st_status gpu_expert_grouped(void *b, const st_bexperts *ex, const float *x, con
      * are many, so blocks are not dominated by their set-up */
     a.ppb = np <= 8 ? 1 : np <= 16 ? 2 : 4;
     const st_launch &L = g->L;
-    RT_TRY(st_launch_quantize(L, x, ex->n_embd, nt, a.xq, nullptr), "q8_1 launch");
+    RT_TRY(st_launch_quantize(L, x, ex->n_embd, nt, a.xq, nullptr, xs), "q8_1 launch");
     if (pl.grouped_v1) RT_TRY(st_launch_group_v1(L, a), "grouping launch");
     st_rt_error e = by_type(ex->gate->type, [&](auto tc) { return st_launch_gate_up<decltype(tc)::value>(L, a, pl); });
     RT_TRY(e, "gate-up launch");
@@ -493,6 +512,15 @@ void gpu_graph_destroy(void *b, void *graph)
     delete gr;
 }
 
+st_status gpu_set_stream(void *b, void *stream)
+{
+    gpu_backend *g = G(b);
+    dev_guard dg(g->device);
+    if (!stream && !g->own) RT_TRY(st_rt_stream_create(&g->own), "create stream");
+    g->L.stream = stream ? (st_rt_stream)stream : g->own;
+    return ST_OK;
+}
+
 const st_backend_ops GPU_OPS = {
     gpu_close,        gpu_stream,         gpu_alloc,         gpu_free,
     gpu_upload,       gpu_download,       gpu_sync,          gpu_matrix_create,
@@ -500,6 +528,7 @@ const st_backend_ops GPU_OPS = {
     gpu_timer_stop,   gpu_mem_info,       gpu_llc_bytes,     gpu_default_expert_equiv,
     gpu_probe_read,   gpu_probe_copy,     gpu_probe_empty,   gpu_probe_loads,
     gpu_capture_begin, gpu_capture_end,   gpu_graph_launch,  gpu_graph_destroy,
+    gpu_set_stream,   nullptr, /* expert_mat: not yet on the GPU */
 };
 
 st_status open_device(int device, st_identity *id)
@@ -533,8 +562,8 @@ st_status setup(gpu_backend *g, const st_ctx_params *p, const st_dispatch_config
     if (p->stream) {
         g->L.stream = (st_rt_stream)p->stream;
     } else {
-        RT_TRY(st_rt_stream_create(&g->L.stream), "create stream");
-        g->own_stream = true;
+        RT_TRY(st_rt_stream_create(&g->own), "create stream");
+        g->L.stream = g->own;
     }
     RT_TRY(st_rt_event_create(&g->ev[0]), "create events");
     RT_TRY(st_rt_event_create(&g->ev[1]), "create events");
