@@ -9,8 +9,8 @@
  * GPU, ordinary host memory on the CPU backend. Every backend, variant and
  * knob path produces the same output bytes (docs/DESIGN.md section 2).
  *
- * Decode calls (st_iq_mmvq, st_expert_grouped and their _variant forms)
- * never allocate or free memory, never wait for the device and never issue a
+ * Decode calls (st_iq_mmvq, st_iq_mmvq_strided, st_expert_grouped,
+ * st_expert_mat, st_expert_ffn and the _variant forms) never allocate or free memory, never wait for the device and never issue a
  * synchronous copy or memset: on a GPU they only queue kernels on the
  * context's stream, so an engine can order them with its own work and
  * capture them in a CUDA/HIP graph (docs/USER_GUIDE.md, "Linking into an
@@ -263,7 +263,8 @@ ST_API st_status st_expert_grouped_variant(st_ctx *ctx, const st_experts *ex, co
  * The rows are the expert kernels' (one group of 32 canonical streams at
  * any K, docs/DESIGN.md section 2), so gate, up, the combine and down by
  * this call give st_expert_grouped's h and y bytes. NT 1..max_tokens, TOPK
- * 1..max_topk, N_EXPERT 1..max_experts, R at most max_rows. */
+ * 1..max_topk, N_EXPERT 1..max_experts, R at most max_rows, and with a
+ * vector per slot its length (cols) too. */
 ST_API st_status st_expert_mat(st_ctx *ctx, const st_matrix *w, int n_expert, const float *x, int x_slots,
                                int64_t x_slot_stride, int64_t x_token_stride, const int32_t *ids,
                                int64_t ids_stride, int nt, int topk, float *y, int64_t y_slot_stride,

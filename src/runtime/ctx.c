@@ -600,6 +600,10 @@ st_status st_expert_mat(st_ctx *c, const st_matrix *w, int n_expert, const float
                        "%d)", what, topk, c->lim.max_topk, ST_MAX_TOPK);
     if (x_slots != 1 && x_slots != topk)
         return st_fail(ST_ERR_INVALID_ARG, "%s: x_slots %d must be 1 or top-k %d", what, x_slots, topk);
+    /* a vector per slot takes the scratch of the FFN's h, sized by max_rows */
+    if (x_slots > 1 && w->m.cols > c->lim.max_rows)
+        return st_fail(ST_ERR_INVALID_ARG, "%s: a vector per slot of %lld values is more than the context's max_rows "
+                       "%lld", what, (long long)w->m.cols, (long long)c->lim.max_rows);
     /* no two outputs in one place, no vector shorter than its row */
     const bool xs_ok = x_slots == 1 ? x_token_stride >= w->m.cols || nt == 1
                                     : x_slot_stride >= w->m.cols && (nt == 1 || x_token_stride >= x_slot_stride * topk);

@@ -246,11 +246,14 @@ st_status st_tune_out_open(st_tune_out *o, const char *dir, const char *name, in
     char *fresh = NULL;
     st_status s = ST_OK;
     o->dir = fmt("%.*s", (int)dl, dir);
+    /* "strata-" once: a model whose own name starts with it (our tests'
+     * tiny model, "strata-tune-tiny-moe-tests") keeps its name as it is */
+    const char *pre = strncmp(name, "strata-", 7) ? "strata-" : "";
     if (o->dir) {
-        fresh = fmt("%s/strata-%s-%s%s-%s.table", o->dir, name, arch, model, rt);
+        fresh = fmt("%s/%s%s-%s%s-%s.table", o->dir, pre, name, arch, model, rt);
         char dev[24] = "";
         if (report_device >= 0) snprintf(dev, sizeof dev, ".dev%d", report_device);
-        o->report_path = fmt("%s/strata-%s%s.autotune.json", o->dir, name, dev);
+        o->report_path = fmt("%s/%s%s%s.autotune.json", o->dir, pre, name, dev);
         o->lock_path = fmt("%s/" LOCK_NAME, o->dir);
     }
     if (!o->dir || !fresh || !o->report_path || !o->lock_path) s = st_fail(ST_ERR_NOMEM, "tune: out of memory");

@@ -512,6 +512,62 @@ void gpu_graph_destroy(void *b, void *graph)
     delete gr;
 }
 
+/* The vectors N0.. of planes XP (a view: the quantize kernel writes vector
+ * v at v * nu units). */
+st_xplanes xplanes_from(const st_xplanes &xp, int n0)
+{
+    st_xplanes v = xp;
+    const size_t u = (size_t)n0 * (size_t)xp.nu;
+    v.qs += u * 32;
+    v.d += u;
+    v.d16 += u;
+    v.s16 += u;
+    return v;
+}
+
+/* st_expert_mat: the activations to q8_1 (a vector per token when every
+ * slot reads the token's, else per pair: the scratch of x, or of h, which
+ * ctx.c's limits size for them), then one launch. */
+st_status gpu_expert_mat(void *b, const st_bmatrix *w, int n_expert, const float *x, int x_slots, int64_t xss,
+                         int64_t xts, const int32_t *ids, int64_t ids_stride, int nt, int topk, float *y, int64_t yss,
+                         int64_t yts, const st_dispatch_config *cfg)
+{
+    gpu_backend *g = G(b);
+    dev_guard dg(g->device);
+    const ws_ptrs p = carve(g);
+    const int64_t k = w->cols;
+    st_expert_mat_args m;
+    memset(&m, 0, sizeof m);
+    m.w = mat_dev(w);
+    m.n_expert = n_expert;
+    m.rows = (int)(w->rows / n_expert);
+    m.nt = nt;
+    m.topk = topk;
+    m.x_slots = x_slots;
+    m.ids = ids;
+    m.ids_stride = ids_stride;
+    m.y = y;
+    m.y_slot_stride = yss;
+    m.y_token_stride = yts;
+    if (x_slots == 1) {
+        m.x = xplanes(p.xq, k, nt);
+        RT_TRY(st_launch_quantize(g->L, x, k, nt, m.x, nullptr, xts), "q8_1 launch");
+    } else {
+        m.x = xplanes(p.hq, k, nt * topk);
+        if (xts == xss * topk) {
+            RT_TRY(st_launch_quantize(g->L, x, k, nt * topk, m.x, nullptr, xss), "q8_1 launch");
+        } else {
+            for (int t = 0; t < nt; t++)
+                RT_TRY(st_launch_quantize(g->L, x + t * xts, k, topk, xplanes_from(m.x, t * topk), nullptr, xss),
+                       "q8_1 launch");
+        }
+    }
+    const bool stage = !cfg->active[ST_KNOB_IQ_STAGE_GRID_OFF];
+    st_rt_error e = by_type(w->type, [&](auto tc) { return st_launch_expert_mat<decltype(tc)::value>(g->L, m, stage); });
+    RT_TRY(e, "expert_mat launch");
+    return ST_OK;
+}
+
 st_status gpu_set_stream(void *b, void *stream)
 {
     gpu_backend *g = G(b);
@@ -528,7 +584,7 @@ const st_backend_ops GPU_OPS = {
     gpu_timer_stop,   gpu_mem_info,       gpu_llc_bytes,     gpu_default_expert_equiv,
     gpu_probe_read,   gpu_probe_copy,     gpu_probe_empty,   gpu_probe_loads,
     gpu_capture_begin, gpu_capture_end,   gpu_graph_launch,  gpu_graph_destroy,
-    gpu_set_stream,   nullptr, /* expert_mat: not yet on the GPU */
+    gpu_set_stream,   gpu_expert_mat,
 };
 
 st_status open_device(int device, st_identity *id)
