@@ -128,6 +128,22 @@ st_rt_error st_launch_gate_up(const st_launch &L, const st_expert_args &a, const
 template <int TYPE>
 st_rt_error st_launch_down(const st_launch &L, const st_expert_args &a, const st_expert_plan &p);
 st_rt_error st_launch_group_v1(const st_launch &L, const st_expert_args &a);
+
+/* st_expert_mat (ggml's MUL_MAT_ID): per (token, slot) pair p = t*topk+k
+ * with e = ids[t * ids_stride + k], y[t * y_token_stride + k *
+ * y_slot_stride + r] = W_e[r] . x vector (t when x_slots is 1, else p); an
+ * id out of range writes zeros and reads no weight. */
+struct st_expert_mat_args {
+    st_mat_dev w; /* n_expert experts of ROWS rows */
+    int n_expert, rows, nt, topk, x_slots;
+    const int32_t *ids;
+    int64_t ids_stride;
+    st_xplanes x;
+    float *y;
+    int64_t y_slot_stride, y_token_stride;
+};
+template <int TYPE>
+st_rt_error st_launch_expert_mat(const st_launch &L, const st_expert_mat_args &m, bool stage_grid);
 st_rt_error st_launch_topk_sum(const st_launch &L, const st_expert_args &a);
 st_rt_error st_launch_combine_v2k(const st_launch &L, const st_expert_args &a);
 
