@@ -302,7 +302,8 @@ static inline void st_ffn_options_init(st_ffn_options *o) { st_ffn_options_init_
 
 /* The fused MoE FFN with O's activation, biases and strides (NULL: the
  * defaults: st_expert_grouped, table included). On a GPU only the defaults
- * run today (silu, no bias, dense arrays); anything else is refused with
+ * run today (silu, no bias, dense ids, weights and outputs; X may be
+ * strided); anything else is refused with
  * ST_ERR_UNSUPPORTED naming it, before anything is queued (the CPU backend
  * computes all of it). */
 ST_API st_status st_expert_ffn(st_ctx *ctx, const st_experts *ex, const st_ffn_options *o, const float *x,

@@ -180,15 +180,7 @@ static void out_of_range_ids_match_cpu_on_every_path(void **state)
         CHECK_OK(st_experts_make(cs[c], m[c][0], m[c][1], m[c][2], NEXP, &ex[c]));
     }
     path paths[32];
-    int np = 0;
-    paths[np++] = (path){"default", 0, 0, 0, -1};
-#define ADD_PAIR(GU, DN) paths[np++] = (path){"rows " #GU "/" #DN, 0, GU, DN, -1};
-    STRATA_EXPERT_ROWS_VARIANTS(ADD_PAIR)
-#undef ADD_PAIR
-    const int knobs[] = {ST_KNOB_NO_SUB16_GU, ST_KNOB_IQ_STAGE_GRID_OFF, ST_KNOB_EXPERT_V2, ST_KNOB_EXPERT_V2K,
-                         ST_KNOB_TSUM, ST_KNOB_GROUPED_V1};
-    for (size_t k = 0; k < sizeof knobs / sizeof knobs[0]; k++)
-        paths[np++] = (path){st_knob_label((st_knob)knobs[k]), 0, 0, 0, knobs[k]};
+    const int np = expert_paths(paths);
     const int32_t bad[] = {-1, NEXP, INT32_MIN, INT32_MAX, NEXP + 1000};
     const int nts[] = {1, 4, 32};
     for (size_t i = 0; i < sizeof nts / sizeof nts[0]; i++) {

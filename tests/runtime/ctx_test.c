@@ -237,9 +237,12 @@ typedef struct {
     const float *wts;
 } worker;
 
+/* Each round sets the stream first (NULL: the CPU has none), as an engine
+ * moving its context between streams does. */
 static void run_calls(worker *w)
 {
     for (int i = 0; i < ROUNDS; i++) {
+        assert_int_equal(st_ctx_set_stream(w->f.ctx, NULL), ST_OK);
         const int nt = 1 + i % 4;
         assert_int_equal(st_iq_mmvq(w->f.ctx, w->f.w, w->x, nt, w->y[i]), ST_OK);
         assert_int_equal(st_expert_grouped(w->f.ctx, &w->f.ex, w->x, w->ids, w->wts, nt, TOPK, w->out[i]), ST_OK);
@@ -288,21 +291,8 @@ static void two_contexts_in_two_threads(void **state)
 }
 
 /* One set of matrices, made by a third context, used by two contexts in
- * two threads at the same time (a matrix is read-only once made), each
- * thread setting its context's stream between calls (NULL: the CPU has
- * none): the bytes one context gives alone. */
-static void *shared_main(void *arg)
-{
-    worker *w = arg;
-    for (int i = 0; i < ROUNDS; i++) {
-        assert_int_equal(st_ctx_set_stream(w->f.ctx, NULL), ST_OK);
-        const int nt = 1 + i % 4;
-        assert_int_equal(st_iq_mmvq(w->f.ctx, w->f.w, w->x, nt, w->y[i]), ST_OK);
-        assert_int_equal(st_expert_grouped(w->f.ctx, &w->f.ex, w->x, w->ids, w->wts, nt, TOPK, w->out[i]), ST_OK);
-    }
-    return NULL;
-}
-
+ * two threads at the same time (a matrix is read-only once made): the bytes
+ * one context gives alone. */
 static void one_matrix_two_contexts_two_threads(void **state)
 {
     static worker w[3];
@@ -327,9 +317,9 @@ static void one_matrix_two_contexts_two_threads(void **state)
         w[i].ids = ids;
         w[i].wts = wts;
     }
-    shared_main(&w[2]); /* alone: the reference */
+    run_calls(&w[2]); /* alone: the reference */
     pthread_t t[2];
-    for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&t[i], NULL, shared_main, &w[i]), 0);
+    for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&t[i], NULL, thread_main, &w[i]), 0);
     for (int i = 0; i < 2; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
     for (int i = 0; i < 2; i++) {
         assert_memory_equal(w[i].y, w[2].y, sizeof w[2].y);
