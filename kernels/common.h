@@ -144,6 +144,28 @@ struct st_expert_mat_args {
 };
 template <int TYPE>
 st_rt_error st_launch_expert_mat(const st_launch &L, const st_expert_mat_args &m, bool stage_grid);
+
+/* st_expert_ffn beyond the fused kernels (another combine, biases, strides
+ * of ids, weights or outputs): the gate and up outputs G, U [np][n_ff] (of
+ * st_expert_mat) combined with their biases into H, and the down outputs
+ * Y [np][n_embd] with their bias summed over the top-k in k order. A pair
+ * whose id is out of range: H 0, and w * 0 in the sum. */
+struct st_ffn_args {
+    int n_expert, n_embd, n_ff, nt, topk, act;
+    float alpha, limit;
+    const int32_t *ids;
+    int64_t ids_stride;
+    const float *wts;
+    int64_t wts_stride;
+    const float *gate_bias, *up_bias, *down_bias;
+    const float *g, *u;
+    float *h;
+    const float *y;
+    float *out;
+    int64_t out_stride;
+};
+st_rt_error st_launch_ffn_combine(const st_launch &L, const st_ffn_args &a);
+st_rt_error st_launch_ffn_sum(const st_launch &L, const st_ffn_args &a);
 st_rt_error st_launch_topk_sum(const st_launch &L, const st_expert_args &a);
 st_rt_error st_launch_combine_v2k(const st_launch &L, const st_expert_args &a);
 

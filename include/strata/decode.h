@@ -301,11 +301,10 @@ ST_API void st_ffn_options_init_size(st_ffn_options *o, size_t size);
 static inline void st_ffn_options_init(st_ffn_options *o) { st_ffn_options_init_size(o, sizeof *o); }
 
 /* The fused MoE FFN with O's activation, biases and strides (NULL: the
- * defaults: st_expert_grouped, table included). On a GPU only the defaults
- * run today (silu, no bias, dense ids, weights and outputs; X may be
- * strided); anything else is refused with
- * ST_ERR_UNSUPPORTED naming it, before anything is queued (the CPU backend
- * computes all of it). */
+ * defaults: st_expert_grouped, table included). On a GPU the defaults (also
+ * with a strided X) run the tuned expert kernels; anything else runs as
+ * st_expert_mat launches with a combine and a sum launch (the same bytes:
+ * the same operations in the same order), 8 launches a call. */
 ST_API st_status st_expert_ffn(st_ctx *ctx, const st_experts *ex, const st_ffn_options *o, const float *x,
                                const int32_t *ids, const float *wts, int nt, int topk, float *out);
 

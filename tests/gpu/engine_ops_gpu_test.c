@@ -3,9 +3,9 @@
  * tests/runtime/engine_ops_test.c): the dense call with row strides, the
  * expert matrix call (MUL_MAT_ID) with per-slot activations and outputs and
  * an ids row stride, expert ids out of range on every expert path, the
- * fused FFN's GPU scope (the defaults run, the rest is refused before
- * anything is queued), a matrix used by a second context, and the stream
- * set per context. */
+ * fused FFN with every combine, biases and strides (the composed launches
+ * beside the fused kernels), a matrix used by a second context, and the
+ * stream set per context. */
 #include "parity_util.h"
 
 static const uint32_t CANARY = 0x7fc01234u;
@@ -224,8 +224,8 @@ static void out_of_range_ids_match_cpu_on_every_path(void **state)
     assert_int_equal(g_mis, 0);
 }
 
-/* ---- the FFN's GPU scope, sharing, streams ------------------------------------- */
-static void ffn_scope_sharing_and_streams(void **state)
+/* ---- the FFN, sharing, streams -------------------------------------------------- */
+static void ffn_sharing_and_streams(void **state)
 {
     (void)state;
     st_ctx *cpu = make_ctx(ST_BACKEND_CPU), *a = make_ctx(ST_BACKEND_GPU), *b = make_ctx(ST_BACKEND_GPU);
@@ -272,20 +272,63 @@ static void ffn_scope_sharing_and_streams(void **state)
     free(y);
     CHECK_OK(st_ctx_set_stream(b, NULL));
     assert_ptr_equal(st_ctx_stream(b), own);
-    /* beyond the GPU's scope: refused, nothing queued */
-    const float canary[NT * EMBD] = {0};
-    CHECK_OK(st_ctx_upload(b, od, canary, sizeof canary));
-    st_ffn_options_init(&o);
-    o.act = ST_ACT_GELU;
-    assert_int_equal(st_expert_ffn(b, &exg, &o, xd, idd, wd, NT, TOPK, od), ST_ERR_UNSUPPORTED);
-    assert_non_null(strstr(st_last_error(), "silu"));
-    st_ffn_options_init(&o);
-    o.down_bias = wd;
-    assert_int_equal(st_expert_ffn(b, &exg, &o, xd, idd, wd, NT, TOPK, od), ST_ERR_UNSUPPORTED);
-    assert_non_null(strstr(st_last_error(), "biases"));
-    y = fetch(b, od, NT * EMBD);
-    assert_memory_equal(y, canary, sizeof canary);
-    free(y);
+    /* every combine, with and without biases, strided ids, weights and
+     * outputs, ids out of range: the composed launches, the CPU's bytes */
+    float bias[2 * NEXP * FF + NEXP * EMBD];
+    st_random_floats(&r, bias, sizeof bias / sizeof bias[0], 1.0f);
+    float *bd = to_backend(b, bias, sizeof bias);
+    enum { OS = EMBD + 3, IS = TOPK + 1 };
+    int32_t ids2[NT * IS];
+    float w2[NT * IS];
+    for (int t = 0; t < NT; t++)
+        for (int k = 0; k < IS; k++) {
+            ids2[t * IS + k] = k < TOPK ? ids[t * TOPK + k] : 99;
+            w2[t * IS + k] = k < TOPK ? w[t * TOPK + k] : 5.0f;
+        }
+    ids2[IS + 1] = -1;
+    int32_t *id2d = to_backend(b, ids2, sizeof ids2);
+    float *w2d = to_backend(b, w2, sizeof w2);
+    float *o2d = NULL;
+    CHECK_OK(st_ctx_alloc(b, sizeof(float) * NT * OS, (void **)&o2d));
+    const st_activation acts[] = {ST_ACT_SILU, ST_ACT_GELU, ST_ACT_SWIGLU_OAI};
+    for (int a_ = 0; a_ < 3; a_++)
+        for (int bias_on = 0; bias_on < 2; bias_on++)
+            for (int spaced = 0; spaced < 2; spaced++) {
+                st_ffn_options oc, og;
+                st_ffn_options_init(&oc);
+                oc.act = acts[a_];
+                oc.limit = 0.05f;
+                oc.x_stride = EMBD + 8;
+                if (spaced) {
+                    oc.ids_stride = IS;
+                    oc.wts_stride = IS;
+                    oc.out_stride = OS;
+                }
+                og = oc;
+                if (bias_on) {
+                    oc.gate_bias = bias;
+                    oc.up_bias = bias + NEXP * FF;
+                    oc.down_bias = bias + 2 * NEXP * FF;
+                    og.gate_bias = bd;
+                    og.up_bias = bd + NEXP * FF;
+                    og.down_bias = bd + 2 * NEXP * FF;
+                }
+                float *yc = canaries(NT * OS), *zero = canaries(NT * OS);
+                CHECK_OK(st_ctx_upload(b, o2d, zero, sizeof(float) * NT * OS));
+                CHECK_OK(st_expert_ffn(cpu, &exc, &oc, x, spaced ? ids2 : ids, spaced ? w2 : w, NT, TOPK, yc));
+                CHECK_OK(st_expert_ffn(b, &exg, &og, xd, spaced ? id2d : idd, spaced ? w2d : wd, NT, TOPK, o2d));
+                float *yg = fetch(b, o2d, NT * OS);
+                char what[120];
+                snprintf(what, sizeof what, "ffn act %d bias %d spaced %d", (int)acts[a_], bias_on, spaced);
+                compare(what, yg, yc, spaced ? NT * OS : NT * EMBD);
+                free(yc);
+                free(zero);
+                free(yg);
+            }
+    st_ctx_free(b, bd);
+    st_ctx_free(b, id2d);
+    st_ctx_free(b, w2d);
+    st_ctx_free(b, o2d);
     st_ctx_free(b, xd);
     st_ctx_free(b, wd);
     st_ctx_free(b, idd);
@@ -312,7 +355,7 @@ int main(void)
         cmocka_unit_test(strided_dense_matches_cpu),
         cmocka_unit_test(expert_mat_matches_cpu),
         cmocka_unit_test(out_of_range_ids_match_cpu_on_every_path),
-        cmocka_unit_test(ffn_scope_sharing_and_streams),
+        cmocka_unit_test(ffn_sharing_and_streams),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

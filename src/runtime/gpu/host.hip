@@ -326,21 +326,92 @@ st_status gpu_mmvq(void *b, const st_bmatrix *w, const float *x, int64_t xs, int
     return ST_OK;
 }
 
+/* st_expert_mat's launch for W's type. */
+st_rt_error launch_expert_mat(const st_launch &L, st_qtype t, const st_expert_mat_args &m, bool stage)
+{
+    return by_type(t, [&](auto tc) { return st_launch_expert_mat<decltype(tc)::value>(L, m, stage); });
+}
+
+/* st_expert_ffn beyond the fused kernels, composed of st_expert_mat's
+ * launches: q8_1(x), gate into h and up into y ([np][n_ff] each), the
+ * combine with the biases into h (in place), q8_1(h), down into y
+ * ([np][n_embd]), the top-k sum with the down bias. The same operations in
+ * the same order as the CPU reference. */
+st_status gpu_ffn_composed(gpu_backend *g, const st_bexperts *ex, const st_ffn_options *o, const float *x,
+                           const int32_t *ids, const float *wts, int nt, int topk, float *out,
+                           const st_dispatch_config *cfg)
+{
+    dev_guard dg(g->device);
+    const st_launch &L = g->L;
+    const ws_ptrs p = carve(g);
+    const int np = nt * topk;
+    const bool stage = !cfg->active[ST_KNOB_IQ_STAGE_GRID_OFF];
+    st_expert_mat_args m;
+    memset(&m, 0, sizeof m);
+    m.n_expert = ex->n_expert;
+    m.nt = nt;
+    m.topk = topk;
+    m.ids = ids;
+    m.ids_stride = o->ids_stride ? o->ids_stride : topk;
+    m.x_slots = 1;
+    m.x = xplanes(p.xq, ex->n_embd, nt);
+    RT_TRY(st_launch_quantize(L, x, ex->n_embd, nt, m.x, nullptr, o->x_stride), "q8_1 launch");
+    m.rows = ex->n_ff;
+    m.y_slot_stride = ex->n_ff;
+    m.y_token_stride = (int64_t)ex->n_ff * topk;
+    m.w = mat_dev(ex->gate);
+    m.y = (float *)p.h;
+    RT_TRY(launch_expert_mat(L, ex->gate->type, m, stage), "gate launch");
+    m.w = mat_dev(ex->up);
+    m.y = (float *)p.y;
+    RT_TRY(launch_expert_mat(L, ex->up->type, m, stage), "up launch");
+    st_ffn_args f;
+    memset(&f, 0, sizeof f);
+    f.n_expert = ex->n_expert;
+    f.n_embd = ex->n_embd;
+    f.n_ff = ex->n_ff;
+    f.nt = nt;
+    f.topk = topk;
+    f.act = (int)o->act;
+    f.alpha = o->alpha;
+    f.limit = o->limit;
+    f.ids = ids;
+    f.ids_stride = m.ids_stride;
+    f.wts = wts;
+    f.wts_stride = o->wts_stride ? o->wts_stride : topk;
+    f.gate_bias = o->gate_bias;
+    f.up_bias = o->up_bias;
+    f.down_bias = o->down_bias;
+    f.g = (const float *)p.h;
+    f.u = (const float *)p.y;
+    f.h = (float *)p.h;
+    RT_TRY(st_launch_ffn_combine(L, f), "combine launch");
+    m.x_slots = topk;
+    m.x = xplanes(p.hq, ex->n_ff, np);
+    RT_TRY(st_launch_quantize(L, f.h, ex->n_ff, np, m.x, nullptr), "q8_1 launch");
+    m.rows = ex->n_embd;
+    m.y_slot_stride = ex->n_embd;
+    m.y_token_stride = (int64_t)ex->n_embd * topk;
+    m.w = mat_dev(ex->down);
+    m.y = (float *)p.y;
+    RT_TRY(launch_expert_mat(L, ex->down->type, m, stage), "down launch");
+    f.y = (const float *)p.y;
+    f.out = out;
+    f.out_stride = o->out_stride ? o->out_stride : ex->n_embd;
+    RT_TRY(st_launch_ffn_sum(L, f), "top-k sum launch");
+    return ST_OK;
+}
+
 st_status gpu_expert_grouped(void *b, const st_bexperts *ex, const st_ffn_options *o, const float *x, const int32_t *ids,
                              const float *wts, int nt, int topk, float *out, int gu_rows, int down_rows,
                              const st_dispatch_config *cfg)
 {
     gpu_backend *g = G(b);
-    /* what the kernels compute: silu, no bias, dense ids, weights and outputs */
-    const char *lacks = o->act != ST_ACT_SILU                              ? "an activation other than silu"
-                        : o->gate_bias || o->up_bias || o->down_bias      ? "biases"
-                        : (o->ids_stride && o->ids_stride != topk) ||
-                                  (o->wts_stride && o->wts_stride != topk) ? "strides of ids or weights"
-                        : o->out_stride && o->out_stride != ex->n_embd    ? "an output stride"
-                                                                          : nullptr;
-    if (lacks)
-        return st_fail(ST_ERR_UNSUPPORTED, "expert_ffn: the GPU kernels do not compute %s yet (the CPU backend does)",
-                       lacks);
+    /* the fused kernels: silu, no bias, dense ids, weights and outputs */
+    const bool fused = o->act == ST_ACT_SILU && !o->gate_bias && !o->up_bias && !o->down_bias &&
+                       (!o->ids_stride || o->ids_stride == topk) && (!o->wts_stride || o->wts_stride == topk) &&
+                       (!o->out_stride || o->out_stride == ex->n_embd);
+    if (!fused) return gpu_ffn_composed(g, ex, o, x, ids, wts, nt, topk, out, cfg);
     const int64_t xs = o->x_stride ? o->x_stride : ex->n_embd;
     dev_guard dg(g->device);
     const int np = nt * topk;
@@ -563,8 +634,7 @@ st_status gpu_expert_mat(void *b, const st_bmatrix *w, int n_expert, const float
         }
     }
     const bool stage = !cfg->active[ST_KNOB_IQ_STAGE_GRID_OFF];
-    st_rt_error e = by_type(w->type, [&](auto tc) { return st_launch_expert_mat<decltype(tc)::value>(g->L, m, stage); });
-    RT_TRY(e, "expert_mat launch");
+    RT_TRY(launch_expert_mat(g->L, w->type, m, stage), "expert_mat launch");
     return ST_OK;
 }
 
