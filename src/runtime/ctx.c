@@ -276,8 +276,8 @@ static st_status check_shape(const st_ctx *c, st_qtype type, int64_t rows, int64
                        "max_cols %lld", what, st_qtype_name(type), (long long)rows, (long long)cols, (long long)cols,
                        (long long)c->lim.max_cols);
     if (rows > INT32_MAX)
-        return st_fail(ST_ERR_INVALID_ARG, "%s: %s matrix %lld x %lld: %lld rows is more than INT32_MAX (the largest "
-                       "matrix a table key names)", what, st_qtype_name(type), (long long)rows, (long long)cols,
+        return st_fail(ST_ERR_INVALID_ARG, "%s: %s matrix %lld x %lld: %lld rows is more than INT32_MAX (a shape "
+                       "key's row count is an int)", what, st_qtype_name(type), (long long)rows, (long long)cols,
                        (long long)rows);
     if ((uint64_t)rows > SIZE_MAX / st_qtype_row_bytes(type, cols))
         return st_fail(ST_ERR_INVALID_ARG, "%s: matrix too large", what);
