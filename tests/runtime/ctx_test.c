@@ -255,17 +255,38 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+/* The thread tests' inputs: 4 tokens (malloc'd) and their routing. */
+static float *thread_inputs(uint32_t seed, int32_t *ids, float *wts)
+{
+    st_rng r;
+    st_rng_seed(&r, seed);
+    float *x = malloc(sizeof(float) * 4 * COLS);
+    st_random_floats(&r, x, 4 * COLS, 1.0f);
+    st_random_routing(&r, 4, TOPK, NEXP, ids, wts);
+    return x;
+}
+
+/* W[2] alone (the reference), then W[0] and W[1] in two threads at once:
+ * their bytes must be W[2]'s. */
+static void race_two(worker *w)
+{
+    run_calls(&w[2]);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&t[i], NULL, thread_main, &w[i]), 0);
+    for (int i = 0; i < 2; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
+    for (int i = 0; i < 2; i++) {
+        assert_memory_equal(w[i].y, w[2].y, sizeof w[2].y);
+        assert_memory_equal(w[i].out, w[2].out, sizeof w[2].out);
+    }
+}
+
 static void two_contexts_in_two_threads(void **state)
 {
     static worker w[3];
     memset(w, 0, sizeof w);
-    st_rng r;
-    st_rng_seed(&r, 99);
-    float *x = malloc(sizeof(float) * 4 * COLS);
-    st_random_floats(&r, x, 4 * COLS, 1.0f);
     int32_t ids[4 * TOPK];
     float wts[4 * TOPK];
-    st_random_routing(&r, 4, TOPK, NEXP, ids, wts);
+    float *x = thread_inputs(99, ids, wts);
     for (int i = 0; i < 3; i++) {
         st_ctx_params p;
         cpu_params(&p);
@@ -275,14 +296,7 @@ static void two_contexts_in_two_threads(void **state)
         w[i].ids = ids;
         w[i].wts = wts;
     }
-    run_calls(&w[2]); /* one context alone: the reference */
-    pthread_t t[2];
-    for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&t[i], NULL, thread_main, &w[i]), 0);
-    for (int i = 0; i < 2; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
-    for (int i = 0; i < 2; i++) {
-        assert_memory_equal(w[i].y, w[2].y, sizeof w[2].y);
-        assert_memory_equal(w[i].out, w[2].out, sizeof w[2].out);
-    }
+    race_two(w);
     for (int i = 0; i < 3; i++) {
         drop_weights(&w[i].f);
         st_ctx_destroy(w[i].f.ctx);
@@ -297,13 +311,9 @@ static void one_matrix_two_contexts_two_threads(void **state)
 {
     static worker w[3];
     memset(w, 0, sizeof w);
-    st_rng r;
-    st_rng_seed(&r, 77);
-    float *x = malloc(sizeof(float) * 4 * COLS);
-    st_random_floats(&r, x, 4 * COLS, 1.0f);
     int32_t ids[4 * TOPK];
     float wts[4 * TOPK];
-    st_random_routing(&r, 4, TOPK, NEXP, ids, wts);
+    float *x = thread_inputs(77, ids, wts);
     st_ctx_params p;
     cpu_params(&p);
     fixture owner = {0};
@@ -317,14 +327,7 @@ static void one_matrix_two_contexts_two_threads(void **state)
         w[i].ids = ids;
         w[i].wts = wts;
     }
-    run_calls(&w[2]); /* alone: the reference */
-    pthread_t t[2];
-    for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&t[i], NULL, thread_main, &w[i]), 0);
-    for (int i = 0; i < 2; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
-    for (int i = 0; i < 2; i++) {
-        assert_memory_equal(w[i].y, w[2].y, sizeof w[2].y);
-        assert_memory_equal(w[i].out, w[2].out, sizeof w[2].out);
-    }
+    race_two(w);
     for (int i = 0; i < 3; i++) st_ctx_destroy(w[i].f.ctx);
     drop_weights(&owner);
     st_ctx_destroy(owner.ctx);
