@@ -89,9 +89,10 @@ static inline bool st_mmvq_tiled(int rows, int nt, bool legacy)
  * instructions (PTX for sm_90 or later; false on HIP). */
 bool st_quantize_takes_dependents();
 
-/* f32 [n][k] -> q8_1, planar (BLOCKS=false) or 36-byte ggml blocks. */
+/* f32 [n][k] -> q8_1, planar (BLOCKS=false) or 36-byte ggml blocks; vector
+ * t at X + t * X_STRIDE (0: K, back to back). */
 st_rt_error st_launch_quantize(const st_launch &L, const float *x, int64_t k, int n, const st_xplanes &xp,
-                               uint8_t *blocks);
+                               uint8_t *blocks, int64_t x_stride = 0);
 
 /* iq_mmvq for one type: rows = 0 default chain, else a rows variant. */
 template <int TYPE>
@@ -145,6 +146,44 @@ st_rt_error st_launch_gate_up(const st_launch &L, const st_expert_args &a, const
 template <int TYPE>
 st_rt_error st_launch_down(const st_launch &L, const st_expert_args &a, const st_expert_plan &p);
 st_rt_error st_launch_group_v1(const st_launch &L, const st_expert_args &a);
+
+/* st_expert_mat (ggml's MUL_MAT_ID): per (token, slot) pair p = t*topk+k
+ * with e = ids[t * ids_stride + k], y[t * y_token_stride + k *
+ * y_slot_stride + r] = W_e[r] . x vector (t when x_slots is 1, else p); an
+ * id out of range writes zeros and reads no weight. */
+struct st_expert_mat_args {
+    st_mat_dev w; /* n_expert experts of ROWS rows */
+    int n_expert, rows, nt, topk, x_slots;
+    const int32_t *ids;
+    int64_t ids_stride;
+    st_xplanes x;
+    float *y;
+    int64_t y_slot_stride, y_token_stride;
+};
+template <int TYPE>
+st_rt_error st_launch_expert_mat(const st_launch &L, const st_expert_mat_args &m, bool stage_grid);
+
+/* st_expert_ffn beyond the fused kernels (another combine, biases, strides
+ * of ids, weights or outputs): the gate and up outputs G, U [np][n_ff] (of
+ * st_expert_mat) combined with their biases into H, and the down outputs
+ * Y [np][n_embd] with their bias summed over the top-k in k order. A pair
+ * whose id is out of range: H 0, and w * 0 in the sum. */
+struct st_ffn_args {
+    int n_expert, n_embd, n_ff, nt, topk, act;
+    float alpha, limit;
+    const int32_t *ids;
+    int64_t ids_stride;
+    const float *wts;
+    int64_t wts_stride;
+    const float *gate_bias, *up_bias, *down_bias;
+    const float *g, *u;
+    float *h;
+    const float *y;
+    float *out;
+    int64_t out_stride;
+};
+st_rt_error st_launch_ffn_combine(const st_launch &L, const st_ffn_args &a);
+st_rt_error st_launch_ffn_sum(const st_launch &L, const st_ffn_args &a);
 st_rt_error st_launch_topk_sum(const st_launch &L, const st_expert_args &a);
 st_rt_error st_launch_expert_pairs(const st_launch &L, const st_expert_args &a);
 st_rt_error st_launch_combine_v2k(const st_launch &L, const st_expert_args &a);

@@ -562,6 +562,37 @@ static st_rt_error st_down_nt(const st_launch &L, const st_expert_args &a, const
     });
 }
 
+/* ---- st_expert_mat (MUL_MAT_ID): one warp per (row, pair), the rows of
+ * the expert kernels (32 lanes, one group of 32 streams). Grid (row blocks
+ * of 4, pairs): every block reads its pair's id; an id out of range
+ * writes zeros. */
+template <int TYPE, bool STAGE>
+__global__ void __launch_bounds__(128) st_expert_mat_kernel(st_expert_mat_args m, st_grids gg)
+{
+    __shared__ uint32_t s_grid[st_grid_bytes<TYPE>::n / 4 + 1];
+    const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
+    const int i = blockIdx.x * 4 + threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int ii = i < m.rows ? i : m.rows - 1;
+    const int p = blockIdx.y, t = p / m.topk, k = p % m.topk;
+    const int e = m.ids[(int64_t)t * m.ids_stride + k];
+    float yv[1] = {0.0f};
+    if ((unsigned)e < (unsigned)m.n_expert) { /* uniform over the block */
+        st_xvec xv[1] = {st_xvec_of(m.x, m.x_slots == 1 ? t : p)};
+        st_row_dot<TYPE, 32, 1>(m.w, (int64_t)e * m.rows + ii, xv, 1, g, lane, yv);
+    }
+    if (lane == 0 && i < m.rows) m.y[(int64_t)t * m.y_token_stride + (int64_t)k * m.y_slot_stride + i] = yv[0];
+}
+
+template <int TYPE>
+st_rt_error st_launch_expert_mat(const st_launch &L, const st_expert_mat_args &m, bool stage_grid)
+{
+    constexpr bool SG = st_has_grid<TYPE>::v;
+    dim3 grid((unsigned)((m.rows + 3) / 4), (unsigned)(m.nt * m.topk));
+    ST_STAGE_DISPATCH(stage_grid, (st_expert_mat_kernel<TYPE, SG><<<grid, 128, 0, L.stream>>>(m, L.grids)),
+                      (st_expert_mat_kernel<TYPE, false><<<grid, 128, 0, L.stream>>>(m, L.grids)));
+    return st_rt_get_last_error();
+}
+
 /* A block serves its expert's pairs one at a time (NT = 1): the rows it
  * re-reads for a second pair come from L2, not DRAM. Measured on the H200
  * (2560/640, 64 experts, top-8, n_tokens 8): 8 slots per chunk 420 us (the

@@ -1,5 +1,6 @@
 /* Type-independent expert launches: the first-generation grouping, the
- * separate top-k sum, and the k-split combine. */
+ * separate top-k sum, the k-split combine, and the combine and sum of the
+ * composed FFN (st_expert_ffn beyond the fused kernels). */
 #include "common.h"
 
 /* GROUPED_V1: used experts in first-seen order over (t, k). One block. */
@@ -125,5 +126,58 @@ __global__ void __launch_bounds__(512) st_expert_pairs_kernel(st_expert_args a)
 st_rt_error st_launch_expert_pairs(const st_launch &L, const st_expert_args &a)
 {
     st_expert_pairs_kernel<<<1, 512, 0, L.stream>>>(a);
+    return st_rt_get_last_error();
+}
+
+/* FFN_COMBINE: h[p][i] = combine(g + gate bias, u + up bias) of the pair's
+ * expert (the act of st_activation; st_canon.h), 0 for an id out of range. */
+__global__ void st_ffn_combine_kernel(st_ffn_args a)
+{
+    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (int64_t)a.nt * a.topk * a.n_ff) return;
+    const int p = (int)(idx / a.n_ff), i = (int)(idx % a.n_ff);
+    const int e = a.ids[(int64_t)(p / a.topk) * a.ids_stride + p % a.topk];
+    if ((unsigned)e >= (unsigned)a.n_expert) {
+        a.h[idx] = 0.0f;
+        return;
+    }
+    const int64_t b = (int64_t)e * a.n_ff + i;
+    const float g = a.gate_bias ? st_fadd(a.g[idx], a.gate_bias[b]) : a.g[idx];
+    const float u = a.up_bias ? st_fadd(a.u[idx], a.up_bias[b]) : a.u[idx];
+    a.h[idx] = a.act == 1 ? st_gelu_mul(g, u) : a.act == 2 ? st_swiglu_oai_mul(g, u, a.alpha, a.limit) : st_silu_mul(g, u);
+}
+
+st_rt_error st_launch_ffn_combine(const st_launch &L, const st_ffn_args &a)
+{
+    const int64_t n = (int64_t)a.nt * a.topk * a.n_ff;
+    st_ffn_combine_kernel<<<(unsigned)((n + 255) / 256), 256, 0, L.stream>>>(a);
+    return st_rt_get_last_error();
+}
+
+/* FFN_SUM: out[t][i] = sum_k w[t][k] * (y[p][i] + down bias), k in order;
+ * a slot out of range adds w * 0. */
+__global__ void st_ffn_sum_kernel(st_ffn_args a)
+{
+    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (int64_t)a.nt * a.n_embd) return;
+    const int t = (int)(idx / a.n_embd), i = (int)(idx % a.n_embd);
+    float acc = 0.0f;
+    for (int k = 0; k < a.topk; k++) {
+        const int p = t * a.topk + k;
+        const int e = a.ids[(int64_t)t * a.ids_stride + k];
+        float y = 0.0f;
+        if ((unsigned)e < (unsigned)a.n_expert) {
+            y = a.y[(int64_t)p * a.n_embd + i];
+            if (a.down_bias) y = st_fadd(y, a.down_bias[(int64_t)e * a.n_embd + i]);
+        }
+        acc = st_fma(a.wts[(int64_t)t * a.wts_stride + k], y, acc);
+    }
+    a.out[(int64_t)t * a.out_stride + i] = acc;
+}
+
+st_rt_error st_launch_ffn_sum(const st_launch &L, const st_ffn_args &a)
+{
+    const int64_t n = (int64_t)a.nt * a.n_embd;
+    st_ffn_sum_kernel<<<(unsigned)((n + 255) / 256), 256, 0, L.stream>>>(a);
     return st_rt_get_last_error();
 }

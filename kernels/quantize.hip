@@ -5,7 +5,7 @@
 
 template <bool BLOCKS>
 __global__ void __launch_bounds__(256) st_quantize_kernel(const float *__restrict__ x, int64_t k, int n,
-                                                          st_xplanes xp, uint8_t *__restrict__ blocks)
+                                                          st_xplanes xp, uint8_t *__restrict__ blocks, int64_t xs)
 {
     /* the iq_mmvq default kernel after it may launch now (it waits for
      * this grid's end before it reads the activations) */
@@ -22,7 +22,7 @@ __global__ void __launch_bounds__(256) st_quantize_kernel(const float *__restric
     const int64_t t = gw / nbk, b = gw % nbk;
     int q = 0;
     uint16_t d16 = 0, s16 = 0;
-    if (t < n) st_quantize_warp_block(x[t * k + b * 32 + lane], q, d16, s16);
+    if (t < n) st_quantize_warp_block(x[t * xs + b * 32 + lane], q, d16, s16); /* xs: floats between vectors */
     if (!BLOCKS && xp.tiled) {
         /* a slot past the last token gets zeros: whole tiles are read */
         const int64_t sl = st_xtile((int)t, (int)b, (int)nbk);
@@ -66,8 +66,9 @@ bool st_quantize_takes_dependents()
 }
 
 st_rt_error st_launch_quantize(const st_launch &L, const float *x, int64_t k, int n, const st_xplanes &xp,
-                               uint8_t *blocks)
+                               uint8_t *blocks, int64_t x_stride)
 {
+    const int64_t xs = x_stride ? x_stride : k;
     const int64_t warps = (k / 32) * (xp.tiled && !blocks ? st_xtile_tokens(n) : n);
     const int per_block = 8;
     const unsigned grid = (unsigned)((warps + per_block - 1) / per_block);
@@ -77,6 +78,6 @@ st_rt_error st_launch_quantize(const st_launch &L, const float *x, int64_t k, in
      * one run against a plain launch (us, eager, 4096x14336 / 14336x4096):
      * iq4_xs n_tokens 1 17.2 -> 15.4 / 16.7 -> 14.9, iq4_nl 14336x4096
      * n_tokens 2 19.2 -> 17.5, the MoE layer n_tokens 1 27.2 -> 26.0 */
-    if (blocks) return st_launch_dependent(L, true, st_quantize_kernel<true>, grid, 32 * per_block, x, k, n, xp, blocks);
-    return st_launch_dependent(L, true, st_quantize_kernel<false>, grid, 32 * per_block, x, k, n, xp, blocks);
+    if (blocks) return st_launch_dependent(L, true, st_quantize_kernel<true>, grid, 32 * per_block, x, k, n, xp, blocks, xs);
+    return st_launch_dependent(L, true, st_quantize_kernel<false>, grid, 32 * per_block, x, k, n, xp, blocks, xs);
 }

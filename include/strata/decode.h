@@ -9,8 +9,8 @@
  * GPU, ordinary host memory on the CPU backend. Every backend, variant and
  * knob path produces the same output bytes (docs/DESIGN.md section 2).
  *
- * Decode calls (st_iq_mmvq, st_expert_grouped and their _variant forms)
- * never allocate or free memory, never wait for the device and never issue a
+ * Decode calls (st_iq_mmvq, st_iq_mmvq_strided, st_expert_grouped,
+ * st_expert_mat, st_expert_ffn and the _variant forms) never allocate or free memory, never wait for the device and never issue a
  * synchronous copy or memset: on a GPU they only queue kernels on the
  * context's stream, so an engine can order them with its own work and
  * capture them in a CUDA/HIP graph (docs/USER_GUIDE.md, "Linking into an
@@ -18,9 +18,11 @@
  * its message naming the limit, and launches nothing.
  *
  * Threads: a context is used by one thread at a time; different contexts
- * may be used at the same time from different threads. Each entry point
- * makes the context's GPU the current device and restores the caller's
- * current device before it returns. */
+ * may be used at the same time from different threads. A matrix is
+ * read-only once made: every context on its backend and device may use it,
+ * from any thread, at the same time. Each entry point makes the context's
+ * GPU the current device and restores the caller's current device before
+ * it returns. */
 #ifndef STRATA_DECODE_H
 #define STRATA_DECODE_H
 
@@ -66,11 +68,14 @@ typedef struct {
     int max_tokens;      /* n_tokens of one call, 1..ST_MAX_TOKENS [ST_MAX_TOKENS] */
     int max_topk;        /* experts per token, 1..ST_MAX_TOPK [ST_MAX_TOPK] */
     int max_experts;     /* experts of one layer, 1..ST_MAX_EXPERTS [ST_MAX_EXPERTS] */
-    int64_t max_rows;    /* rows of a dense matrix or of one expert [32768] */
-    int64_t max_cols;    /* values per row (K) [32768] */
+    int64_t max_rows;    /* rows of one expert (its n_ff and n_embd: they size the expert
+                            scratch) [32768]; a dense matrix's rows size nothing and are
+                            not limited by it */
+    int64_t max_cols;    /* values per row (K) of any matrix [32768] */
     /* Scratch handed in by the engine: WORKSPACE_BYTES of backend memory
      * (device memory on a GPU, host memory on the CPU), at least
-     * st_ctx_workspace_bytes(), aligned to 256 bytes, owned by the engine
+     * st_ctx_workspace_bytes(), aligned to 256 bytes on a GPU (64 on the
+     * CPU backend), owned by the engine
      * and used by nothing else while the context lives. NULL: the context
      * reserves its own at creation. */
     void *workspace;
@@ -121,6 +126,13 @@ ST_API int st_ctx_device(const st_ctx *ctx);
 /* The stream the context queues its work on (the engine's, or its own);
  * NULL on the CPU backend. */
 ST_API void *st_ctx_stream(const st_ctx *ctx);
+/* Queues the context's later calls on STREAM (a cudaStream_t / hipStream_t
+ * on the context's device, valid while it is set), or on the context's own
+ * stream for NULL (made now if it had none): at any time, between any two
+ * calls, as cublasSetStream. Work queued before stays where it was queued;
+ * nothing waits. The CPU backend takes only NULL (ST_ERR_INVALID_ARG
+ * otherwise). */
+ST_API st_status st_ctx_set_stream(st_ctx *ctx, void *stream);
 /* The identity tables are made for and checked against. */
 ST_API const st_identity *st_ctx_identity(const st_ctx *ctx);
 /* Dispatch configuration. Setting it drops an engaged table when any knob
@@ -161,7 +173,12 @@ ST_API st_status st_ctx_sync(st_ctx *ctx);
 
 /* Uploads a quantized matrix of ROWS rows of COLS values (ggml block bytes
  * in host memory, rows back to back) in the backend's layout. 3-D expert
- * tensors are matrices of n_expert * rows_per_expert rows. */
+ * tensors are matrices of n_expert * rows_per_expert rows. The limits are
+ * checked here (one line naming the limit and the value): COLS at most the
+ * context's max_cols, ROWS at most INT32_MAX; an expert set's own limits
+ * when it is made (st_experts_make). The matrix may be used by every
+ * context on the same backend and device (not only CTX); it must be
+ * destroyed before CTX. */
 ST_API st_status st_matrix_create(st_ctx *ctx, st_qtype type, int64_t rows, int64_t cols,
                                   const void *ggml_bytes, st_matrix **out);
 /* The same from ggml block bytes the engine already holds in backend memory
@@ -184,6 +201,12 @@ ST_API int64_t st_matrix_cols(const st_matrix *m);
  * [nt][rows] f32, both backend memory. Uses the engaged table's variant for
  * (type, rows, cols) on a hit, else the default chain. */
 ST_API st_status st_iq_mmvq(st_ctx *ctx, const st_matrix *w, const float *x, int nt, float *y);
+/* ggml's MUL_MAT at decode: st_iq_mmvq with token t's activations at
+ * X + t * X_STRIDE and its outputs at Y + t * Y_STRIDE (elements between
+ * token rows: X_STRIDE >= cols, Y_STRIDE >= rows; ggml's nb[1] / 4). The
+ * same bytes as st_iq_mmvq; the floats of Y between rows are not touched. */
+ST_API st_status st_iq_mmvq_strided(st_ctx *ctx, const st_matrix *w, const float *x, int64_t x_stride, int nt,
+                                    float *y, int64_t y_stride);
 /* Forces a launch: ROWS is a variant id (strata/variants.h:
  * st_mmvq_variant_id, st_mmvq_variant_parse): 0 the default chain (never the
  * table), else a compiled-in variant (a wide-row one only on a matrix of
@@ -199,6 +222,16 @@ typedef struct {
     int n_expert;
 } st_experts;
 
+/* Makes the expert set *OUT of a layer from its three matrices (gate, up:
+ * [n_expert * n_ff][n_embd]; down: [n_expert * n_embd][n_ff]) and checks
+ * it against CTX's limits now, so a layer the context cannot serve is
+ * refused when the model is loaded, not in the middle of a step: n_expert
+ * at most max_experts, n_ff and n_embd at most max_rows (and max_cols),
+ * gate and up of one type and shape. ST_ERR_INVALID_ARG with one line
+ * naming the limit and the value; *OUT is left as it was then. */
+ST_API st_status st_experts_make(st_ctx *ctx, const st_matrix *gate, const st_matrix *up, const st_matrix *down,
+                                 int n_expert, st_experts *out);
+
 /* The MoE FFN of a decode step (see st_ref_expert_grouped for the maths):
  * X [nt][n_embd] f32, IDS [nt][topk] int32 expert ids, WTS [nt][topk] f32,
  * OUT [nt][n_embd] f32, all backend memory; NT 1..max_tokens, TOPK
@@ -211,6 +244,69 @@ ST_API st_status st_expert_grouped(st_ctx *ctx, const st_experts *ex, const floa
 ST_API st_status st_expert_grouped_variant(st_ctx *ctx, const st_experts *ex, const float *x,
                                            const int32_t *ids, const float *wts, int nt, int topk,
                                            float *out, int gu_rows, int down_rows);
+
+/* Expert ids out of range (every call that takes IDS): an id outside
+ * 0..n_expert-1 is not an error (the ids are in backend memory and a
+ * decode call never waits to read them). Its slot reads no weight: in the
+ * FFN its down output counts as 0 (the top-k sum still adds w * 0, so a
+ * finite weight adds nothing), in st_expert_mat its output row is zeros.
+ * The same bytes on every backend. */
+
+/* ggml's MUL_MAT_ID at decode: the expert matrix call, the chosen experts'
+ * weights not fused. W holds N_EXPERT experts of R = rows / N_EXPERT rows
+ * each (a 3-D expert tensor). For token t < NT and slot k < TOPK, with
+ * e = IDS[t * IDS_STRIDE + k]:
+ *   Y[t * Y_TOKEN_STRIDE + k * Y_SLOT_STRIDE + r] = W_e[r] . q8_1(x_tk), r < R,
+ * x_tk = X + t * X_TOKEN_STRIDE + (k % X_SLOTS) * X_SLOT_STRIDE (X_SLOTS 1:
+ * every slot reads the token's one vector, ggml's broadcast src1; TOPK:
+ * a vector per slot, the down projection's input). Strides in elements.
+ * The rows are the expert kernels' (one group of 32 canonical streams at
+ * any K, docs/DESIGN.md section 2), so gate, up, the combine and down by
+ * this call give st_expert_grouped's h and y bytes. NT 1..max_tokens, TOPK
+ * 1..max_topk, N_EXPERT 1..max_experts, R at most max_rows, and with a
+ * vector per slot its length (cols) too. */
+ST_API st_status st_expert_mat(st_ctx *ctx, const st_matrix *w, int n_expert, const float *x, int x_slots,
+                               int64_t x_slot_stride, int64_t x_token_stride, const int32_t *ids,
+                               int64_t ids_stride, int nt, int topk, float *y, int64_t y_slot_stride,
+                               int64_t y_token_stride);
+
+/* The gate-up combine of the fused FFN (st_expert_ffn). Each is one exact
+ * sequence of IEEE operations (src/contract/st_canon.h), the same on every
+ * backend. */
+typedef enum {
+    ST_ACT_SILU = 0,       /* silu(g) * u (ggml SWIGLU) */
+    ST_ACT_GELU = 1,       /* gelu(g) * u, the tanh form (ggml GEGLU) */
+    ST_ACT_SWIGLU_OAI = 2  /* gpt-oss: g = min(g, limit), u = clamp(u, -limit, limit),
+                              g / (1 + exp(-alpha g)) * (u + 1) (ggml SWIGLU_OAI) */
+} st_activation;
+
+/* What st_expert_ffn computes beyond st_expert_grouped. Set up with
+ * st_ffn_options_init (struct_size; may grow). Biases are f32 backend
+ * memory, NULL for none; a bias is added (one IEEE add) to the finished
+ * dot of its row: gate and up before the combine, down before the top-k
+ * sum. Strides in elements, 0 for dense. */
+typedef struct {
+    size_t struct_size;      /* sizeof(st_ffn_options), set by st_ffn_options_init */
+    st_activation act;       /* [ST_ACT_SILU] */
+    float alpha, limit;      /* ST_ACT_SWIGLU_OAI [1.702, 7.0] */
+    const float *gate_bias;  /* [n_expert][n_ff] */
+    const float *up_bias;    /* [n_expert][n_ff] */
+    const float *down_bias;  /* [n_expert][n_embd] */
+    int64_t x_stride;        /* between tokens of X [n_embd] */
+    int64_t ids_stride;      /* between tokens of IDS [topk] */
+    int64_t wts_stride;      /* between tokens of WTS [topk] */
+    int64_t out_stride;      /* between tokens of OUT [n_embd] */
+} st_ffn_options;
+ST_API void st_ffn_options_init_size(st_ffn_options *o, size_t size);
+static inline void st_ffn_options_init(st_ffn_options *o) { st_ffn_options_init_size(o, sizeof *o); }
+
+/* The fused MoE FFN with O's activation, biases and strides (NULL: the
+ * defaults: st_expert_grouped, table included). On a GPU the defaults (also
+ * with a strided X) run the tuned expert kernels; anything else runs as
+ * st_expert_mat launches with a combine and a sum launch (the same bytes:
+ * the same operations in the same order), 8 launches a call. */
+ST_API st_status st_expert_ffn(st_ctx *ctx, const st_experts *ex, const st_ffn_options *o, const float *x,
+                               const int32_t *ids, const float *wts, int nt, int topk, float *out);
 
 /* Counters of where launches came from, so callers and tests can prove a
  * table engaged. Set up with st_ctx_stats_init (struct_size); the library

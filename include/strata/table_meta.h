@@ -1,5 +1,5 @@
 /* strata-tune: the table's comment vocabulary. A table's "# " lines carry
- * its provenance ("# tool: tune_decode 0.3.0", "# model sha256: ..."), the
+ * its provenance ("# tool: tune_decode 0.4.0", "# model sha256: ..."), the
  * token counts its tuner tuned ("# ntok-mix 1 2 4 8"), the shapes it
  * measured and kept the default for ("# tuned-default mmvq iq3_s 4096
  * 14336": covered, not gaps) and what a merge kept ("# merged: ..."). Every
@@ -27,7 +27,7 @@ extern "C" {
 
 /* field, comment key, what it holds */
 #define ST_PROVENANCE_FIELDS(X)                                                    \
-    X(tool, "tool", "the tool and its version: tune_decode 0.3.0")                 \
+    X(tool, "tool", "the tool and its version: tune_decode 0.4.0")                 \
     X(source_commit, "source commit", "git commit of the source, or unknown")      \
     X(date, "campaign date", "when the tune ran, UTC, ISO 8601")                   \
     X(device, "device", "the device model the tune measured")                      \

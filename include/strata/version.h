@@ -7,7 +7,7 @@
 #define STRATA_VERSION_H
 
 #define STRATA_VERSION_MAJOR 0
-#define STRATA_VERSION_MINOR 3
+#define STRATA_VERSION_MINOR 4
 #define STRATA_VERSION_PATCH 0
 
 /* One integer that grows with every release: 0x00MMmmpp. */

@@ -158,6 +158,31 @@ ST_HD float st_silu_mul(float g, float u)
     return st_fmul(s, u);
 }
 
+/* gelu(g) * u, the GEGLU combine (ggml's gelu, the tanh form):
+ * gelu(g) = g/2 (1 + tanh(z)) = g / (1 + exp(-2z)), z = sqrt(2/pi) (g +
+ * 0.044715 g^3), in this order of operations:
+ *   c = fma(0.044715 * g, g * g, g)   (g + 0.044715 g^3)
+ *   e = exp(-2 sqrt(2/pi) * c)
+ *   gelu = g / (1 + e);  result = gelu * u. */
+ST_HD float st_gelu_mul(float g, float u)
+{
+    const float c = st_fma(st_fmul(0.044715f, g), st_fmul(g, g), g);
+    const float e = st_expf(st_fmul(-1.59576912f, c));
+    return st_fmul(st_fdiv(g, st_fadd(1.0f, e)), u);
+}
+
+/* gpt-oss's swiglu (ggml's swiglu_oai) with ALPHA and LIMIT: the gate
+ * clamped from above, the up value to [-LIMIT, LIMIT] (comparisons: a NaN
+ * stays NaN), then
+ *   glu = g / (1 + exp(-(g * alpha)));  result = glu * (u + 1). */
+ST_HD float st_swiglu_oai_mul(float g, float u, float alpha, float limit)
+{
+    g = g > limit ? limit : g;
+    u = u > limit ? limit : u < -limit ? -limit : u;
+    const float glu = st_fdiv(g, st_fadd(1.0f, st_expf(-st_fmul(g, alpha))));
+    return st_fmul(glu, st_fadd(u, 1.0f));
+}
+
 /* ---- one unit's contribution to a stream ------------------------------
  * A unit is 32 weights (one q8_1 activation block). With isum the exact
  * integer dot of its integer weights with the q8_1 values, da the q8_1

@@ -48,12 +48,15 @@ typedef struct st_backend_ops {
     st_status (*matrix_create)(void *b, st_qtype t, int64_t rows, int64_t cols, const void *bytes, bool on_device,
                                st_bmatrix *out);
     void (*matrix_free)(void *b, st_bmatrix *m);
-    /* ROWS = 0: the default chain under CFG, else the rows variant. */
-    st_status (*mmvq)(void *b, const st_bmatrix *w, const float *x, int nt, float *y, int rows,
+    /* ROWS = 0: the default chain under CFG, else the rows variant. Token
+     * t's activations at X + t * XS, its outputs at Y + t * YS. */
+    st_status (*mmvq)(void *b, const st_bmatrix *w, const float *x, int64_t xs, int nt, float *y, int64_t ys, int rows,
                       const st_dispatch_config *cfg);
-    st_status (*expert_grouped)(void *b, const st_bexperts *ex, const float *x, const int32_t *ids, const float *wts,
-                                int nt, int topk, float *out, int gu_rows, int down_rows,
-                                const st_dispatch_config *cfg);
+    /* O: the activation, biases and strides (never NULL: ctx.c fills the
+     * defaults); a backend refuses what it cannot compute. */
+    st_status (*expert_grouped)(void *b, const st_bexperts *ex, const st_ffn_options *o, const float *x,
+                                const int32_t *ids, const float *wts, int nt, int topk, float *out, int gu_rows,
+                                int down_rows, const st_dispatch_config *cfg);
     /* Timing of the work queued between start and stop. */
     st_status (*timer_start)(void *b);
     st_status (*timer_stop)(void *b, double *ms);
@@ -78,6 +81,13 @@ typedef struct st_backend_ops {
     /* Whether the context's stream is being captured into a graph (a copy
      * to the host would end the capture). NULL: never. */
     bool (*capturing)(void *b);
+    /* The stream of later calls (NULL: the backend's own). */
+    st_status (*set_stream)(void *b, void *stream);
+    /* st_expert_mat (arguments checked); NULL where the backend has none. */
+    st_status (*expert_mat)(void *b, const st_bmatrix *w, int n_expert, const float *x, int x_slots,
+                            int64_t x_slot_stride, int64_t x_token_stride, const int32_t *ids, int64_t ids_stride,
+                            int nt, int topk, float *y, int64_t y_slot_stride, int64_t y_token_stride,
+                            const st_dispatch_config *cfg);
 } st_backend_ops;
 
 /* Opens a backend for P (limits resolved in LIM, knobs in CFG): fills the

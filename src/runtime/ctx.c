@@ -10,6 +10,7 @@
 #include "table_internal.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -276,8 +277,33 @@ static st_status check_shape(const st_ctx *c, st_qtype type, int64_t rows, int64
         return st_fail(ST_ERR_INVALID_ARG, "%s: %s matrix %lld x %lld: %lld values per row is more than the context's "
                        "max_cols %lld", what, st_qtype_name(type), (long long)rows, (long long)cols, (long long)cols,
                        (long long)c->lim.max_cols);
+    if (rows > INT32_MAX)
+        return st_fail(ST_ERR_INVALID_ARG, "%s: %s matrix %lld x %lld: %lld rows is more than INT32_MAX (a shape "
+                       "key's row count is an int)", what, st_qtype_name(type), (long long)rows, (long long)cols,
+                       (long long)rows);
     if ((uint64_t)rows > SIZE_MAX / st_qtype_row_bytes(type, cols))
         return st_fail(ST_ERR_INVALID_ARG, "%s: matrix too large", what);
+    return ST_OK;
+}
+
+/* A matrix serves every context of the backend and device it was made on. */
+static bool usable_by(const st_matrix *m, const st_ctx *c)
+{
+    return m->ctx == c || (m->ctx->backend == c->backend && m->ctx->device == c->device);
+}
+
+static st_status check_usable(const st_matrix *m, const st_ctx *c, const char *what)
+{
+    if (!usable_by(m, c))
+        return st_fail(ST_ERR_INVALID_ARG, "%s: the matrix was made on %s device %d, this context is %s device %d", what,
+                       m->ctx->backend == ST_BACKEND_GPU ? "GPU" : "CPU", m->ctx->device,
+                       c->backend == ST_BACKEND_GPU ? "GPU" : "CPU", c->device);
+    /* the scratch is sized by the calling context's limits, which may be
+     * smaller than those of the context that made the matrix */
+    if (m->m.cols > c->lim.max_cols)
+        return st_fail(ST_ERR_INVALID_ARG, "%s: the matrix's rows of %lld values are more than this context's max_cols "
+                       "%lld (it was made on a context with larger limits)", what, (long long)m->m.cols,
+                       (long long)c->lim.max_cols);
     return ST_OK;
 }
 
@@ -383,31 +409,42 @@ static st_status check_ptr(st_ctx *c, const void *p, const char *call, const cha
     return c->check && c->ops->check_ptr ? c->ops->check_ptr(c->b, p, call, arg) : ST_OK;
 }
 
-static st_status check_ids(st_ctx *c, const int32_t *ids, int n, int n_expert)
+/* The NT rows of TOPK ids, STRIDE apart (0 or TOPK: dense), of CALL. */
+static st_status check_ids(st_ctx *c, const char *call, const int32_t *ids, int64_t stride, int nt, int topk,
+                           int n_expert)
 {
     if (!c->check || (c->ops->capturing && c->ops->capturing(c->b))) return ST_OK;
     int32_t v[ST_MAX_PAIRS];
-    if (n > ST_MAX_PAIRS) return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: %d pairs, more than ST_MAX_PAIRS", n);
-    ST_TRY(c->ops->download(c->b, v, ids, sizeof *v * (size_t)n));
-    for (int i = 0; i < n; i++)
+    if ((int64_t)nt * topk > ST_MAX_PAIRS)
+        return st_fail(ST_ERR_INVALID_ARG, "%s: %d pairs, more than ST_MAX_PAIRS", call, nt * topk);
+    if (!stride) stride = topk;
+    for (int t = 0; t < nt; t++) /* a token's row at a time when they are spaced */
+        if (stride != topk || t == 0)
+            ST_TRY(c->ops->download(c->b, v + (size_t)t * topk, ids + t * stride,
+                                    sizeof *v * (size_t)(stride == topk ? nt * topk : topk)));
+    for (int i = 0; i < nt * topk; i++)
         if (v[i] < 0 || v[i] >= n_expert)
-            return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: ids[%d] = %d is outside 0..%d (n_expert %d; STRATA_CHECK)",
-                           i, v[i], n_expert - 1, n_expert);
+            return st_fail(ST_ERR_INVALID_ARG, "%s: ids[%d][%d] = %d is outside 0..%d (n_expert %d; STRATA_CHECK)", call,
+                           i / topk, i % topk, v[i], n_expert - 1, n_expert);
     return ST_OK;
 }
 
-st_status st_iq_mmvq_variant(st_ctx *c, const st_matrix *w, const float *x, int nt, float *y, int rows)
+/* The one dense call behind st_iq_mmvq, _variant and _strided. */
+static st_status mmvq_call(st_ctx *c, const st_matrix *w, const float *x, int64_t xs, int nt, float *y, int64_t ys,
+                           int rows, const char *what)
 {
-    if (!c || !w || !x || !y) return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: NULL argument");
-    if (w->ctx != c) return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: matrix belongs to another context");
-    ST_TRY(check_tokens(c, nt, "iq_mmvq"));
-    ST_TRY(check_rows(c, w->m.rows, "iq_mmvq"));
+    if (!c || !w || !x || !y) return st_fail(ST_ERR_INVALID_ARG, "%s: NULL argument", what);
+    ST_TRY(check_usable(w, c, what));
+    ST_TRY(check_tokens(c, nt, what));
+    if (xs < w->m.cols || ys < w->m.rows)
+        return st_fail(ST_ERR_INVALID_ARG, "%s: strides %lld (x) and %lld (y) must be at least the matrix's %lld columns "
+                       "and %lld rows", what, (long long)xs, (long long)ys, (long long)w->m.cols, (long long)w->m.rows);
     if (rows != 0 && !st_mmvq_rows_valid(rows))
-        return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: rows %d is not a compiled-in variant", rows);
+        return st_fail(ST_ERR_INVALID_ARG, "%s: rows %d is not a compiled-in variant", what, rows);
     if (rows != 0 && !st_mmvq_variant_fits(rows, w->m.cols)) {
         char vn[24];
-        return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: %s needs rows of at least %d values (128 streams); this matrix has %lld",
-                       st_mmvq_variant_name(rows, vn, sizeof vn), st_mmvq_variant_min_cols(rows), (long long)w->m.cols);
+        return st_fail(ST_ERR_INVALID_ARG, "%s: %s needs rows of at least %d values (128 streams); this matrix has %lld",
+                       what, st_mmvq_variant_name(rows, vn, sizeof vn), st_mmvq_variant_min_cols(rows), (long long)w->m.cols);
     }
     ST_TRY(check_ptr(c, x, "iq_mmvq", "x"));
     ST_TRY(check_ptr(c, y, "iq_mmvq", "y"));
@@ -418,12 +455,18 @@ st_status st_iq_mmvq_variant(st_ctx *c, const st_matrix *w, const float *x, int 
     const double slow = rows ? c->test_slow : c->test_slow_default;
     if (slow > 0 && c->backend == ST_BACKEND_CPU) {
         const double t0 = now_ms(); /* before the call: argument order is unspecified */
-        return test_slow_end(slow, t0, c->ops->mmvq(c->b, &w->m, x, nt, y, rows, &c->cfg));
+        return test_slow_end(slow, t0, c->ops->mmvq(c->b, &w->m, x, xs, nt, y, ys, rows, &c->cfg));
     }
-    return c->ops->mmvq(c->b, &w->m, x, nt, y, rows, &c->cfg);
+    return c->ops->mmvq(c->b, &w->m, x, xs, nt, y, ys, rows, &c->cfg);
 }
 
-st_status st_iq_mmvq(st_ctx *c, const st_matrix *w, const float *x, int nt, float *y)
+st_status st_iq_mmvq_variant(st_ctx *c, const st_matrix *w, const float *x, int nt, float *y, int rows)
+{
+    return mmvq_call(c, w, x, w ? w->m.cols : 0, nt, y, w ? w->m.rows : 0, rows, "iq_mmvq");
+}
+
+/* The table's variant for W's shape (0: the default), counted. */
+static int table_mmvq(st_ctx *c, const st_matrix *w)
 {
     int rows = 0;
     if (c && w && c->table) {
@@ -435,15 +478,29 @@ st_status st_iq_mmvq(st_ctx *c, const st_matrix *w, const float *x, int nt, floa
         else
             c->stats.table_misses++;
     }
+    return rows;
+}
+
+st_status st_iq_mmvq(st_ctx *c, const st_matrix *w, const float *x, int nt, float *y)
+{
+    const int rows = table_mmvq(c, w);
     return st_iq_mmvq_variant(c, w, x, nt, y, rows);
+}
+
+st_status st_iq_mmvq_strided(st_ctx *c, const st_matrix *w, const float *x, int64_t x_stride, int nt, float *y,
+                             int64_t y_stride)
+{
+    const int rows = table_mmvq(c, w);
+    return mmvq_call(c, w, x, x_stride, nt, y, y_stride, rows, "iq_mmvq_strided");
 }
 
 /* ---- expert_grouped --------------------------------------------------- */
 static st_status check_experts(const st_ctx *c, const st_experts *ex)
 {
     if (!ex || !ex->gate || !ex->up || !ex->down) return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: NULL weights");
-    if (ex->gate->ctx != c || ex->up->ctx != c || ex->down->ctx != c)
-        return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: weights belong to another context");
+    ST_TRY(check_usable(ex->gate, c, "expert_grouped"));
+    ST_TRY(check_usable(ex->up, c, "expert_grouped"));
+    ST_TRY(check_usable(ex->down, c, "expert_grouped"));
     if (ex->n_expert < 1 || ex->n_expert > c->lim.max_experts)
         return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: n_expert %d is out of range 1..%d (the context's "
                        "max_experts; ST_MAX_EXPERTS is %d)", ex->n_expert, c->lim.max_experts, ST_MAX_EXPERTS);
@@ -461,8 +518,31 @@ static st_status check_experts(const st_ctx *c, const st_experts *ex)
     return ST_OK;
 }
 
-st_status st_expert_grouped_variant(st_ctx *c, const st_experts *ex, const float *x, const int32_t *ids,
-                                    const float *wts, int nt, int topk, float *out, int gu_rows, int down_rows)
+st_status st_experts_make(st_ctx *c, const st_matrix *gate, const st_matrix *up, const st_matrix *down, int n_expert,
+                          st_experts *out)
+{
+    if (!c || !out) return st_fail(ST_ERR_INVALID_ARG, "st_experts_make: NULL argument");
+    const st_experts ex = {gate, up, down, n_expert};
+    ST_TRY(check_experts(c, &ex));
+    *out = ex;
+    return ST_OK;
+}
+
+void st_ffn_options_init_size(st_ffn_options *o, size_t size)
+{
+    st_ffn_options d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    d.act = ST_ACT_SILU;
+    d.alpha = 1.702f;
+    d.limit = 7.0f;
+    st_struct_init(o, size, &d, sizeof d);
+}
+
+/* The one FFN call behind st_expert_grouped, _variant and st_expert_ffn;
+ * O is complete (read_ffn_options). */
+static st_status ffn_call(st_ctx *c, const st_experts *ex, const st_ffn_options *o, const float *x, const int32_t *ids,
+                          const float *wts, int nt, int topk, float *out, int gu_rows, int down_rows)
 {
     if (!c) return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: NULL context");
     ST_TRY(check_experts(c, ex));
@@ -471,6 +551,14 @@ st_status st_expert_grouped_variant(st_ctx *c, const st_experts *ex, const float
     if (topk < 1 || topk > c->lim.max_topk || topk > ex->n_expert)
         return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: top-k %d is out of range 1..%d (the context's max_topk, "
                        "at most n_expert; ST_MAX_TOPK is %d)", topk, c->lim.max_topk, ST_MAX_TOPK);
+    const int n_embd = (int)ex->gate->m.cols, n_ff = (int)(ex->gate->m.rows / ex->n_expert);
+    if ((o->x_stride && o->x_stride < n_embd) || (o->out_stride && o->out_stride < n_embd) ||
+        (o->ids_stride && o->ids_stride < topk) || (o->wts_stride && o->wts_stride < topk))
+        return st_fail(ST_ERR_INVALID_ARG, "expert_ffn: a stride is shorter than its row (x %lld, out %lld: n_embd %d; "
+                       "ids %lld, wts %lld: top-k %d)", (long long)o->x_stride, (long long)o->out_stride, n_embd,
+                       (long long)o->ids_stride, (long long)o->wts_stride, topk);
+    if (o->act != ST_ACT_SILU && o->act != ST_ACT_GELU && o->act != ST_ACT_SWIGLU_OAI)
+        return st_fail(ST_ERR_INVALID_ARG, "expert_ffn: unknown activation %d", (int)o->act);
     const bool dflt = gu_rows == 0 && down_rows == 0;
     if (!dflt && !st_expert_rows_valid(gu_rows, down_rows))
         return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: rows %d/%d is not a compiled-in variant", gu_rows, down_rows);
@@ -478,37 +566,119 @@ st_status st_expert_grouped_variant(st_ctx *c, const st_experts *ex, const float
     ST_TRY(check_ptr(c, ids, "expert_grouped", "ids"));
     ST_TRY(check_ptr(c, wts, "expert_grouped", "wts"));
     ST_TRY(check_ptr(c, out, "expert_grouped", "out"));
-    ST_TRY(check_ids(c, ids, nt * topk, ex->n_expert));
+    ST_TRY(check_ids(c, "expert_grouped", ids, o->ids_stride, nt, topk, ex->n_expert));
     if (dflt)
         c->stats.default_launches++;
     else
         c->stats.variant_launches++;
-    const int n_embd = (int)ex->gate->m.cols, n_ff = (int)(ex->gate->m.rows / ex->n_expert);
     st_bexperts be = {&ex->gate->m, &ex->up->m, &ex->down->m, ex->n_expert, n_embd, n_ff};
     const double slow = dflt ? c->test_slow_default : c->test_slow;
     if (slow > 0 && c->backend == ST_BACKEND_CPU) {
         const double t0 = now_ms();
-        return test_slow_end(slow, t0, c->ops->expert_grouped(c->b, &be, x, ids, wts, nt, topk, out, gu_rows, down_rows,
-                                                           &c->cfg));
+        return test_slow_end(slow, t0, c->ops->expert_grouped(c->b, &be, o, x, ids, wts, nt, topk, out, gu_rows,
+                                                           down_rows, &c->cfg));
     }
-    return c->ops->expert_grouped(c->b, &be, x, ids, wts, nt, topk, out, gu_rows, down_rows, &c->cfg);
+    return c->ops->expert_grouped(c->b, &be, o, x, ids, wts, nt, topk, out, gu_rows, down_rows, &c->cfg);
 }
 
-st_status st_expert_grouped(st_ctx *c, const st_experts *ex, const float *x, const int32_t *ids, const float *wts,
-                            int nt, int topk, float *out)
+st_status st_expert_grouped_variant(st_ctx *c, const st_experts *ex, const float *x, const int32_t *ids,
+                                    const float *wts, int nt, int topk, float *out, int gu_rows, int down_rows)
 {
-    int gu = 0, dn = 0;
+    st_ffn_options o;
+    st_ffn_options_init(&o);
+    return ffn_call(c, ex, &o, x, ids, wts, nt, topk, out, gu_rows, down_rows);
+}
+
+/* The table's pair for the shape (0/0: the default), counted. */
+static void table_expert(st_ctx *c, const st_experts *ex, int nt, int *gu, int *dn)
+{
+    *gu = *dn = 0;
     if (c && c->table && ex && ex->gate && ex->down && ex->n_expert > 0) {
         st_expert_key key = {ex->gate->m.type, ex->down->m.type, (int)ex->gate->m.cols,
                              (int)(ex->gate->m.rows / ex->n_expert), nt};
-        if (st_table_lookup_expert(c->table, &key, &gu, &dn))
+        if (st_table_lookup_expert(c->table, &key, gu, dn))
             c->stats.table_hits++;
         else if (st_table_tuned_default_expert(c->table, &key))
             c->stats.table_defaults++;
         else
             c->stats.table_misses++;
     }
+}
+
+st_status st_expert_grouped(st_ctx *c, const st_experts *ex, const float *x, const int32_t *ids, const float *wts,
+                            int nt, int topk, float *out)
+{
+    int gu, dn;
+    table_expert(c, ex, nt, &gu, &dn);
     return st_expert_grouped_variant(c, ex, x, ids, wts, nt, topk, out, gu, dn);
+}
+
+st_status st_expert_ffn(st_ctx *c, const st_experts *ex, const st_ffn_options *opt, const float *x, const int32_t *ids,
+                        const float *wts, int nt, int topk, float *out)
+{
+    st_ffn_options o;
+    st_ffn_options_init(&o);
+    if (opt) {
+        if (opt->struct_size < offsetof(st_ffn_options, act) + sizeof opt->act || opt->struct_size > ST_STRUCT_SIZE_MAX)
+            return st_fail(ST_ERR_INVALID_ARG, "st_ffn_options: struct_size %zu is not a size this library knows "
+                           "(call st_ffn_options_init first)", opt->struct_size);
+        memcpy(&o, opt, opt->struct_size < sizeof o ? opt->struct_size : sizeof o);
+        o.struct_size = sizeof o;
+    }
+    int gu, dn;
+    table_expert(c, ex, nt, &gu, &dn);
+    return ffn_call(c, ex, &o, x, ids, wts, nt, topk, out, gu, dn);
+}
+
+st_status st_expert_mat(st_ctx *c, const st_matrix *w, int n_expert, const float *x, int x_slots, int64_t x_slot_stride,
+                        int64_t x_token_stride, const int32_t *ids, int64_t ids_stride, int nt, int topk, float *y,
+                        int64_t y_slot_stride, int64_t y_token_stride)
+{
+    static const char what[] = "expert_mat";
+    if (!c || !w || !x || !ids || !y) return st_fail(ST_ERR_INVALID_ARG, "%s: NULL argument", what);
+    ST_TRY(check_usable(w, c, what));
+    ST_TRY(check_tokens(c, nt, what));
+    if (n_expert < 1 || n_expert > c->lim.max_experts)
+        return st_fail(ST_ERR_INVALID_ARG, "%s: n_expert %d is out of range 1..%d (the context's max_experts; "
+                       "ST_MAX_EXPERTS is %d)", what, n_expert, c->lim.max_experts, ST_MAX_EXPERTS);
+    if (w->m.rows % n_expert)
+        return st_fail(ST_ERR_INVALID_ARG, "%s: %lld rows are not a multiple of n_expert %d", what, (long long)w->m.rows,
+                       n_expert);
+    const int64_t r = w->m.rows / n_expert;
+    ST_TRY(check_rows(c, r, what));
+    if (topk < 1 || topk > c->lim.max_topk)
+        return st_fail(ST_ERR_INVALID_ARG, "%s: top-k %d is out of range 1..%d (the context's max_topk; ST_MAX_TOPK is "
+                       "%d)", what, topk, c->lim.max_topk, ST_MAX_TOPK);
+    if (x_slots != 1 && x_slots != topk)
+        return st_fail(ST_ERR_INVALID_ARG, "%s: x_slots %d must be 1 or top-k %d", what, x_slots, topk);
+    /* a vector per slot takes the scratch of the FFN's h, sized by max_rows */
+    if (x_slots > 1 && w->m.cols > c->lim.max_rows)
+        return st_fail(ST_ERR_INVALID_ARG, "%s: a vector per slot of %lld values is more than the context's max_rows "
+                       "%lld", what, (long long)w->m.cols, (long long)c->lim.max_rows);
+    /* no two outputs in one place, no vector shorter than its row */
+    const bool xs_ok = x_slots == 1 ? x_token_stride >= w->m.cols || nt == 1
+                                    : x_slot_stride >= w->m.cols && (nt == 1 || x_token_stride >= x_slot_stride * topk);
+    const bool ys_ok = y_slot_stride >= r && (nt == 1 || y_token_stride >= y_slot_stride * topk);
+    if (!xs_ok || !ys_ok || ids_stride < (nt == 1 ? 0 : topk) || x_slot_stride < 0 || x_token_stride < 0)
+        return st_fail(ST_ERR_INVALID_ARG, "%s: strides x %lld/%lld, ids %lld, y %lld/%lld (slot/token) overlap or are "
+                       "shorter than a row (%lld values in, %lld out, top-k %d)", what, (long long)x_slot_stride,
+                       (long long)x_token_stride, (long long)ids_stride, (long long)y_slot_stride,
+                       (long long)y_token_stride, (long long)w->m.cols, (long long)r, topk);
+    if (!c->ops->expert_mat)
+        return st_fail(ST_ERR_UNSUPPORTED, "%s: this backend has no expert matrix call yet", what);
+    ST_TRY(check_ptr(c, x, what, "x"));
+    ST_TRY(check_ptr(c, ids, what, "ids"));
+    ST_TRY(check_ptr(c, y, what, "y"));
+    ST_TRY(check_ids(c, what, ids, nt == 1 ? topk : ids_stride, nt, topk, n_expert));
+    c->stats.default_launches++;
+    return c->ops->expert_mat(c->b, &w->m, n_expert, x, x_slots, x_slot_stride, x_token_stride, ids, ids_stride, nt,
+                              topk, y, y_slot_stride, y_token_stride, &c->cfg);
+}
+
+st_status st_ctx_set_stream(st_ctx *c, void *stream)
+{
+    if (!c) return st_fail(ST_ERR_INVALID_ARG, "st_ctx_set_stream: NULL context");
+    return c->ops->set_stream(c->b, stream);
 }
 
 void st_ctx_stats_init_size(st_ctx_stats *s, size_t size) { st_struct_init_zeros(s, size); }

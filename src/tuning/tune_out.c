@@ -247,13 +247,16 @@ st_status st_tune_out_open(st_tune_out *o, const char *dir, const char *name, in
     char *fresh = NULL;
     st_status s = ST_OK;
     o->dir = st_tune_fmt("%.*s", (int)dl, dir);
+    /* "strata-" once: a model whose own name starts with it (our tests'
+     * tiny model, "strata-tune-tiny-moe-tests") keeps its name as it is */
+    const char *pre = strncmp(name, "strata-", 7) ? "strata-" : "";
     if (o->dir) {
-        fresh = st_tune_fmt("%s/strata-%s-%s%s-%s.table", o->dir, name, arch, model, rt);
+        fresh = st_tune_fmt("%s/%s%s-%s%s-%s.table", o->dir, pre, name, arch, model, rt);
         char dev[24] = "";
         if (report_device >= 0) snprintf(dev, sizeof dev, ".dev%d", report_device);
-        o->report_path = st_tune_fmt("%s/strata-%s%s.autotune.json", o->dir, name, dev);
-        o->html_path = st_tune_fmt("%s/strata-%s%s.autotune.html", o->dir, name, dev);
-        o->refused_path = st_tune_fmt("%s/strata-%s%s.not-installed.autotune.json", o->dir, name, dev);
+        o->report_path = st_tune_fmt("%s/%s%s%s.autotune.json", o->dir, pre, name, dev);
+        o->html_path = st_tune_fmt("%s/%s%s%s.autotune.html", o->dir, pre, name, dev);
+        o->refused_path = st_tune_fmt("%s/%s%s%s.not-installed.autotune.json", o->dir, pre, name, dev);
         o->index_path = st_tune_fmt("%s/%s", o->dir, ST_TABLES_INDEX_NAME);
         o->journal_path = st_tune_fmt("%s/" ST_TUNE_JOURNAL_NAME, o->dir);
         o->lock_path = st_tune_fmt("%s/" LOCK_NAME, o->dir);

@@ -83,7 +83,8 @@ char *st_tune_fmt(const char *f, ...) ST_PRINTF(1, 2);
 void st_tune_file_name(const char *model, char *out, size_t n);
 
 /* Prepares DIR for a tune of NAME (st_tune_file_name) by this identity:
- * see above. REPORT_DEVICE >= 0 puts ".devN" in the report's name
+ * see above (the files are strata-NAME-..., "strata-" not doubled on a
+ * NAME that starts with it). REPORT_DEVICE >= 0 puts ".devN" in the report's name
  * (st_tune_options.report_per_device). PROBE_BYTES: what the outputs are expected to take. FORCE:
  * a table for another identity at the new name is replaced (else
  * refused), and this identity's table that does not parse is replaced

@@ -494,6 +494,27 @@ static void a_re_tune_that_installs_nothing_keeps_the_installed_report(void **st
     free(report);
 }
 
+/* The files are "strata-<model>-...": the prefix once, also for a model
+ * whose own name starts with it (the tiny test model's). */
+static void the_prefix_is_never_doubled(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    const st_identity id = cpu_identity();
+    const char *names[] = {"qwen3", "strata-tune-tiny-moe-tests"};
+    const char *want[] = {"/strata-qwen3.autotune.json", "/strata-tune-tiny-moe-tests.autotune.json"};
+    const char *want_t[] = {"/strata-qwen3-cpu-", "/strata-tune-tiny-moe-tests-cpu-"};
+    for (int i = 0; i < 2; i++) {
+        st_tune_out out;
+        assert_int_equal(st_tune_out_open(&out, dir, names[i], -1, &id, false, 4096), ST_OK);
+        const char *r = strrchr(out.report_path, '/'), *t = strrchr(out.table_path, '/');
+        assert_string_equal(r, want[i]);
+        assert_true(!strncmp(t, want_t[i], strlen(want_t[i])));
+        assert_null(strstr(out.table_path, "strata-strata"));
+        st_tune_out_close(&out);
+    }
+}
+
 /* ---- the lock ------------------------------------------------------------------ */
 
 static void a_locked_folder_is_refused_at_once(void **state)
@@ -700,6 +721,7 @@ int main(void)
         cmocka_unit_test(read_only_and_full_folders_are_refused_before_the_sweep),
         cmocka_unit_test(no_table_is_installed_without_its_report),
         cmocka_unit_test(install_rolls_back_the_table_when_the_report_fails),
+        cmocka_unit_test(the_prefix_is_never_doubled),
         cmocka_unit_test(a_locked_folder_is_refused_at_once),
         cmocka_unit_test(concurrent_tunes_of_one_folder_do_not_interleave),
         cmocka_unit_test(no_signal_leaves_a_candidate_or_temporary_file),

@@ -86,15 +86,7 @@ static void expert_sweep(st_ctx *cpu, st_ctx *gpu, const eshape *s, const int *n
     make_mats(cpu, s, host, &mc);
     make_mats(gpu, s, host, &mg);
     path paths[32];
-    int np = 0;
-    paths[np++] = (path){"default", 0, 0, 0, -1};
-#define ADD_PAIR(GU, DN) paths[np++] = (path){"rows " #GU "/" #DN, 0, GU, DN, -1};
-    STRATA_EXPERT_ROWS_VARIANTS(ADD_PAIR)
-#undef ADD_PAIR
-    const int knobs[] = {ST_KNOB_NO_SUB16_GU, ST_KNOB_IQ_STAGE_GRID_OFF, ST_KNOB_EXPERT_V2, ST_KNOB_EXPERT_V2K,
-                         ST_KNOB_TSUM, ST_KNOB_GROUPED_V1, ST_KNOB_EXPERT_MMA};
-    for (size_t k = 0; k < sizeof knobs / sizeof knobs[0]; k++)
-        paths[np++] = (path){st_knob_label((st_knob)knobs[k]), 0, 0, 0, knobs[k]};
+    const int np = expert_paths(paths);
     for (int ni = 0; ni < n_nt; ni++) {
         const int nt = nts[ni];
         for (int kind = 0; kind < 3; kind++) {

@@ -117,6 +117,22 @@ static void run_mmvq(st_ctx *c, const st_matrix *w, const float *x_host, int nt,
     st_ctx_free(c, y);
 }
 
+/* Every expert_grouped path into PATHS (room for 32): the default chain,
+ * each rows pair, each knob of the expert chain; returns the count. */
+static int __attribute__((unused)) expert_paths(path *paths)
+{
+    int np = 0;
+    paths[np++] = (path){"default", 0, 0, 0, -1};
+#define ADD_PAIR(GU, DN) paths[np++] = (path){"rows " #GU "/" #DN, 0, GU, DN, -1};
+    STRATA_EXPERT_ROWS_VARIANTS(ADD_PAIR)
+#undef ADD_PAIR
+    const int knobs[] = {ST_KNOB_NO_SUB16_GU, ST_KNOB_IQ_STAGE_GRID_OFF, ST_KNOB_EXPERT_V2, ST_KNOB_EXPERT_V2K,
+                         ST_KNOB_TSUM, ST_KNOB_GROUPED_V1, ST_KNOB_EXPERT_MMA};
+    for (size_t k = 0; k < sizeof knobs / sizeof knobs[0]; k++)
+        paths[np++] = (path){st_knob_label((st_knob)knobs[k]), 0, 0, 0, knobs[k]};
+    return np;
+}
+
 /* Reports the first differing float and returns the number of differing
  * floats (0 when the bytes are identical). */
 static size_t diff_floats(const char *what, const float *a, const float *b, size_t n)

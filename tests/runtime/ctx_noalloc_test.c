@@ -15,6 +15,7 @@
 #include "randgen.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,6 +116,26 @@ static void decode_calls_do_not_allocate(void **state)
     const int topk = ST_MAX_TOPK < NEXP ? ST_MAX_TOPK : NEXP;
     st_random_routing(&r, ST_MAX_TOKENS, topk, NEXP, ids, wts);
 
+    /* ggml's operations: MUL_MAT with strides, MUL_MAT_ID, the FFN with another combine and biases */
+    float *bias = calloc((size_t)NEXP * (2 * FF + EMBD), sizeof(float));
+    float *ye = malloc(sizeof(float) * 2 * (size_t)topk * (EMBD > FF ? EMBD : FF));
+    st_ffn_options o;
+    st_ffn_options_init(&o);
+    o.act = ST_ACT_SWIGLU_OAI;
+    o.gate_bias = bias;
+    o.up_bias = bias + NEXP * FF;
+    o.down_bias = bias + 2 * NEXP * FF;
+    const long before_ops = atomic_load(&g_allocs);
+    for (int nt = 1; nt <= 2; nt++) {
+        assert_int_equal(st_iq_mmvq_strided(c, mw, x, COLS + 32, nt, y, ROWS + 1), ST_OK);
+        assert_int_equal(st_expert_mat(c, mg, NEXP, x, 1, 0, EMBD, ids, topk, nt, topk, ye, FF, (int64_t)FF * topk), ST_OK);
+        assert_int_equal(st_expert_mat(c, md, NEXP, x, topk, FF, (int64_t)FF * topk, ids, topk, nt, topk, ye, EMBD,
+                                       (int64_t)EMBD * topk), ST_OK);
+        assert_int_equal(st_expert_ffn(c, &ex, &o, x, ids, wts, nt, topk, out), ST_OK);
+    }
+    assert_int_equal(atomic_load(&g_allocs), before_ops);
+    free(bias);
+    free(ye);
     const long before = atomic_load(&g_allocs);
     for (int nt = 1; nt <= ST_MAX_TOKENS; nt++) {
         assert_int_equal(st_iq_mmvq(c, mw, x, nt, y), ST_OK);

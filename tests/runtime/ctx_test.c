@@ -2,8 +2,9 @@
  * checks, the reserved and the engine-given workspace, calls beyond the
  * limits refused with a message naming the limit before anything runs, the
  * table line through the context's own log, and two contexts used at the
- * same time from two threads giving the bytes one context gives (this test
- * also runs under ThreadSanitizer in CI: the cpu-tsan preset). */
+ * same time from two threads giving the bytes one context gives, also on
+ * one shared set of matrices (this test also runs under ThreadSanitizer in
+ * CI: the cpu-tsan preset). */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>
@@ -236,9 +237,12 @@ typedef struct {
     const float *wts;
 } worker;
 
+/* Each round sets the stream first (NULL: the CPU has none), as an engine
+ * moving its context between streams does. */
 static void run_calls(worker *w)
 {
     for (int i = 0; i < ROUNDS; i++) {
+        assert_int_equal(st_ctx_set_stream(w->f.ctx, NULL), ST_OK);
         const int nt = 1 + i % 4;
         assert_int_equal(st_iq_mmvq(w->f.ctx, w->f.w, w->x, nt, w->y[i]), ST_OK);
         assert_int_equal(st_expert_grouped(w->f.ctx, &w->f.ex, w->x, w->ids, w->wts, nt, TOPK, w->out[i]), ST_OK);
@@ -251,17 +255,38 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+/* The thread tests' inputs: 4 tokens (malloc'd) and their routing. */
+static float *thread_inputs(uint32_t seed, int32_t *ids, float *wts)
+{
+    st_rng r;
+    st_rng_seed(&r, seed);
+    float *x = malloc(sizeof(float) * 4 * COLS);
+    st_random_floats(&r, x, 4 * COLS, 1.0f);
+    st_random_routing(&r, 4, TOPK, NEXP, ids, wts);
+    return x;
+}
+
+/* W[2] alone (the reference), then W[0] and W[1] in two threads at once:
+ * their bytes must be W[2]'s. */
+static void race_two(worker *w)
+{
+    run_calls(&w[2]);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&t[i], NULL, thread_main, &w[i]), 0);
+    for (int i = 0; i < 2; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
+    for (int i = 0; i < 2; i++) {
+        assert_memory_equal(w[i].y, w[2].y, sizeof w[2].y);
+        assert_memory_equal(w[i].out, w[2].out, sizeof w[2].out);
+    }
+}
+
 static void two_contexts_in_two_threads(void **state)
 {
     static worker w[3];
     memset(w, 0, sizeof w);
-    st_rng r;
-    st_rng_seed(&r, 99);
-    float *x = malloc(sizeof(float) * 4 * COLS);
-    st_random_floats(&r, x, 4 * COLS, 1.0f);
     int32_t ids[4 * TOPK];
     float wts[4 * TOPK];
-    st_random_routing(&r, 4, TOPK, NEXP, ids, wts);
+    float *x = thread_inputs(99, ids, wts);
     for (int i = 0; i < 3; i++) {
         st_ctx_params p;
         cpu_params(&p);
@@ -271,18 +296,41 @@ static void two_contexts_in_two_threads(void **state)
         w[i].ids = ids;
         w[i].wts = wts;
     }
-    run_calls(&w[2]); /* one context alone: the reference */
-    pthread_t t[2];
-    for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&t[i], NULL, thread_main, &w[i]), 0);
-    for (int i = 0; i < 2; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
-    for (int i = 0; i < 2; i++) {
-        assert_memory_equal(w[i].y, w[2].y, sizeof w[2].y);
-        assert_memory_equal(w[i].out, w[2].out, sizeof w[2].out);
-    }
+    race_two(w);
     for (int i = 0; i < 3; i++) {
         drop_weights(&w[i].f);
         st_ctx_destroy(w[i].f.ctx);
     }
+    free(x);
+}
+
+/* One set of matrices, made by a third context, used by two contexts in
+ * two threads at the same time (a matrix is read-only once made): the bytes
+ * one context gives alone. */
+static void one_matrix_two_contexts_two_threads(void **state)
+{
+    static worker w[3];
+    memset(w, 0, sizeof w);
+    int32_t ids[4 * TOPK];
+    float wts[4 * TOPK];
+    float *x = thread_inputs(77, ids, wts);
+    st_ctx_params p;
+    cpu_params(&p);
+    fixture owner = {0};
+    assert_int_equal(st_ctx_create_ex(&p, &owner.ctx), ST_OK);
+    make_weights(&owner, 6);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(st_ctx_create_ex(&p, &w[i].f.ctx), ST_OK);
+        w[i].f.w = owner.w;
+        assert_int_equal(st_experts_make(w[i].f.ctx, owner.gate, owner.up, owner.down, NEXP, &w[i].f.ex), ST_OK);
+        w[i].x = x;
+        w[i].ids = ids;
+        w[i].wts = wts;
+    }
+    race_two(w);
+    for (int i = 0; i < 3; i++) st_ctx_destroy(w[i].f.ctx);
+    drop_weights(&owner);
+    st_ctx_destroy(owner.ctx);
     free(x);
 }
 
@@ -294,6 +342,7 @@ int main(void)
         cmocka_unit_test(calls_beyond_the_limits_are_refused),
         cmocka_unit_test(table_line_goes_to_the_context_log),
         cmocka_unit_test(two_contexts_in_two_threads),
+        cmocka_unit_test(one_matrix_two_contexts_two_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -61,7 +61,7 @@ static void mmvq_same_bytes_for_any_thread_split(void **state)
             for (size_t b = 0; b < 6; b++) {
                 st_cpu_split s = {threads[a], chunks[b]};
                 memset(y, 0xff, sizeof y);
-                assert_int_equal(st_ref_mmvq_pool(TYPES[i], w, rows, cols, xq, nt, y, &s, pool), ST_OK);
+                assert_int_equal(st_ref_mmvq_pool(TYPES[i], w, rows, cols, xq, nt, y, rows, &s, pool), ST_OK);
                 assert_memory_equal(y, ref, sizeof y);
             }
             st_cpu_pool_destroy(pool);
@@ -100,7 +100,7 @@ static void expert_same_bytes_for_any_thread_split(void **state)
             for (int c = 0; c < 4; c++) {
                 st_cpu_split gs = {threads[a], chunks[b]}, ds = {threads[a], chunks[c]};
                 memset(out, 0xff, sizeof out);
-                assert_int_equal(st_ref_expert_grouped_ws(&ew, x, ids, wts, nt, topk, out, &gs, &ds, pool, scratch), ST_OK);
+                assert_int_equal(st_ref_expert_grouped_ws(&ew, NULL, x, ids, wts, nt, topk, out, &gs, &ds, pool, scratch), ST_OK);
                 assert_memory_equal(out, ref, sizeof out);
             }
         st_cpu_pool_destroy(pool);

@@ -77,6 +77,15 @@ static void init_writes_only_the_callers_size(void **state)
     assert_int_equal(st_ctx_create_ex(p, &ctx), ST_OK); /* the rest: the defaults */
     st_ctx_destroy(ctx);
     free(p);
+
+    const size_t fs = offsetof(st_ffn_options, x_stride);
+    st_ffn_options *f = older(sizeof *f + 64);
+    st_ffn_options_init_size(f, fs);
+    assert_int_equal(f->struct_size, fs);
+    assert_int_equal(f->act, ST_ACT_SILU);
+    assert_true(f->alpha == 1.702f && f->limit == 7.0f && !f->down_bias);
+    pattern_kept(f, fs, sizeof *f + 64, "st_ffn_options_init_size");
+    free(f);
 }
 
 static void a_struct_never_set_up_is_refused(void **state)

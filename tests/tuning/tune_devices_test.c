@@ -327,14 +327,14 @@ static void tune_all_devices_on_the_cpu(void **state)
             fail_msg("a line without its device: %.*s", (int)len, l);
         l = e ? e + 1 : l + len;
     }
-    assert_true(file_exists(path_in(dir, "strata-strata-tune-tiny-moe-tests.dev0.autotune.json")));
-    assert_true(file_exists(path_in(dir, "strata-strata-tune-tiny-moe-tests.dev0.autotune.html")));
-    assert_false(file_exists(path_in(dir, "strata-strata-tune-tiny-moe-tests.autotune.json")));
-    char *rep = slurp(path_in(dir, "strata-strata-tune-tiny-moe-tests.dev0.autotune.json"), NULL);
+    assert_true(file_exists(path_in(dir, "strata-tune-tiny-moe-tests.dev0.autotune.json")));
+    assert_true(file_exists(path_in(dir, "strata-tune-tiny-moe-tests.dev0.autotune.html")));
+    assert_false(file_exists(path_in(dir, "strata-tune-tiny-moe-tests.autotune.json")));
+    char *rep = slurp(path_in(dir, "strata-tune-tiny-moe-tests.dev0.autotune.json"), NULL);
     assert_non_null(strstr(rep, "\"device_index\""));
     free(rep);
     char name[128];
-    snprintf(name, sizeof name, "strata-strata-tune-tiny-moe-tests-cpu-%s.table", st_version()); /* the runtime token */
+    snprintf(name, sizeof name, "strata-tune-tiny-moe-tests-cpu-%s.table", st_version()); /* the runtime token */
     assert_true(file_exists(path_in(dir, name)));
     free(out);
     free(err);

@@ -82,29 +82,47 @@ static void cpu_matrix_free(void *b, st_bmatrix *m)
     m->data = NULL;
 }
 
-static st_status cpu_mmvq(void *b, const st_bmatrix *w, const float *x, int nt, float *y, int rows,
-                          const st_dispatch_config *cfg)
+static st_status cpu_mmvq(void *b, const st_bmatrix *w, const float *x, int64_t xs, int nt, float *y, int64_t ys,
+                          int rows, const st_dispatch_config *cfg)
 {
     cpu_backend *c = b;
     const size_t stride = (size_t)(w->cols / 32) * ST_Q8_1_BLOCK_BYTES;
     uint8_t *xq = c->scratch; /* the context's limits bound nt and cols */
-    for (int t = 0; t < nt; t++) ST_TRY(st_quantize_q8_1(x + (size_t)t * (size_t)w->cols, xq + (size_t)t * stride, w->cols));
+    for (int t = 0; t < nt; t++) ST_TRY(st_quantize_q8_1(x + (size_t)t * (size_t)xs, xq + (size_t)t * stride, w->cols));
     /* a variant's rows (per block, per lane group) = rows per work item;
      * the others chunk as the reference does by itself */
     const st_mmvq_variant v = st_mmvq_variant_of(rows);
     st_cpu_split split = {0, v.family == ST_MMVQ_ROWS || v.family == ST_MMVQ_WIDE ? v.rows : 0};
-    return st_ref_mmvq_pool(w->type, w->data, w->rows, w->cols, xq, nt, y, &split, c->pool);
+    return st_ref_mmvq_pool(w->type, w->data, w->rows, w->cols, xq, nt, y, ys, &split, c->pool);
 }
 
-static st_status cpu_expert_grouped(void *b, const st_bexperts *ex, const float *x, const int32_t *ids, const float *wts,
-                                    int nt, int topk, float *out, int gu_rows, int down_rows,
-                                    const st_dispatch_config *cfg)
+static st_status cpu_expert_grouped(void *b, const st_bexperts *ex, const st_ffn_options *o, const float *x,
+                                    const int32_t *ids, const float *wts, int nt, int topk, float *out, int gu_rows,
+                                    int down_rows, const st_dispatch_config *cfg)
 {
     cpu_backend *c = b;
     st_expert_weights ew = {ex->gate->type, ex->down->type, ex->n_embd, ex->n_ff, ex->n_expert,
                             ex->gate->data, ex->up->data, ex->down->data};
     st_cpu_split gs = {0, gu_rows}, ds = {0, down_rows};
-    return st_ref_expert_grouped_ws(&ew, x, ids, wts, nt, topk, out, &gs, &ds, c->pool, c->scratch);
+    return st_ref_expert_grouped_ws(&ew, o, x, ids, wts, nt, topk, out, &gs, &ds, c->pool, c->scratch);
+}
+
+static st_status cpu_expert_mat(void *b, const st_bmatrix *w, int n_expert, const float *x, int x_slots,
+                                int64_t x_slot_stride, int64_t x_token_stride, const int32_t *ids, int64_t ids_stride,
+                                int nt, int topk, float *y, int64_t y_slot_stride, int64_t y_token_stride,
+                                const st_dispatch_config *cfg)
+{
+    cpu_backend *c = b;
+    return st_ref_expert_mat_pool(w->type, w->data, w->rows / n_expert, w->cols, n_expert, x, x_slots, x_slot_stride,
+                                  x_token_stride, ids, ids_stride, nt, topk, y, y_slot_stride, y_token_stride, NULL,
+                                  c->pool, c->scratch);
+}
+
+/* Host memory has no streams: NULL only (ctx.c refuses the rest). */
+static st_status cpu_set_stream(void *b, void *stream)
+{
+    (void)b;
+    return stream ? st_fail(ST_ERR_INVALID_ARG, "st_ctx_set_stream: the CPU backend has no streams (NULL only)") : ST_OK;
 }
 
 static double now_ms(void)
@@ -179,6 +197,8 @@ static const st_backend_ops CPU_OPS = {
     .probe_copy = cpu_copy,
     .probe_empty = cpu_probe_empty,
     .probe_loads = cpu_probe_loads,
+    .set_stream = cpu_set_stream,
+    .expert_mat = cpu_expert_mat,
 };
 
 st_status st_cpu_backend_open(const st_ctx_params *p, const st_ctx_limits *lim, const st_dispatch_config *cfg,

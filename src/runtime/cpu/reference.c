@@ -106,6 +106,7 @@ typedef struct {
     const uint8_t *xq[ST_MAX_TOKENS];
     int nt;
     float *y;
+    int64_t y_stride; /* floats between tokens' outputs */
 } mmvq_job;
 
 static void mmvq_range(void *ctx, int64_t b, int64_t e)
@@ -114,24 +115,24 @@ static void mmvq_range(void *ctx, int64_t b, int64_t e)
     float out[ST_MAX_TOKENS];
     for (int64_t r = b; r < e; r++) {
         row_dot(j->t, j->w + (size_t)r * j->row_bytes, j->k, j->xq, j->nt, st_canon_mmvq_groups(j->k / ST_CANON_UNIT), out);
-        for (int i = 0; i < j->nt; i++) j->y[(size_t)i * (size_t)j->rows + (size_t)r] = out[i];
+        for (int i = 0; i < j->nt; i++) j->y[(size_t)i * (size_t)j->y_stride + (size_t)r] = out[i];
     }
 }
 
 st_status st_ref_mmvq(st_qtype t, const void *w, int64_t rows, int64_t k, const void *xq, int nt,
                       float *y, const st_cpu_split *split)
 {
-    return st_ref_mmvq_pool(t, w, rows, k, xq, nt, y, split, NULL);
+    return st_ref_mmvq_pool(t, w, rows, k, xq, nt, y, rows, split, NULL);
 }
 
 st_status st_ref_mmvq_pool(st_qtype t, const void *w, int64_t rows, int64_t k, const void *xq, int nt, float *y,
-                           const st_cpu_split *split, st_cpu_pool *pool)
+                           int64_t y_stride, const st_cpu_split *split, st_cpu_pool *pool)
 {
     ST_TRY(check_matrix(t, w, rows, k));
     if (!xq || !y) return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: NULL activations or output");
     if (nt < 1 || nt > ST_MAX_TOKENS)
         return st_fail(ST_ERR_INVALID_ARG, "iq_mmvq: n_tokens %d is out of range 1..%d (ST_MAX_TOKENS)", nt, ST_MAX_TOKENS);
-    mmvq_job j = {t, w, st_qtype_row_bytes(t, k), rows, k, {0}, nt, y};
+    mmvq_job j = {t, w, st_qtype_row_bytes(t, k), rows, k, {0}, nt, y, y_stride};
     for (int i = 0; i < nt; i++)
         j.xq[i] = (const uint8_t *)xq + (size_t)i * (size_t)(k / 32) * ST_Q8_1_BLOCK_BYTES;
     st_parallel_for(pool, rows, split_chunk(split, pool, rows), split_threads(split), mmvq_range, &j);
@@ -150,7 +151,18 @@ typedef struct {
     uint8_t *hq;            /* [pairs][n_ff/32 * 36] */
     float *y;               /* [pairs][n_embd] */
     size_t hq_stride;
+    const st_ffn_options *o;    /* activation, biases, strides */
 } expert_job;
+
+/* The gate-up combine: the activation of O (st_canon.h) of G and U. */
+static float combine(const st_ffn_options *o, float g, float u)
+{
+    switch (o->act) {
+    case ST_ACT_GELU: return st_gelu_mul(g, u);
+    case ST_ACT_SWIGLU_OAI: return st_swiglu_oai_mul(g, u, o->alpha, o->limit);
+    default: return st_silu_mul(g, u);
+    }
+}
 
 static void gate_up_range(void *ctx, int64_t b, int64_t e)
 {
@@ -168,7 +180,14 @@ static void gate_up_range(void *ctx, int64_t b, int64_t e)
         size_t row = (size_t)j->expert[grp] * (size_t)ew->n_ff + (size_t)r;
         row_dot(ew->gu_type, (const uint8_t *)ew->gate + row * rb, ew->n_embd, xs, n, 1, g);
         row_dot(ew->gu_type, (const uint8_t *)ew->up + row * rb, ew->n_embd, xs, n, 1, u);
-        for (int i = 0; i < n; i++) j->h[(size_t)pl[i] * (size_t)ew->n_ff + (size_t)r] = st_silu_mul(g[i], u[i]);
+        const st_ffn_options *o = j->o;
+        const size_t bi = (size_t)j->expert[grp] * (size_t)ew->n_ff + (size_t)r;
+        for (int i = 0; i < n; i++) {
+            /* a bias is added to the finished dot, once */
+            const float gv = o->gate_bias ? st_fadd(g[i], o->gate_bias[bi]) : g[i];
+            const float uv = o->up_bias ? st_fadd(u[i], o->up_bias[bi]) : u[i];
+            j->h[(size_t)pl[i] * (size_t)ew->n_ff + (size_t)r] = combine(o, gv, uv);
+        }
     }
 }
 
@@ -187,7 +206,9 @@ static void down_range(void *ctx, int64_t b, int64_t e)
         for (int i = 0; i < n; i++) hs[i] = j->hq + (size_t)pl[i] * j->hq_stride;
         size_t row = (size_t)j->expert[grp] * (size_t)ew->n_embd + (size_t)r;
         row_dot(ew->down_type, (const uint8_t *)ew->down + row * rb, ew->n_ff, hs, n, 1, y);
-        for (int i = 0; i < n; i++) j->y[(size_t)pl[i] * (size_t)ew->n_embd + (size_t)r] = y[i];
+        const float *db = j->o->down_bias;
+        const size_t bi = (size_t)j->expert[grp] * (size_t)ew->n_embd + (size_t)r;
+        for (int i = 0; i < n; i++) j->y[(size_t)pl[i] * (size_t)ew->n_embd + (size_t)r] = db ? st_fadd(y[i], db[bi]) : y[i];
     }
 }
 
@@ -205,10 +226,8 @@ static st_status check_experts(const st_expert_weights *ew, const float *x, cons
     ST_TRY(check_matrix(ew->gu_type, ew->gate, (int64_t)ew->n_ff * ew->n_expert, ew->n_embd));
     ST_TRY(check_matrix(ew->gu_type, ew->up, (int64_t)ew->n_ff * ew->n_expert, ew->n_embd));
     ST_TRY(check_matrix(ew->down_type, ew->down, (int64_t)ew->n_embd * ew->n_expert, ew->n_ff));
-    for (int p = 0; p < nt * topk; p++)
-        if (ids[p] < 0 || ids[p] >= ew->n_expert)
-            return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: token %d slot %d routes to expert %d of %d",
-                           p / topk, p % topk, ids[p], ew->n_expert);
+    /* an id outside 0..n_expert-1 is no error: its slot's output is 0
+     * (st_ref_expert_grouped), nothing is read for it */
     return ST_OK;
 }
 
@@ -229,31 +248,42 @@ st_status st_ref_expert_grouped(const st_expert_weights *ew, const float *x, con
     const size_t n = st_ref_expert_scratch_bytes(ew->n_embd, ew->n_ff, nt, topk);
     void *scratch = malloc(n);
     if (!scratch) return st_fail(ST_ERR_NOMEM, "expert_grouped: out of memory for %zu bytes of scratch", n);
-    st_status s = st_ref_expert_grouped_ws(ew, x, ids, wts, nt, topk, out, split, split, NULL, scratch);
+    st_status s = st_ref_expert_grouped_ws(ew, NULL, x, ids, wts, nt, topk, out, split, split, NULL, scratch);
     free(scratch);
     return s;
 }
 
-st_status st_ref_expert_grouped_ws(const st_expert_weights *ew, const float *x, const int32_t *ids, const float *wts,
-                                   int nt, int topk, float *out, const st_cpu_split *split,
-                                   const st_cpu_split *down_split, st_cpu_pool *pool, void *scratch)
+st_status st_ref_expert_grouped_ws(const st_expert_weights *ew, const st_ffn_options *opt, const float *x,
+                                   const int32_t *ids, const float *wts, int nt, int topk, float *out,
+                                   const st_cpu_split *split, const st_cpu_split *down_split, st_cpu_pool *pool,
+                                   void *scratch)
 {
     ST_TRY(check_experts(ew, x, ids, wts, nt, topk, out));
+    st_ffn_options dflt;
+    st_ffn_options_init(&dflt);
+    const st_ffn_options *o = opt ? opt : &dflt;
+    const int64_t xs = o->x_stride ? o->x_stride : ew->n_embd, is = o->ids_stride ? o->ids_stride : topk;
+    const int64_t ws = o->wts_stride ? o->wts_stride : topk, os = o->out_stride ? o->out_stride : ew->n_embd;
     const int np = nt * topk;
     expert_job j;
     memset(&j, 0, sizeof j);
     j.ew = ew;
+    j.o = o;
+    /* the routing, pair p = t*topk + k; an id out of range takes no group */
+    int32_t id[ST_MAX_PAIRS];
+    for (int p = 0; p < np; p++) id[p] = ids[(int64_t)(p / topk) * is + p % topk];
     /* Group pairs by expert, experts in first-seen order, pairs in p order. */
     for (int p = 0; p < np; p++) {
+        if (id[p] < 0 || id[p] >= ew->n_expert) continue;
         int g = 0;
-        while (g < j.n_used && j.expert[g] != ids[p]) g++;
-        if (g == j.n_used) j.expert[j.n_used++] = ids[p];
+        while (g < j.n_used && j.expert[g] != id[p]) g++;
+        if (g == j.n_used) j.expert[j.n_used++] = id[p];
     }
     int n = 0;
     for (int g = 0; g < j.n_used; g++) {
         j.first[g] = n;
         for (int p = 0; p < np; p++)
-            if (ids[p] == j.expert[g]) j.pair_list[n++] = p;
+            if (id[p] == j.expert[g]) j.pair_list[n++] = p;
     }
     j.first[j.n_used] = n;
 
@@ -269,25 +299,72 @@ st_status st_ref_expert_grouped_ws(const st_expert_weights *ew, const float *x, 
     j.y = (float *)at;
     st_status s = ST_OK;
     for (int t = 0; t < nt && s == ST_OK; t++)
-        s = st_quantize_q8_1(x + (size_t)t * (size_t)ew->n_embd, xq + (size_t)t * xq_stride, ew->n_embd);
+        s = st_quantize_q8_1(x + (size_t)t * (size_t)xs, xq + (size_t)t * xq_stride, ew->n_embd);
     if (s != ST_OK) goto done;
     for (int p = 0; p < np; p++) j.xq_pair[p] = xq + (size_t)(p / topk) * xq_stride;
 
     int64_t items = (int64_t)j.n_used * ew->n_ff;
     st_parallel_for(pool, items, split_chunk(split, pool, items), split_threads(split), gate_up_range, &j);
     for (int p = 0; p < np && s == ST_OK; p++)
-        s = st_quantize_q8_1(j.h + (size_t)p * (size_t)ew->n_ff, j.hq + (size_t)p * j.hq_stride, ew->n_ff);
+        if (id[p] >= 0 && id[p] < ew->n_expert)
+            s = st_quantize_q8_1(j.h + (size_t)p * (size_t)ew->n_ff, j.hq + (size_t)p * j.hq_stride, ew->n_ff);
     if (s != ST_OK) goto done;
     items = (int64_t)j.n_used * ew->n_embd;
     st_parallel_for(pool, items, split_chunk(down_split, pool, items), split_threads(down_split), down_range, &j);
 
+    /* the top-k sum in k order; a slot routed out of range adds w * 0 */
     for (int t = 0; t < nt; t++)
         for (int i = 0; i < ew->n_embd; i++) {
             float acc = 0.0f;
-            for (int k = 0; k < topk; k++)
-                acc = st_fma(wts[t * topk + k], j.y[(size_t)(t * topk + k) * (size_t)ew->n_embd + (size_t)i], acc);
-            out[(size_t)t * (size_t)ew->n_embd + (size_t)i] = acc;
+            for (int k = 0; k < topk; k++) {
+                const int p = t * topk + k;
+                const float y = id[p] >= 0 && id[p] < ew->n_expert ? j.y[(size_t)p * (size_t)ew->n_embd + (size_t)i] : 0.0f;
+                acc = st_fma(wts[(int64_t)t * ws + k], y, acc);
+            }
+            out[(size_t)t * (size_t)os + (size_t)i] = acc;
         }
 done:
     return s;
+}
+
+/* ---- the expert matrix call (MUL_MAT_ID) --------------------------------- */
+typedef struct {
+    st_qtype t;
+    const uint8_t *w; /* the expert's first row */
+    size_t row_bytes;
+    int64_t k;
+    const uint8_t *xq;
+    float *y;
+} emat_job;
+
+static void emat_range(void *ctx, int64_t b, int64_t e)
+{
+    emat_job *j = ctx;
+    for (int64_t r = b; r < e; r++) row_dot(j->t, j->w + (size_t)r * j->row_bytes, j->k, &j->xq, 1, 1, j->y + r);
+}
+
+st_status st_ref_expert_mat_pool(st_qtype t, const void *w, int64_t rows, int64_t k, int n_expert, const float *x,
+                                 int x_slots, int64_t x_slot_stride, int64_t x_token_stride, const int32_t *ids,
+                                 int64_t ids_stride, int nt, int topk, float *y, int64_t y_slot_stride,
+                                 int64_t y_token_stride, const st_cpu_split *split, st_cpu_pool *pool, void *xq)
+{
+    ST_TRY(check_matrix(t, w, rows * n_expert, k));
+    emat_job j = {t, NULL, st_qtype_row_bytes(t, k), k, xq, NULL};
+    const float *last = NULL;
+    for (int tk = 0; tk < nt; tk++)
+        for (int s = 0; s < topk; s++) {
+            const int32_t e = ids[(int64_t)tk * ids_stride + s];
+            float *dst = y + (int64_t)tk * y_token_stride + (int64_t)s * y_slot_stride;
+            if (e < 0 || e >= n_expert) { /* defined: zeros, nothing read */
+                for (int64_t r = 0; r < rows; r++) dst[r] = 0.0f;
+                continue;
+            }
+            const float *src = x + (int64_t)tk * x_token_stride + (int64_t)(s % x_slots) * x_slot_stride;
+            if (src != last) ST_TRY(st_quantize_q8_1(src, xq, k));
+            last = src;
+            j.w = (const uint8_t *)w + (size_t)e * (size_t)rows * j.row_bytes;
+            j.y = dst;
+            st_parallel_for(pool, rows, split_chunk(split, pool, rows), split_threads(split), emat_range, &j);
+        }
+    return ST_OK;
 }

@@ -38,8 +38,8 @@ struct ws_layout {
 
 struct gpu_backend {
     int device = 0;
-    st_launch L{};
-    bool own_stream = false;
+    st_launch L{};          /* L.stream: where calls queue now (st_ctx_set_stream) */
+    st_rt_stream own = nullptr; /* the context's own stream, when it made one */
     st_rt_event ev[2] = {};
     size_t llc = 0;
     void *grids = nullptr;
@@ -196,11 +196,12 @@ void gpu_close(void *b)
     if (!g) return;
     dev_guard dg(g->device);
     if (g->L.stream) (void)st_rt_stream_sync(g->L.stream);
+    if (g->own && g->own != g->L.stream) (void)st_rt_stream_sync(g->own);
     if (g->own_ws && g->ws) (void)st_rt_free(g->ws);
     if (g->grids) (void)st_rt_free(g->grids);
     for (int i = 0; i < 2; i++)
         if (g->ev[i]) (void)st_rt_event_destroy(g->ev[i]);
-    if (g->own_stream && g->L.stream) (void)st_rt_stream_destroy(g->L.stream);
+    if (g->own) (void)st_rt_stream_destroy(g->own);
     delete g;
 }
 
@@ -298,11 +299,17 @@ void gpu_matrix_free(void *b, st_bmatrix *m)
     m->data = nullptr;
 }
 
-st_status gpu_mmvq(void *b, const st_bmatrix *w, const float *x, int nt, float *y, int rows,
+st_status gpu_mmvq(void *b, const st_bmatrix *w, const float *x, int64_t xs, int nt, float *y, int64_t ys, int rows,
                    const st_dispatch_config *cfg)
 {
     gpu_backend *g = G(b);
     dev_guard dg(g->device);
+    /* spaced output rows: a launch per token (the bytes of a token do not
+     * depend on the others in its call: the batch invariance tests) */
+    if (ys != w->rows && nt > 1) {
+        for (int t = 0; t < nt; t++) ST_TRY(gpu_mmvq(b, w, x + t * xs, xs, 1, y + t * ys, w->rows, rows, cfg));
+        return ST_OK;
+    }
     const bool legacy = rows == 0 && cfg->active[ST_KNOB_OLD_IQ_MMVQ];
     const bool stage = cfg->active[ST_KNOB_IQ_STAGE_GRID_MMVQ];
     const ws_ptrs p = carve(g);
@@ -316,7 +323,7 @@ st_status gpu_mmvq(void *b, const st_bmatrix *w, const float *x, int nt, float *
         xp = xplanes(p.xq, w->cols, tiled ? st_xtile_tokens(nt) : nt);
         xp.tiled = tiled;
     }
-    RT_TRY(st_launch_quantize(g->L, x, w->cols, nt, xp, blocks), "q8_1 launch");
+    RT_TRY(st_launch_quantize(g->L, x, w->cols, nt, xp, blocks, xs), "q8_1 launch");
     const st_mat_dev m = mat_dev(w);
     st_rt_error e = by_type(w->type, [&](auto tc) {
         return st_launch_mmvq<decltype(tc)::value>(g->L, m, xp, blocks, nt, y, rows, stage, legacy);
@@ -325,10 +332,93 @@ st_status gpu_mmvq(void *b, const st_bmatrix *w, const float *x, int nt, float *
     return ST_OK;
 }
 
-st_status gpu_expert_grouped(void *b, const st_bexperts *ex, const float *x, const int32_t *ids, const float *wts,
-                             int nt, int topk, float *out, int gu_rows, int down_rows, const st_dispatch_config *cfg)
+/* st_expert_mat's launch for W's type. */
+st_rt_error launch_expert_mat(const st_launch &L, st_qtype t, const st_expert_mat_args &m, bool stage)
+{
+    return by_type(t, [&](auto tc) { return st_launch_expert_mat<decltype(tc)::value>(L, m, stage); });
+}
+
+/* st_expert_ffn beyond the fused kernels, composed of st_expert_mat's
+ * launches: q8_1(x), gate into h and up into y ([np][n_ff] each), the
+ * combine with the biases into h (in place), q8_1(h), down into y
+ * ([np][n_embd]), the top-k sum with the down bias. The same operations in
+ * the same order as the CPU reference. */
+st_status gpu_ffn_composed(gpu_backend *g, const st_bexperts *ex, const st_ffn_options *o, const float *x,
+                           const int32_t *ids, const float *wts, int nt, int topk, float *out,
+                           const st_dispatch_config *cfg)
+{
+    dev_guard dg(g->device);
+    const st_launch &L = g->L;
+    const ws_ptrs p = carve(g);
+    const int np = nt * topk;
+    const bool stage = !cfg->active[ST_KNOB_IQ_STAGE_GRID_OFF];
+    st_expert_mat_args m;
+    memset(&m, 0, sizeof m);
+    m.n_expert = ex->n_expert;
+    m.nt = nt;
+    m.topk = topk;
+    m.ids = ids;
+    m.ids_stride = o->ids_stride ? o->ids_stride : topk;
+    m.x_slots = 1;
+    m.x = xplanes(p.xq, ex->n_embd, nt);
+    RT_TRY(st_launch_quantize(L, x, ex->n_embd, nt, m.x, nullptr, o->x_stride), "q8_1 launch");
+    m.rows = ex->n_ff;
+    m.y_slot_stride = ex->n_ff;
+    m.y_token_stride = (int64_t)ex->n_ff * topk;
+    m.w = mat_dev(ex->gate);
+    m.y = (float *)p.h;
+    RT_TRY(launch_expert_mat(L, ex->gate->type, m, stage), "gate launch");
+    m.w = mat_dev(ex->up);
+    m.y = (float *)p.y;
+    RT_TRY(launch_expert_mat(L, ex->up->type, m, stage), "up launch");
+    st_ffn_args f;
+    memset(&f, 0, sizeof f);
+    f.n_expert = ex->n_expert;
+    f.n_embd = ex->n_embd;
+    f.n_ff = ex->n_ff;
+    f.nt = nt;
+    f.topk = topk;
+    f.act = (int)o->act;
+    f.alpha = o->alpha;
+    f.limit = o->limit;
+    f.ids = ids;
+    f.ids_stride = m.ids_stride;
+    f.wts = wts;
+    f.wts_stride = o->wts_stride ? o->wts_stride : topk;
+    f.gate_bias = o->gate_bias;
+    f.up_bias = o->up_bias;
+    f.down_bias = o->down_bias;
+    f.g = (const float *)p.h;
+    f.u = (const float *)p.y;
+    f.h = (float *)p.h;
+    RT_TRY(st_launch_ffn_combine(L, f), "combine launch");
+    m.x_slots = topk;
+    m.x = xplanes(p.hq, ex->n_ff, np);
+    RT_TRY(st_launch_quantize(L, f.h, ex->n_ff, np, m.x, nullptr), "q8_1 launch");
+    m.rows = ex->n_embd;
+    m.y_slot_stride = ex->n_embd;
+    m.y_token_stride = (int64_t)ex->n_embd * topk;
+    m.w = mat_dev(ex->down);
+    m.y = (float *)p.y;
+    RT_TRY(launch_expert_mat(L, ex->down->type, m, stage), "down launch");
+    f.y = (const float *)p.y;
+    f.out = out;
+    f.out_stride = o->out_stride ? o->out_stride : ex->n_embd;
+    RT_TRY(st_launch_ffn_sum(L, f), "top-k sum launch");
+    return ST_OK;
+}
+
+st_status gpu_expert_grouped(void *b, const st_bexperts *ex, const st_ffn_options *o, const float *x, const int32_t *ids,
+                             const float *wts, int nt, int topk, float *out, int gu_rows, int down_rows,
+                             const st_dispatch_config *cfg)
 {
     gpu_backend *g = G(b);
+    /* the fused kernels: silu, no bias, dense ids, weights and outputs */
+    const bool fused = o->act == ST_ACT_SILU && !o->gate_bias && !o->up_bias && !o->down_bias &&
+                       (!o->ids_stride || o->ids_stride == topk) && (!o->wts_stride || o->wts_stride == topk) &&
+                       (!o->out_stride || o->out_stride == ex->n_embd);
+    if (!fused) return gpu_ffn_composed(g, ex, o, x, ids, wts, nt, topk, out, cfg);
+    const int64_t xs = o->x_stride ? o->x_stride : ex->n_embd;
     dev_guard dg(g->device);
     const int np = nt * topk;
     st_expert_args a;
@@ -382,7 +472,7 @@ st_status gpu_expert_grouped(void *b, const st_bexperts *ex, const float *x, con
      * are many, so blocks are not dominated by their set-up */
     a.ppb = np <= 8 ? 1 : np <= 16 ? 2 : 4;
     const st_launch &L = g->L;
-    RT_TRY(st_launch_quantize(L, x, ex->n_embd, nt, a.xq, nullptr), "q8_1 launch");
+    RT_TRY(st_launch_quantize(L, x, ex->n_embd, nt, a.xq, nullptr, xs), "q8_1 launch");
     if (pl.grouped_v1) RT_TRY(st_launch_group_v1(L, a), "grouping launch");
     if (pl.mma) RT_TRY(st_launch_expert_pairs(L, a), "pair grouping launch");
     st_rt_error e = by_type(ex->gate->type, [&](auto tc) { return st_launch_gate_up<decltype(tc)::value>(L, a, pl); });
@@ -527,6 +617,70 @@ bool gpu_capturing(void *b)
     return st_rt_stream_capturing(g->L.stream);
 }
 
+/* The vectors N0.. of planes XP (a view: the quantize kernel writes vector
+ * v at v * nu units). */
+st_xplanes xplanes_from(const st_xplanes &xp, int n0)
+{
+    st_xplanes v = xp;
+    const size_t u = (size_t)n0 * (size_t)xp.nu;
+    v.qs += u * 32;
+    v.d += u;
+    v.d16 += u;
+    v.s16 += u;
+    return v;
+}
+
+/* st_expert_mat: the activations to q8_1 (a vector per token when every
+ * slot reads the token's, else per pair: the scratch of x, or of h, which
+ * ctx.c's limits size for them), then one launch. */
+st_status gpu_expert_mat(void *b, const st_bmatrix *w, int n_expert, const float *x, int x_slots, int64_t xss,
+                         int64_t xts, const int32_t *ids, int64_t ids_stride, int nt, int topk, float *y, int64_t yss,
+                         int64_t yts, const st_dispatch_config *cfg)
+{
+    gpu_backend *g = G(b);
+    dev_guard dg(g->device);
+    const ws_ptrs p = carve(g);
+    const int64_t k = w->cols;
+    st_expert_mat_args m;
+    memset(&m, 0, sizeof m);
+    m.w = mat_dev(w);
+    m.n_expert = n_expert;
+    m.rows = (int)(w->rows / n_expert);
+    m.nt = nt;
+    m.topk = topk;
+    m.x_slots = x_slots;
+    m.ids = ids;
+    m.ids_stride = ids_stride;
+    m.y = y;
+    m.y_slot_stride = yss;
+    m.y_token_stride = yts;
+    if (x_slots == 1) {
+        m.x = xplanes(p.xq, k, nt);
+        RT_TRY(st_launch_quantize(g->L, x, k, nt, m.x, nullptr, xts), "q8_1 launch");
+    } else {
+        m.x = xplanes(p.hq, k, nt * topk);
+        if (xts == xss * topk) {
+            RT_TRY(st_launch_quantize(g->L, x, k, nt * topk, m.x, nullptr, xss), "q8_1 launch");
+        } else {
+            for (int t = 0; t < nt; t++)
+                RT_TRY(st_launch_quantize(g->L, x + t * xts, k, topk, xplanes_from(m.x, t * topk), nullptr, xss),
+                       "q8_1 launch");
+        }
+    }
+    const bool stage = !cfg->active[ST_KNOB_IQ_STAGE_GRID_OFF];
+    RT_TRY(launch_expert_mat(g->L, w->type, m, stage), "expert_mat launch");
+    return ST_OK;
+}
+
+st_status gpu_set_stream(void *b, void *stream)
+{
+    gpu_backend *g = G(b);
+    dev_guard dg(g->device);
+    if (!stream && !g->own) RT_TRY(st_rt_stream_create(&g->own), "create stream");
+    g->L.stream = stream ? (st_rt_stream)stream : g->own;
+    return ST_OK;
+}
+
 const st_backend_ops GPU_OPS = {
     gpu_close,        gpu_stream,         gpu_alloc,         gpu_free,
     gpu_upload,       gpu_download,       gpu_sync,          gpu_matrix_create,
@@ -535,6 +689,7 @@ const st_backend_ops GPU_OPS = {
     gpu_probe_read,   gpu_probe_copy,     gpu_probe_empty,   gpu_probe_loads,
     gpu_capture_begin, gpu_capture_end,   gpu_graph_launch,  gpu_graph_destroy,
     gpu_check_ptr,    gpu_capturing,
+    gpu_set_stream,   gpu_expert_mat,
 };
 
 st_status open_device(int device, st_identity *id)
@@ -568,8 +723,8 @@ st_status setup(gpu_backend *g, const st_ctx_params *p, const st_dispatch_config
     if (p->stream) {
         g->L.stream = (st_rt_stream)p->stream;
     } else {
-        RT_TRY(st_rt_stream_create(&g->L.stream), "create stream");
-        g->own_stream = true;
+        RT_TRY(st_rt_stream_create(&g->own), "create stream");
+        g->L.stream = g->own;
     }
     RT_TRY(st_rt_event_create(&g->ev[0]), "create events");
     RT_TRY(st_rt_event_create(&g->ev[1]), "create events");
