@@ -48,6 +48,7 @@ typedef hipEvent_t st_rt_event;
 #define st_rt_event_create hipEventCreate
 #define st_rt_event_destroy hipEventDestroy
 #define st_rt_event_record hipEventRecord
+#define st_rt_stream_wait_event(s, e) hipStreamWaitEvent(s, e, 0)
 #define st_rt_event_sync hipEventSynchronize
 #define st_rt_event_elapsed hipEventElapsedTime
 #define st_rt_set_device hipSetDevice
@@ -108,6 +109,7 @@ typedef cudaEvent_t st_rt_event;
 #define st_rt_event_create cudaEventCreate
 #define st_rt_event_destroy cudaEventDestroy
 #define st_rt_event_record cudaEventRecord
+#define st_rt_stream_wait_event(s, e) cudaStreamWaitEvent(s, e, 0)
 #define st_rt_event_sync cudaEventSynchronize
 #define st_rt_event_elapsed cudaEventElapsedTime
 #define st_rt_set_device cudaSetDevice

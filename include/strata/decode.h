@@ -128,10 +128,12 @@ ST_API int st_ctx_device(const st_ctx *ctx);
 ST_API void *st_ctx_stream(const st_ctx *ctx);
 /* Queues the context's later calls on STREAM (a cudaStream_t / hipStream_t
  * on the context's device, valid while it is set), or on the context's own
- * stream for NULL (made now if it had none): at any time, between any two
- * calls, as cublasSetStream. Work queued before stays where it was queued;
- * nothing waits. The CPU backend takes only NULL (ST_ERR_INVALID_ARG
- * otherwise). */
+ * stream for NULL (made now if it had none): between any two calls, as
+ * cublasSetStream, but not while the context's stream is being captured
+ * (ST_ERR_INVALID_ARG). Work queued before stays where it was queued; the
+ * new stream waits, on the device, for the old stream's work queued so far
+ * (the context has one scratch area), and the host does not wait. The CPU
+ * backend takes only NULL (ST_ERR_INVALID_ARG otherwise). */
 ST_API st_status st_ctx_set_stream(st_ctx *ctx, void *stream);
 /* The identity tables are made for and checked against. */
 ST_API const st_identity *st_ctx_identity(const st_ctx *ctx);

@@ -41,6 +41,7 @@ struct gpu_backend {
     st_launch L{};          /* L.stream: where calls queue now (st_ctx_set_stream) */
     st_rt_stream own = nullptr; /* the context's own stream, when it made one */
     st_rt_event ev[2] = {};
+    st_rt_event handover = nullptr; /* st_ctx_set_stream: the new stream waits on the old */
     size_t llc = 0;
     void *grids = nullptr;
     uint8_t *ws = nullptr;
@@ -201,6 +202,7 @@ void gpu_close(void *b)
     if (g->grids) (void)st_rt_free(g->grids);
     for (int i = 0; i < 2; i++)
         if (g->ev[i]) (void)st_rt_event_destroy(g->ev[i]);
+    if (g->handover) (void)st_rt_event_destroy(g->handover);
     if (g->own) (void)st_rt_stream_destroy(g->own);
     delete g;
 }
@@ -676,8 +678,21 @@ st_status gpu_set_stream(void *b, void *stream)
 {
     gpu_backend *g = G(b);
     dev_guard dg(g->device);
+    if (st_rt_stream_capturing(g->L.stream))
+        return st_fail(ST_ERR_INVALID_ARG, "st_ctx_set_stream: the context's stream is being captured (end the capture "
+                       "first)");
     if (!stream && !g->own) RT_TRY(st_rt_stream_create(&g->own), "create stream");
-    g->L.stream = stream ? (st_rt_stream)stream : g->own;
+    const st_rt_stream next = stream ? (st_rt_stream)stream : g->own;
+    if (next != g->L.stream) {
+        /* the context has one scratch area: the new stream's first call
+         * must not overwrite it while a call queued on the old one still
+         * reads it, so the new stream waits (on the device) for the old
+         * stream's work so far; the host does not wait */
+        if (!g->handover) RT_TRY(st_rt_event_create(&g->handover), "create event");
+        RT_TRY(st_rt_event_record(g->handover, g->L.stream), "record event");
+        RT_TRY(st_rt_stream_wait_event(next, g->handover), "order the new stream after the old");
+    }
+    g->L.stream = next;
     return ST_OK;
 }
 
