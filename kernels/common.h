@@ -90,9 +90,12 @@ static inline bool st_mmvq_tiled(int rows, int nt, bool legacy)
 bool st_quantize_takes_dependents();
 
 /* f32 [n][k] -> q8_1, planar (BLOCKS=false) or 36-byte ggml blocks; vector
- * t at X + t * X_STRIDE (0: K, back to back). */
+ * t at X + t * X_STRIDE (0: K, back to back). With IDS (one expert id per
+ * vector, the pairs of an FFN call), a vector whose id is outside
+ * 0..N_EXPERT-1 is not read and quantizes as zeros. */
 st_rt_error st_launch_quantize(const st_launch &L, const float *x, int64_t k, int n, const st_xplanes &xp,
-                               uint8_t *blocks, int64_t x_stride = 0);
+                               uint8_t *blocks, int64_t x_stride = 0, const int32_t *ids = nullptr,
+                               int n_expert = 0);
 
 /* iq_mmvq for one type: rows = 0 default chain, else a rows variant. */
 template <int TYPE>

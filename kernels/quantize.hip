@@ -5,7 +5,8 @@
 
 template <bool BLOCKS>
 __global__ void __launch_bounds__(256) st_quantize_kernel(const float *__restrict__ x, int64_t k, int n,
-                                                          st_xplanes xp, uint8_t *__restrict__ blocks, int64_t xs)
+                                                          st_xplanes xp, uint8_t *__restrict__ blocks, int64_t xs,
+                                                          const int32_t *__restrict__ ids, int n_expert)
 {
     /* the iq_mmvq default kernel after it may launch now (it waits for
      * this grid's end before it reads the activations) */
@@ -22,7 +23,11 @@ __global__ void __launch_bounds__(256) st_quantize_kernel(const float *__restric
     const int64_t t = gw / nbk, b = gw % nbk;
     int q = 0;
     uint16_t d16 = 0, s16 = 0;
-    if (t < n) st_quantize_warp_block(x[t * xs + b * 32 + lane], q, d16, s16); /* xs: floats between vectors */
+    /* xs: floats between vectors; a pair whose expert id is out of range
+     * (IDS given) is quantized as zeros and its vector never read: the
+     * FFN's gate-up stage writes no intermediate for it */
+    if (t < n && (!ids || (unsigned)ids[t] < (unsigned)n_expert))
+        st_quantize_warp_block(x[t * xs + b * 32 + lane], q, d16, s16);
     if (!BLOCKS && xp.tiled) {
         /* a slot past the last token gets zeros: whole tiles are read */
         const int64_t sl = st_xtile((int)t, (int)b, (int)nbk);
@@ -66,7 +71,7 @@ bool st_quantize_takes_dependents()
 }
 
 st_rt_error st_launch_quantize(const st_launch &L, const float *x, int64_t k, int n, const st_xplanes &xp,
-                               uint8_t *blocks, int64_t x_stride)
+                               uint8_t *blocks, int64_t x_stride, const int32_t *ids, int n_expert)
 {
     const int64_t xs = x_stride ? x_stride : k;
     const int64_t warps = (k / 32) * (xp.tiled && !blocks ? st_xtile_tokens(n) : n);
@@ -78,6 +83,8 @@ st_rt_error st_launch_quantize(const st_launch &L, const float *x, int64_t k, in
      * one run against a plain launch (us, eager, 4096x14336 / 14336x4096):
      * iq4_xs n_tokens 1 17.2 -> 15.4 / 16.7 -> 14.9, iq4_nl 14336x4096
      * n_tokens 2 19.2 -> 17.5, the MoE layer n_tokens 1 27.2 -> 26.0 */
-    if (blocks) return st_launch_dependent(L, true, st_quantize_kernel<true>, grid, 32 * per_block, x, k, n, xp, blocks, xs);
-    return st_launch_dependent(L, true, st_quantize_kernel<false>, grid, 32 * per_block, x, k, n, xp, blocks, xs);
+    if (blocks) return st_launch_dependent(L, true, st_quantize_kernel<true>, grid, 32 * per_block, x, k, n, xp, blocks, xs, ids,
+                                   n_expert);
+    return st_launch_dependent(L, true, st_quantize_kernel<false>, grid, 32 * per_block, x, k, n, xp, blocks, xs, ids,
+                               n_expert);
 }

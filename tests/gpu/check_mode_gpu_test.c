@@ -100,7 +100,7 @@ static void wrong_arguments_are_one_line_and_the_context_stays_usable(void **sta
     expect_refused(st_expert_grouped(g.c, &g.ex, xed, ids, wd, NT, TOPK, od), "expert_grouped: ids is host memory");
     expect_refused(st_expert_grouped(g.c, &g.ex, xed, idd, wts, NT, TOPK, od), "expert_grouped: wts is host memory");
     expect_refused(st_expert_grouped(g.c, &g.ex, xed, idd, wd, NT, TOPK, out), "expert_grouped: out is host memory");
-    expect_refused(st_expert_grouped(g.c, &g.ex, xed, badd, wd, NT, TOPK, od), "ids[1] = 99 is outside 0..7");
+    expect_refused(st_expert_grouped(g.c, &g.ex, xed, badd, wd, NT, TOPK, od), "ids[0][1] = 99 is outside 0..7");
 
     /* still usable, and exact */
     CHECK_OK(st_iq_mmvq(g.c, g.w, xd, NT, yd));

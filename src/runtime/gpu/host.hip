@@ -480,7 +480,7 @@ st_status gpu_expert_grouped(void *b, const st_bexperts *ex, const st_ffn_option
     st_rt_error e = by_type(ex->gate->type, [&](auto tc) { return st_launch_gate_up<decltype(tc)::value>(L, a, pl); });
     RT_TRY(e, "gate-up launch");
     if (pl.v2k) RT_TRY(st_launch_combine_v2k(L, a), "k-split combine launch");
-    RT_TRY(st_launch_quantize(L, a.h, ex->n_ff, np, a.hq, nullptr), "q8_1 launch");
+    RT_TRY(st_launch_quantize(L, a.h, ex->n_ff, np, a.hq, nullptr, 0, ids, ex->n_expert), "q8_1 launch");
     e = by_type(ex->down->type, [&](auto tc) { return st_launch_down<decltype(tc)::value>(L, a, pl); });
     RT_TRY(e, "down launch");
     if (pl.tsum || pl.mma) RT_TRY(st_launch_topk_sum(L, a), "top-k sum launch");
