@@ -23,6 +23,10 @@ typedef struct {
     int64_t rows;
     int nb; /* blocks per row */
     int nu; /* units per row */
+    /* The in-place layout (st_matrix_wrap): ggml's blocks as the engine
+     * holds them, row r at p[0] + r * rb, read by each home's load_blk;
+     * 0 in the row-planar layout. */
+    int64_t rb;
 } st_mat_dev;
 
 /* A format's planes: N of them, PER_ROW bytes of each per row. */
