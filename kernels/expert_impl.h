@@ -453,13 +453,30 @@ static st_rt_error st_down_fused2(const st_launch &L, const st_expert_args &a, b
     return st_rt_get_last_error();
 }
 
-template <int TYPE, int NT>
-static st_rt_error st_gate_up_nt(const st_launch &L, const st_expert_args &a, const st_expert_plan &p)
+/* The default gate-up: one pair per block row, pairs in expert order. */
+template <int TYPE>
+static st_rt_error st_gate_up_fused(const st_launch &L, const st_expert_args &a, const st_expert_plan &p)
 {
-    if (p.mma) return st_expert_mma<TYPE, false>(L, a, p);
+    constexpr bool SG = st_has_grid<TYPE>::v;
+    const int rpb = 128 / p.gu_t, np = a.nt * a.topk;
+    dim3 pg((a.n_ff + rpb - 1) / rpb, (np + a.ppb - 1) / a.ppb);
+    return st_by_lanes(p.gu_t, [&](auto tt) {
+        constexpr int TT = decltype(tt)::value;
+        ST_STAGE_DISPATCH(p.stage_grid,
+                          (st_gate_up_kernel<TYPE, TT, 1, SG, 128, GROUP_PAIRS><<<pg, 128, 0, L.stream>>>(a, L.grids)),
+                          (st_gate_up_kernel<TYPE, TT, 1, false, 128, GROUP_PAIRS><<<pg, 128, 0, L.stream>>>(a, L.grids)));
+        return st_rt_get_last_error();
+    });
+}
+
+/* The row-planar layout's other gate-up plans (the tuning families). */
+template <int TYPE, int NT>
+static st_rt_error st_gate_up_planar(const st_launch &L, const st_expert_args &a, const st_expert_plan &p)
+{
     const int np = a.nt * a.topk;
     const int groups = np < a.n_expert ? np : a.n_expert;
     constexpr bool SG = st_has_grid<TYPE>::v;
+    const int rpb = 128 / p.gu_t;
     if (p.v2k) {
         dim3 grid((a.n_ff + 7) / 8, groups, 2);
         ST_STAGE_DISPATCH(p.stage_grid, (st_gate_up_v2k_kernel<TYPE, NT, SG><<<grid, 128, 0, L.stream>>>(a, L.grids)),
@@ -486,17 +503,7 @@ static st_rt_error st_gate_up_nt(const st_launch &L, const st_expert_args &a, co
         default: return ST_RT_INVALID_VALUE;
         }
     }
-    const int rpb = 128 / p.gu_t;
-    if (p.fused) { /* the default: one pair per block row, pairs in expert order */
-        dim3 pg((a.n_ff + rpb - 1) / rpb, (np + a.ppb - 1) / a.ppb);
-        return st_by_lanes(p.gu_t, [&](auto tt) {
-            constexpr int TT = decltype(tt)::value;
-            ST_STAGE_DISPATCH(p.stage_grid,
-                              (st_gate_up_kernel<TYPE, TT, 1, SG, 128, GROUP_PAIRS><<<pg, 128, 0, L.stream>>>(a, L.grids)),
-                              (st_gate_up_kernel<TYPE, TT, 1, false, 128, GROUP_PAIRS><<<pg, 128, 0, L.stream>>>(a, L.grids)));
-            return st_rt_get_last_error();
-        });
-    }
+    if (p.fused) return st_gate_up_fused<TYPE>(L, a, p);
     dim3 grid((a.n_ff + rpb - 1) / rpb, groups);
     if (p.grouped_v1) {
         st_gate_up_kernel<TYPE, 32, NT, SG, 128, GROUP_V1><<<dim3((a.n_ff + 3) / 4, groups), 128, 0, L.stream>>>(a, L.grids);
@@ -512,9 +519,22 @@ static st_rt_error st_gate_up_nt(const st_launch &L, const st_expert_args &a, co
 }
 
 template <int TYPE, int NT>
-static st_rt_error st_down_nt(const st_launch &L, const st_expert_args &a, const st_expert_plan &p)
+static st_rt_error st_gate_up_nt(const st_launch &L, const st_expert_args &a, const st_expert_plan &p)
 {
-    if (p.mma) return st_expert_mma<TYPE, true>(L, a, p);
+    if (p.mma) return st_expert_mma<TYPE, false>(L, a, p);
+    if constexpr (st_in_place(TYPE)) {
+        /* the in-place layout: the default plan and the matrix units only */
+        if (!p.fused || p.gu_rows) return ST_RT_INVALID_VALUE;
+        return st_gate_up_fused<TYPE>(L, a, p);
+    } else {
+        return st_gate_up_planar<TYPE, NT>(L, a, p);
+    }
+}
+
+/* The row-planar layout's other down plans (the tuning families). */
+template <int TYPE, int NT>
+static st_rt_error st_down_planar(const st_launch &L, const st_expert_args &a, const st_expert_plan &p)
+{
     const int np = a.nt * a.topk;
     const int groups = np < a.n_expert ? np : a.n_expert;
     constexpr bool SG = st_has_grid<TYPE>::v;
@@ -560,6 +580,23 @@ static st_rt_error st_down_nt(const st_launch &L, const st_expert_args &a, const
                           (st_down_fused_kernel<TYPE, TT, NT, false, 128, GROUP_SORTED><<<grid, 128, smem, L.stream>>>(a, L.grids)));
         return st_rt_get_last_error();
     });
+}
+
+template <int TYPE, int NT>
+static st_rt_error st_down_nt(const st_launch &L, const st_expert_args &a, const st_expert_plan &p)
+{
+    if (p.mma) return st_expert_mma<TYPE, true>(L, a, p);
+    if constexpr (st_in_place(TYPE)) {
+        /* the in-place layout: the default plan and the matrix units only */
+        if (!p.fused || p.dn_rows) return ST_RT_INVALID_VALUE;
+        const int np = a.nt * a.topk;
+        const int groups = np < a.n_expert ? np : a.n_expert;
+        return st_by_lanes(p.dn_t, [&](auto tt) {
+            return st_down_fused2<TYPE, NT, decltype(tt)::value, 128>(L, a, p.stage_grid, groups);
+        });
+    } else {
+        return st_down_planar<TYPE, NT>(L, a, p);
+    }
 }
 
 /* ---- st_expert_mat (MUL_MAT_ID): one warp per (row, pair), the rows of

@@ -197,14 +197,21 @@ template <int TYPE, int NT>
 static st_rt_error st_mmvq_nt(const st_launch &L, const st_mat_dev &m, const st_xplanes &x,
                               const uint8_t *xblocks, int nt, float *y, int rows, bool stage, bool legacy)
 {
-    if (legacy)
-        return st_by_groups(m.nu, [&](auto ng) {
-            st_mmvq_legacy_kernel<TYPE, NT, decltype(ng)::value><<<(unsigned)m.rows, 32, 0, L.stream>>>(m, xblocks, nt, y, L.grids);
-            return st_rt_get_last_error();
-        });
     const st_mmvq_variant v = st_mmvq_variant_of(rows);
-    if (v.family == ST_MMVQ_WIDE) return st_mmvq_wide_variant<TYPE, NT>(L, m, x, nt, y, rows, stage);
-    if (v.family == ST_MMVQ_SPLIT) return st_mmvq_split_nt<TYPE, NT>(L, m, x, nt, y, v.warps, stage);
+    if constexpr (st_in_place(TYPE)) {
+        /* the in-place layout has the default chain (and the matrix units,
+         * st_launch_mmvq), not the tuning families nor the legacy path */
+        (void)xblocks;
+        if (legacy || v.family != ST_MMVQ_DEFAULT) return ST_RT_INVALID_VALUE;
+    } else {
+        if (legacy)
+            return st_by_groups(m.nu, [&](auto ng) {
+                st_mmvq_legacy_kernel<TYPE, NT, decltype(ng)::value><<<(unsigned)m.rows, 32, 0, L.stream>>>(m, xblocks, nt, y, L.grids);
+                return st_rt_get_last_error();
+            });
+        if (v.family == ST_MMVQ_WIDE) return st_mmvq_wide_variant<TYPE, NT>(L, m, x, nt, y, rows, stage);
+        if (v.family == ST_MMVQ_SPLIT) return st_mmvq_split_nt<TYPE, NT>(L, m, x, nt, y, v.warps, stage);
+    }
     /* The default chain with 1-4 tokens is launched as a programmatic
      * dependent of the q8_1 kernel before it (NVIDIA sm_90+): its blocks
      * start while the activations are quantized and issue their first
@@ -238,21 +245,25 @@ static st_rt_error st_mmvq_nt(const st_launch &L, const st_mat_dev &m, const st_
             }
         });
     }
-    return st_by_groups(m.nu, [&](auto ng) {
-        constexpr int NG = decltype(ng)::value;
-        if (v.family != ST_MMVQ_ROWS) return ST_RT_INVALID_VALUE;
-        switch (v.rows) {
+    if constexpr (st_in_place(TYPE)) {
+        return ST_RT_INVALID_VALUE;
+    } else {
+        return st_by_groups(m.nu, [&](auto ng) {
+            constexpr int NG = decltype(ng)::value;
+            if (v.family != ST_MMVQ_ROWS) return ST_RT_INVALID_VALUE;
+            switch (v.rows) {
 #define ST_ROWS_CASE(R)                                                                                       \
-    case R:                                                                                                   \
-        st_mmvq_rows_kernel<TYPE, NT, R, NG><<<(unsigned)((m.rows + R - 1) / R), 32 * R, 0, L.stream>>>(m, x.qs, x.d, nt, \
-                                                                                                  y, L.grids); \
-        break;
-            STRATA_MMVQ_ROWS_VARIANTS(ST_ROWS_CASE)
+        case R:                                                                                                   \
+            st_mmvq_rows_kernel<TYPE, NT, R, NG><<<(unsigned)((m.rows + R - 1) / R), 32 * R, 0, L.stream>>>(m, x.qs, x.d, nt, \
+                                                                                                      y, L.grids); \
+            break;
+                STRATA_MMVQ_ROWS_VARIANTS(ST_ROWS_CASE)
 #undef ST_ROWS_CASE
-        default: return ST_RT_INVALID_VALUE;
-        }
-        return st_rt_get_last_error();
-    });
+            default: return ST_RT_INVALID_VALUE;
+            }
+            return st_rt_get_last_error();
+        });
+    }
 }
 
 template <int TYPE>

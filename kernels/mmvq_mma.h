@@ -453,7 +453,7 @@ static inline int st_mma_default_warps(int type, int nt)
     (void)type, (void)nt;
     return 16;
 #else
-    return nt > 16 && (nt <= 24 || type == ST_IQ4_NL) ? 8 : 16;
+    return nt > 16 && (nt <= 24 || st_base_type(type) == ST_IQ4_NL) ? 8 : 16;
 #endif
 }
 

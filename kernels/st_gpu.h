@@ -357,6 +357,35 @@ template <typename T> ST_DEV T st_ldg(const T *p)
 #endif
 }
 
+/* The 32 bits of HI:LO from bit SH (0..31) on: a funnel shift. */
+ST_DEV uint32_t st_funnel_r(uint32_t lo, uint32_t hi, uint32_t sh)
+{
+#if ST_HIP
+    return __builtin_amdgcn_alignbit(hi, lo, sh);
+#else
+    return __funnelshift_r(lo, hi, sh);
+#endif
+}
+
+/* How units.h reads 2-aligned (and MXFP4's 1-aligned) spans of the
+ * in-place layout: 1, as 4-aligned u32 loads and a funnel shift (NVIDIA:
+ * nvcc keeps u16 and u8 loads apart, a misaligned wider one faults); 0, as
+ * u16 pairs or bytes (gfx11, where the compiler merges them into wide
+ * loads, the hardware's unaligned access mode being on; the funnel shifts
+ * measured 31 more vector instructions per Q3_K and Q6_K unit there,
+ * tools/isa_count.py). */
+#ifndef ST_FUNNEL_LOADS /* -DST_FUNNEL_LOADS=0/1 to measure the other way */
+#if ST_HIP
+#define ST_FUNNEL_LOADS 0
+#else
+#define ST_FUNNEL_LOADS 1
+#endif
+#endif
+
+/* A load of a T at byte address P, which must be aligned to sizeof(T) (a
+ * GPU faults on a misaligned load; the host emulation checks it). The
+ * in-place layout's loads (units.h) go through it. */
+template <typename T> ST_DEV T st_ld_at(const uint8_t *p) { return *(const T *)p; }
 
 /* Exact f16 -> f32 of raw bits (hardware conversion; exact on both). */
 ST_DEV float st_h2f(uint16_t h)

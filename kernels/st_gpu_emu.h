@@ -9,6 +9,8 @@
 #define ST_GPU_EMU_H
 
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "st_canon.h"
@@ -61,6 +63,29 @@ ST_DEV void st_lut16(uint32_t q, const uint32_t tab[4], uint32_t &lo, uint32_t &
         st_lut16_byte(q, tab, lo, hi);
     else
         st_lut16_nib(q, tab, lo, hi);
+}
+
+/* Both ways of st_gpu.h's ST_FUNNEL_LOADS, with the vendor the test picks. */
+#define ST_FUNNEL_LOADS (!st_emu_use_hip_lut)
+
+ST_DEV uint32_t st_funnel_r(uint32_t lo, uint32_t hi, uint32_t sh)
+{
+    return (uint32_t)((((uint64_t)hi << 32) | lo) >> (sh & 31u));
+}
+
+/* A load of a T at P as the device issues it: a GPU faults on one not
+ * aligned to sizeof(T), so the emulation stops there with one line, and a
+ * wrong alignment assumption of an in-place load (units.h) fails the CPU
+ * test instead of a GPU run. */
+template <typename T> static inline T st_ld_at(const uint8_t *p)
+{
+    if ((uintptr_t)p % sizeof(T) != 0) {
+        fprintf(stderr, "misaligned %zu-byte load at %p: a GPU faults here\n", sizeof(T), (const void *)p);
+        abort();
+    }
+    T v;
+    memcpy(&v, p, sizeof v);
+    return v;
 }
 
 ST_DEV float st_h2f(uint16_t h) { return st_half_to_float(h); }

@@ -32,6 +32,20 @@ for f in kernels/*.hip "$OUT"/gen/*.hip; do
 done
 for p in "${pids[@]}"; do wait "$p"; done
 python3 tools/gfx1100_report.py "$OUT"
+# The llama.cpp integration's own source (host code beside ggml-hip's
+# kernels), against the shipped tree's headers when the tree is here
+# (LLAMA_CPP_DIR, LLAMA_CPP_TARBALL or ../shared/engines).
+LT=${LLAMA_CPP_TARBALL:-../shared/engines/llama.cpp-80fb11a.tar.xz}
+if [ -n "${LLAMA_CPP_DIR:-}" ] || [ -f "$LT" ]; then
+  LD=${LLAMA_CPP_DIR:-$OUT/llama.cpp}
+  [ -n "${LLAMA_CPP_DIR:-}" ] || [ -d "$LD/ggml" ] || tar -xJf "$LT" -C "$OUT"
+  "$CXX" -xhip --offload-arch=gfx1100 --rocm-path=/usr --cuda-host-only -std=c++17 -Wall -Werror -DGGML_CUDA_STRATA \
+    -isystem "$LD/ggml/include" -isystem "$LD/ggml/src" -Iinclude -c integrations/llama.cpp/ggml-strata.cu \
+    -o "$OUT/ggml-strata.o" || { echo "gfx1100-check: integrations/llama.cpp/ggml-strata.cu failed to compile for gfx1100" >&2; exit 1; }
+  echo "gfx1100-check: integrations/llama.cpp/ggml-strata.cu compiles for gfx1100 (HIP host code)"
+else
+  echo "gfx1100-check: no llama.cpp tree here (LLAMA_CPP_DIR / LLAMA_CPP_TARBALL): the integration's compile is skipped"
+fi
 # Vector instructions per 32-weight unit of each format (decode + dot + accumulate).
 "$CXX" "${FLAGS[@]}" --cuda-device-only -S tools/isa/unit_probe.hip -o "$OUT/unit_probe.s"
 python3 tools/isa_count.py "$OUT/unit_probe.s"

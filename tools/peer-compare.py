@@ -14,7 +14,7 @@ usage: tools/peer-compare.py BENCH.txt PEER.txt [--markdown]
 import re
 import sys
 
-OURS = re.compile(r"^(mmvq|expert|step)\s+(.*?)\s+(\d+)\s+(default|graph)\s+([\d.]+)\s+([\d.]+)%\s+([\d.]+)\s+([\d.]+)%\s+(\S+)")
+OURS = re.compile(r"^(mmvq|expert|step)\s+(.*?)\s+(\d+)\s+(default|graph|in-place)\s+([\d.]+)\s+([\d.]+)%\s+([\d.]+)\s+([\d.]+)%\s+(\S+)")
 PEER = re.compile(r"^peer (mmvq|moe-layer|moe-step) (.*) nt (\d+) us ([\d.]+) p25 ([\d.]+) p75 ([\d.]+)")
 STEP = re.compile(r"synthetic (\d+) x MoE (\S+) (\d+)/(\d+)")
 
@@ -79,7 +79,7 @@ def main(argv):
         p, p25, p75 = pe
         w = spread * us
         call = "ahead" if us + w < p25 else "behind" if us - w > p75 else "cannot tell"
-        name = "%s %s%s" % (key[0], key[1], " (graph)" if path == "graph" else "")
+        name = "%s %s%s" % (key[0], key[1], {"graph": " (graph)", "in-place": " (in-place)"}.get(path, ""))
         rows.append((name, nt, us, p, p / us, pread, psame, call))
     if not rows:
         fail("no case appears in both files")
@@ -92,6 +92,16 @@ def main(argv):
         print("%-52s %3s %10s %10s %8s %7s %7s  %s" % ("case", "nt", "ours us", "ggml us", "speedup", "%read", "%same", "spreads"))
         for r in rows:
             print("%-52s %3d %10.2f %10.2f %7.2fx %6s%% %7s  %s" % r)
+    # the in-place layout (ggml's own blocks, no copy) is summed up on its
+    # own line; the totals below are the repacked layout's
+    inp = [r for r in rows if r[0].endswith(" (in-place)")]
+    rows = [r for r in rows if not r[0].endswith(" (in-place)")]
+    if inp:
+        isp = [r[4] for r in inp]
+        print("in-place layout: %d cells: speedup %.2fx .. %.2fx; %d slower than the peer" % (
+            len(inp), min(isp), max(isp), sum(1 for x in isp if x < 1.0)))
+    if not rows:
+        return 0
     sp = [r[4] for r in rows]
     slower = [r for r in rows if r[4] < 1.0]
     print("%d cells%s: speedup %.2fx .. %.2fx; %d slower than the peer" % (

@@ -189,6 +189,27 @@ ST_API st_status st_matrix_create(st_ctx *ctx, st_qtype type, int64_t rows, int6
  * DEVICE_BYTES may be freed once this returns (it waits for the repack). */
 ST_API st_status st_matrix_create_from_device(st_ctx *ctx, st_qtype type, int64_t rows, int64_t cols,
                                               const void *device_bytes, st_matrix **out);
+/* Wraps ggml block bytes the engine already holds in backend memory
+ * (device memory on a GPU, host memory on the CPU backend), ROWS rows of
+ * COLS values back to back (a contiguous ggml tensor; 3-D expert tensors
+ * as for st_matrix_create), with no copy and no repack: the in-place
+ * layout, read by kernels of its own, the same bytes out as a repacked
+ * matrix of the same blocks. Nothing is allocated; the engine keeps BYTES
+ * alive and unchanged until st_matrix_destroy (which frees nothing of
+ * them). BYTES must be on the boundary of the type's blocks (the largest
+ * power of two dividing the block size, at most 16: ggml's allocations
+ * are); on a GPU context they must be memory of the context's device.
+ * The limits are checked as for st_matrix_create; one line names what is
+ * wrong. The in-place layout runs the default chain and the matrix-unit
+ * variants (st_mmvq_in_place_variant); a table row naming another variant
+ * for its shape runs the default chain there (st_ctx_stats.table_layout),
+ * a forced one or a knob of another path is refused (ST_ERR_UNSUPPORTED).
+ * What the repacked layout buys over it on a machine: the `in-place` rows
+ * of `tune_decode bench` on a GPU, beside the default's. */
+ST_API st_status st_matrix_wrap(st_ctx *ctx, st_qtype type, int64_t rows, int64_t cols, const void *bytes,
+                                st_matrix **out);
+/* 1 when M reads ggml's blocks in place (st_matrix_wrap), else 0. */
+ST_API int st_matrix_in_place(const st_matrix *m);
 /* Backend-memory bytes a matrix of TYPE, ROWS x COLS takes in the layout
  * (0 when the shape does not fit the type), so an engine can budget before
  * it creates one. The same on every backend of this build for the GPU; the
@@ -322,6 +343,8 @@ typedef struct {
     uint64_t variant_launches; /* calls that ran a rows variant (table or forced) */
     uint64_t table_defaults;   /* entry-point calls whose shape the tuner measured and kept the
                                   default for ("tuned default": covered, not a gap) */
+    uint64_t table_layout;     /* entry-point calls on an in-place matrix (st_matrix_wrap) whose table
+                                  row names a variant of the row-planar layout: the default chain ran */
 } st_ctx_stats;
 ST_API void st_ctx_stats_init_size(st_ctx_stats *stats, size_t size);
 static inline void st_ctx_stats_init(st_ctx_stats *stats) { st_ctx_stats_init_size(stats, sizeof *stats); }

@@ -176,6 +176,15 @@ static inline st_mmvq_variant st_mmvq_variant_of(int id)
     return v;
 }
 
+/* Whether the in-place layout (st_matrix_wrap: ggml's blocks read where
+ * the engine holds them) has kernels for id ID: the default chain and the
+ * matrix-unit family; the other families are the row-planar layout's. */
+static inline bool st_mmvq_in_place_variant(int id)
+{
+    const st_mmvq_family f = st_mmvq_variant_of(id).family;
+    return f == ST_MMVQ_DEFAULT || f == ST_MMVQ_MMA;
+}
+
 /* How many variants the lists hold (the default not counted). */
 #define STRATA_VARIANT_COUNT1_(a) +1
 #define STRATA_VARIANT_COUNT2_(a, b) +1

@@ -29,6 +29,15 @@ typedef struct {
     int64_t rb;
 } st_mat_dev;
 
+/* The in-place layout's alignment guarantee for blocks of BYTES bytes: the
+ * largest power of two dividing BYTES, at most 16 (IQ3_S's 110 -> 2, Q4_K's
+ * 144 -> 16, IQ4_XS's 136 -> 8, MXFP4's 17 -> 1). The wrap requires p[0] and
+ * rb to be multiples of it, so every block starts aligned to it; the
+ * homes' load_blk issue only loads that alignment allows (a GPU faults on a
+ * misaligned load) and name their format's value blk_align. */
+#define ST_BLK_ALIGN(bytes) \
+    ((bytes) % 16 == 0 ? 16 : (bytes) % 8 == 0 ? 8 : (bytes) % 4 == 0 ? 4 : (bytes) % 2 == 0 ? 2 : 1)
+
 /* A format's planes: N of them, PER_ROW bytes of each per row. */
 typedef struct {
     int n;
@@ -36,6 +45,7 @@ typedef struct {
 } st_plane_spec;
 
 static inline size_t st_align16(size_t n) { return (n + 15) & ~(size_t)15; }
+
 
 /* Byte offset of each plane for R rows; returns the total size. */
 static inline size_t st_plane_offsets(const st_plane_spec *s, int64_t rows, size_t off[ST_MAX_PLANES])

@@ -23,12 +23,14 @@ typedef struct {
 } st_ctx_limits;
 
 /* A matrix as a backend holds it: ggml bytes (CPU) or the device layout
- * (GPU). */
+ * (GPU); IN_PLACE: ggml's blocks where the engine holds them
+ * (st_matrix_wrap), rows back to back, not owned (never freed here). */
 typedef struct {
     st_qtype type;
     int64_t rows, cols;
     void *data;
     size_t bytes;
+    bool in_place;
 } st_bmatrix;
 
 typedef struct {

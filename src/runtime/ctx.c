@@ -6,6 +6,7 @@
 #include "backend.h"
 #include "ctx_internal.h"
 #include "devinfo.h"
+#include "layout.h"
 #include "st_struct.h"
 #include "table_internal.h"
 
@@ -338,6 +339,33 @@ st_status st_matrix_create_from_device(st_ctx *c, st_qtype type, int64_t rows, i
     return matrix_new(c, type, rows, cols, bytes, true, out);
 }
 
+st_status st_matrix_wrap(st_ctx *c, st_qtype type, int64_t rows, int64_t cols, const void *bytes, st_matrix **out)
+{
+    const char *what = "st_matrix_wrap";
+    if (!c || !out || !bytes) return st_fail(ST_ERR_INVALID_ARG, "%s: NULL argument", what);
+    *out = NULL;
+    ST_TRY(check_shape(c, type, rows, cols, what));
+    const size_t a = (size_t)ST_BLK_ALIGN(st_qtype_block_bytes(type));
+    if ((uintptr_t)bytes % a)
+        return st_fail(ST_ERR_INVALID_ARG, "%s: %s blocks at %p are not on a %zu-byte boundary (the in-place kernels "
+                       "load them %zu bytes at a time)", what, st_qtype_name(type), bytes, a, a);
+    /* not a decode call: the pointer is checked whatever STRATA_CHECK says */
+    if (c->ops->check_ptr) ST_TRY(c->ops->check_ptr(c->b, bytes, what, "bytes"));
+    st_matrix *m = calloc(1, sizeof *m);
+    if (!m) return st_fail(ST_ERR_NOMEM, "%s: out of memory", what);
+    m->ctx = c;
+    m->m.type = type;
+    m->m.rows = rows;
+    m->m.cols = cols;
+    m->m.data = (void *)(uintptr_t)bytes;
+    m->m.bytes = (size_t)rows * st_qtype_row_bytes(type, cols);
+    m->m.in_place = true;
+    *out = m;
+    return ST_OK;
+}
+
+int st_matrix_in_place(const st_matrix *m) { return m && m->m.in_place; }
+
 size_t st_matrix_layout_bytes(st_qtype type, int64_t rows, int64_t cols)
 {
     if (!st_qtype_valid(type) || rows <= 0 || st_qtype_row_bytes(type, cols) == 0) return 0;
@@ -348,7 +376,7 @@ size_t st_matrix_layout_bytes(st_qtype type, int64_t rows, int64_t cols)
 void st_matrix_destroy(st_matrix *m)
 {
     if (!m) return;
-    m->ctx->ops->matrix_free(m->ctx->b, &m->m);
+    if (!m->m.in_place) m->ctx->ops->matrix_free(m->ctx->b, &m->m);
     free(m);
 }
 
@@ -446,6 +474,14 @@ static st_status mmvq_call(st_ctx *c, const st_matrix *w, const float *x, int64_
         return st_fail(ST_ERR_INVALID_ARG, "%s: %s needs rows of at least %d values (128 streams); this matrix has %lld",
                        what, st_mmvq_variant_name(rows, vn, sizeof vn), st_mmvq_variant_min_cols(rows), (long long)w->m.cols);
     }
+    if (w->m.in_place && !st_mmvq_in_place_variant(rows)) {
+        char vn[24];
+        return st_fail(ST_ERR_UNSUPPORTED, "%s: %s is not a kernel of the in-place layout (an st_matrix_wrap matrix "
+                       "runs the default chain and the matrix-unit variants)", what, st_mmvq_variant_name(rows, vn, sizeof vn));
+    }
+    if (w->m.in_place && c->cfg.active[ST_KNOB_OLD_IQ_MMVQ])
+        return st_fail(ST_ERR_UNSUPPORTED, "%s: the knob of the old iq_mmvq path has no kernel in the in-place layout",
+                       what);
     ST_TRY(check_ptr(c, x, "iq_mmvq", "x"));
     ST_TRY(check_ptr(c, y, "iq_mmvq", "y"));
     if (rows)
@@ -471,7 +507,10 @@ static int table_mmvq(st_ctx *c, const st_matrix *w)
     int rows = 0;
     if (c && w && c->table) {
         st_mmvq_key key = {w->m.type, (int)w->m.rows, (int)w->m.cols};
-        if (st_table_lookup_mmvq(c->table, &key, &rows))
+        if (st_table_lookup_mmvq(c->table, &key, &rows) && w->m.in_place && !st_mmvq_in_place_variant(rows)) {
+            rows = 0;
+            c->stats.table_layout++;
+        } else if (rows)
             c->stats.table_hits++;
         else if (st_table_tuned_default_mmvq(c->table, &key))
             c->stats.table_defaults++;
@@ -507,6 +546,9 @@ static st_status check_experts(const st_ctx *c, const st_experts *ex)
     const st_bmatrix *g = &ex->gate->m, *u = &ex->up->m, *d = &ex->down->m;
     if (g->type != u->type || g->rows != u->rows || g->cols != u->cols)
         return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: gate and up differ in type or shape");
+    if (g->in_place != u->in_place)
+        return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: one of gate and up is in place (st_matrix_wrap), the other "
+                       "repacked; the fused kernel reads both in one layout");
     if (g->rows % ex->n_expert || d->rows % ex->n_expert)
         return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: rows are not a multiple of n_expert %d", ex->n_expert);
     if (d->rows / ex->n_expert != g->cols || d->cols != g->rows / ex->n_expert)
@@ -562,6 +604,16 @@ static st_status ffn_call(st_ctx *c, const st_experts *ex, const st_ffn_options 
     const bool dflt = gu_rows == 0 && down_rows == 0;
     if (!dflt && !st_expert_rows_valid(gu_rows, down_rows))
         return st_fail(ST_ERR_INVALID_ARG, "expert_grouped: rows %d/%d is not a compiled-in variant", gu_rows, down_rows);
+    if (ex->gate->m.in_place || ex->down->m.in_place) {
+        if (!dflt)
+            return st_fail(ST_ERR_UNSUPPORTED, "expert_grouped: rows %d/%d is not a kernel of the in-place layout (an "
+                           "st_matrix_wrap expert set runs the default chain)", gu_rows, down_rows);
+        static const int knobs[] = {ST_KNOB_EXPERT_V2, ST_KNOB_EXPERT_V2K, ST_KNOB_TSUM, ST_KNOB_GROUPED_V1};
+        for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
+            if (c->cfg.active[knobs[i]])
+                return st_fail(ST_ERR_UNSUPPORTED, "expert_grouped: the knob %s has no kernel in the in-place layout",
+                               st_knob_env((st_knob)knobs[i]));
+    }
     ST_TRY(check_ptr(c, x, "expert_grouped", "x"));
     ST_TRY(check_ptr(c, ids, "expert_grouped", "ids"));
     ST_TRY(check_ptr(c, wts, "expert_grouped", "wts"));
@@ -596,7 +648,10 @@ static void table_expert(st_ctx *c, const st_experts *ex, int nt, int *gu, int *
     if (c && c->table && ex && ex->gate && ex->down && ex->n_expert > 0) {
         st_expert_key key = {ex->gate->m.type, ex->down->m.type, (int)ex->gate->m.cols,
                              (int)(ex->gate->m.rows / ex->n_expert), nt};
-        if (st_table_lookup_expert(c->table, &key, gu, dn))
+        if (st_table_lookup_expert(c->table, &key, gu, dn) && (ex->gate->m.in_place || ex->down->m.in_place)) {
+            *gu = *dn = 0; /* the rows pairs are the row-planar layout's kernels */
+            c->stats.table_layout++;
+        } else if (*gu || *dn)
             c->stats.table_hits++;
         else if (st_table_tuned_default_expert(c->table, &key))
             c->stats.table_defaults++;

@@ -44,7 +44,17 @@ typedef struct {
     int32_t *ids;
     int variant[ST_BENCH_MAX_VARIANTS][2];
     int nv;
+    /* the in-place layout (GPU): the same blocks as ggml holds them in
+     * device memory (RAW), wrapped (MI, laid out as M), or NULL */
+    st_matrix **mi;
+    void **raw;
 } bench_run;
+
+/* Candidates of a shape's round: 0 the same-size read, 1 the default
+ * chain, 2.. the variants, then the in-place layout's default chain and
+ * the loads-only ablation where they are measured. */
+static int cand_in_place(const bench_run *b) { return b->mi ? 2 + b->nv : -1; }
+static int cand_loads(const bench_run *b) { return 2 + b->nv + (b->mi ? 1 : 0); }
 
 static st_status bench_launch(void *user, int c, long iter)
 {
@@ -58,10 +68,12 @@ static st_status bench_launch(void *user, int c, long iter)
         }
         return s;
     }
-    if (c == 2 + b->nv) return st_ctx_probe_loads(b->ctx, b->m[k], b->sink);
-    const int rows = c >= 2 ? b->variant[c - 2][0] : 0, dn = c >= 2 ? b->variant[c - 2][1] : 0;
-    if (!b->expert) return st_iq_mmvq_variant(b->ctx, b->m[k], b->x, b->nt, b->y, rows);
-    st_experts ex = {b->m[3 * k], b->m[3 * k + 1], b->m[3 * k + 2], b->n_expert};
+    if (c == cand_loads(b)) return st_ctx_probe_loads(b->ctx, b->m[k], b->sink);
+    st_matrix **m = c == cand_in_place(b) ? b->mi : b->m;
+    const int rows = c >= 2 && c < 2 + b->nv ? b->variant[c - 2][0] : 0;
+    const int dn = c >= 2 && c < 2 + b->nv ? b->variant[c - 2][1] : 0;
+    if (!b->expert) return st_iq_mmvq_variant(b->ctx, m[k], b->x, b->nt, b->y, rows);
+    st_experts ex = {m[3 * k], m[3 * k + 1], m[3 * k + 2], b->n_expert};
     return st_expert_grouped_variant(b->ctx, &ex, b->x, b->ids, b->wts, b->nt, b->topk, b->y, rows, dn);
 }
 
@@ -285,6 +297,25 @@ static st_status bench_shape(st_ctx *c, bench_env *e, const st_tune_shape *s, co
         if (st == ST_OK) st = st_matrix_create(c, s->type, r0, c0, h1, &b.m[3 * k + 1]);
         if (st == ST_OK) st = st_matrix_create(c, s->down_type, r2, c2, h2, &b.m[3 * k + 2]);
     }
+    /* the in-place layout beside it (GPU; on the CPU both read ggml's
+     * bytes): the same blocks uploaded as ggml holds them and wrapped */
+    if (st == ST_OK && st_ctx_backend(c) == ST_BACKEND_GPU) {
+        b.mi = calloc((size_t)b.copies * 3, sizeof *b.mi);
+        b.raw = calloc((size_t)b.copies * 3, sizeof *b.raw);
+        if (!b.mi || !b.raw) st = st_fail(ST_ERR_NOMEM, "bench: out of memory");
+        const int per = b.expert ? 3 : 1;
+        for (int k = 0; k < b.copies && st == ST_OK; k++)
+            for (int j = 0; j < per && st == ST_OK; j++) {
+                const bool dn = j == 2;
+                const size_t nb = dn ? b2 : b0;
+                const void *h = j == 0 ? h0 : j == 1 ? h1 : h2;
+                st = st_ctx_alloc(c, nb, &b.raw[per * k + j]);
+                if (st == ST_OK) st = st_ctx_upload(c, b.raw[per * k + j], h, nb);
+                if (st == ST_OK)
+                    st = st_matrix_wrap(c, dn ? s->down_type : s->type, dn ? r2 : r0, dn ? c2 : c0, b.raw[per * k + j],
+                                        &b.mi[per * k + j]);
+            }
+    }
     free(h0);
     free(h1);
     free(h2);
@@ -322,7 +353,7 @@ static st_status bench_shape(st_ctx *c, bench_env *e, const st_tune_shape *s, co
         /* candidates: 0 same-size read, 1 default, 2.. the variants, then
          * the loads-only ablation */
         const bool ablate = !b.expert && st_ctx_backend(c) == ST_BACKEND_GPU; /* every format has one */
-        st_measure_spec spec = {2 + nv + (ablate ? 1 : 0), e->quick ? 5 : 15, 0, 2, bench_launch, &b, NULL, NULL};
+        st_measure_spec spec = {cand_loads(&b) + (ablate ? 1 : 0), e->quick ? 5 : 15, 0, 2, bench_launch, &b, NULL, NULL};
         st = st_measure(c, &spec, t);
         if (st != ST_OK) break;
         double bytes = (double)one;
@@ -337,8 +368,11 @@ static st_status bench_shape(st_ctx *c, bench_env *e, const st_tune_shape *s, co
         }
         if (b.nt == 1) nt1 = t[1].median_us;
         emit(e, b.expert ? "expert" : "mmvq", name, b.nt, "default", &t[1], bytes, b.expert ? NULL : &t[0], b.nt == 1 ? 0 : nt1);
+        if (b.mi)
+            emit(e, b.expert ? "expert" : "mmvq", name, b.nt, "in-place", &t[cand_in_place(&b)], bytes,
+                 b.expert ? NULL : &t[0], 0);
         if (ablate) {
-            emit(e, "mmvq", name, b.nt, "loads-only", &t[2 + nv], bytes, &t[0], 0);
+            emit(e, "mmvq", name, b.nt, "loads-only", &t[cand_loads(&b)], bytes, &t[0], 0);
             st_timing tg;
             st = bench_graph(c, &b, s, e->quick ? 5 : 15, &tg);
             if (st != ST_OK) break;
@@ -354,6 +388,10 @@ static st_status bench_shape(st_ctx *c, bench_env *e, const st_tune_shape *s, co
     }
     for (int k = 0; b.m && k < b.copies * 3; k++) st_matrix_destroy(b.m[k]);
     free(b.m);
+    for (int k = 0; b.mi && k < b.copies * 3; k++) st_matrix_destroy(b.mi[k]);
+    for (int k = 0; b.raw && k < b.copies * 3; k++) st_ctx_free(c, b.raw[k]);
+    free(b.mi);
+    free(b.raw);
     st_ctx_free(c, b.x);
     st_ctx_free(c, b.y);
     st_ctx_free(c, b.sink);

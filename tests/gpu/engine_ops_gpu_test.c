@@ -344,6 +344,160 @@ static void ffn_sharing_and_streams(void **state)
     assert_int_equal(g_mis, 0);
 }
 
+/* ---- the in-place layout (st_matrix_wrap) ------------------------------------- */
+/* Every format, ggml's blocks uploaded as an engine holds them and wrapped
+ * (at a base on the blocks' boundary, not more aligned: an over-wide load
+ * faults), against the CPU reference at n_tokens 1..32 on every path the
+ * in-place layout has (the default chain, the matrix-unit variants, the
+ * grid-staging knob), on a 32-stream, a two-row and a 128-stream shape;
+ * expert sets in place on the default chain and the matrix units, and
+ * st_expert_mat. */
+static void in_place_dense(st_ctx *cpu, st_ctx *gpu, st_qtype t, int rows, int cols, bool every_nt)
+{
+    st_rng r;
+    st_rng_seed(&r, 7000u + (unsigned)t * 13u + (unsigned)cols);
+    const size_t wb = (size_t)rows * st_qtype_row_bytes(t, cols);
+    void *wh = malloc(wb);
+    st_random_blocks(&r, t, rows, cols, wh);
+    const size_t a = (size_t)st_qtype_block_bytes(t) & (size_t)-st_qtype_block_bytes(t);
+    const size_t off = a < 16 ? a : 16; /* 256-aligned allocation + the boundary itself */
+    uint8_t *raw = NULL;
+    CHECK_OK(st_ctx_alloc(gpu, wb + off, (void **)&raw));
+    CHECK_OK(st_ctx_upload(gpu, raw + off, wh, wb));
+    st_matrix *wc = NULL, *wi = NULL;
+    CHECK_OK(st_matrix_create(cpu, t, rows, cols, wh, &wc));
+    CHECK_OK(st_matrix_wrap(gpu, t, rows, cols, raw + off, &wi));
+    path paths[16];
+    int np = 0;
+    paths[np++] = (path){"default", 0, 0, 0, -1};
+#define ADD_MMA(W) paths[np++] = (path){"mma" #W, STRATA_MMVQ_ID_MMA(W), 0, 0, -1};
+    STRATA_MMVQ_MMA_VARIANTS(ADD_MMA)
+#undef ADD_MMA
+    paths[np++] = (path){"STRATA_IQ_STAGE_GRID_MMVQ=1", 0, 0, 0, ST_KNOB_IQ_STAGE_GRID_MMVQ};
+    /* every count on the small shape, the buckets' edges on the others */
+    static const int some[] = {1, 2, 3, 4, 5, 8, 9, 16, 17, 24, 25, 32};
+    const int nn = every_nt && !sanitizer_size() ? ST_MAX_TOKENS : (int)(sizeof some / sizeof some[0]);
+    for (int k = 0; k < nn; k++) {
+        const int nt = every_nt && !sanitizer_size() ? k + 1 : some[k];
+        float *x = malloc(sizeof(float) * (size_t)nt * (size_t)cols);
+        st_random_floats(&r, x, (size_t)nt * (size_t)cols, 1.0f);
+        float *ref = malloc(sizeof(float) * (size_t)nt * (size_t)rows), *y = malloc(sizeof(float) * (size_t)nt * (size_t)rows);
+        run_mmvq(cpu, wc, x, nt, NULL, ref);
+        for (int p = 0; p < np; p++) {
+            run_mmvq(gpu, wi, x, nt, &paths[p], y);
+            char what[160];
+            snprintf(what, sizeof what, "in place %s %dx%d nt=%d %s", st_qtype_name(t), rows, cols, nt, paths[p].name);
+            compare(what, y, ref, (size_t)nt * (size_t)rows);
+        }
+        free(x);
+        free(ref);
+        free(y);
+    }
+    set_knob(gpu, -1);
+    st_matrix_destroy(wc);
+    st_matrix_destroy(wi);
+    st_ctx_free(gpu, raw);
+    free(wh);
+}
+
+static void in_place_experts(st_ctx *cpu, st_ctx *gpu, st_qtype tg, st_qtype td, int embd, int ff)
+{
+    st_rng r;
+    st_rng_seed(&r, 8100u + (unsigned)tg * 17u + (unsigned)td);
+    void *h[3];
+    uint8_t *d[3];
+    size_t n[3];
+    const st_qtype ty[3] = {tg, tg, td};
+    const int64_t rows[3] = {(int64_t)NEXP * ff, (int64_t)NEXP * ff, (int64_t)NEXP * embd};
+    const int64_t cols[3] = {embd, embd, ff};
+    st_matrix *mc[3], *mi[3];
+    for (int j = 0; j < 3; j++) {
+        n[j] = (size_t)rows[j] * st_qtype_row_bytes(ty[j], cols[j]);
+        h[j] = malloc(n[j]);
+        st_random_blocks(&r, ty[j], rows[j], cols[j], h[j]);
+        d[j] = to_backend(gpu, h[j], n[j]);
+        CHECK_OK(st_matrix_create(cpu, ty[j], rows[j], cols[j], h[j], &mc[j]));
+        CHECK_OK(st_matrix_wrap(gpu, ty[j], rows[j], cols[j], d[j], &mi[j]));
+    }
+    st_experts ec, ei;
+    CHECK_OK(st_experts_make(cpu, mc[0], mc[1], mc[2], NEXP, &ec));
+    CHECK_OK(st_experts_make(gpu, mi[0], mi[1], mi[2], NEXP, &ei));
+    const int nts[] = {1, 2, 4, 8, 9, 16, 24, 32};
+    const int knobs[] = {-1, ST_KNOB_EXPERT_MMA, ST_KNOB_IQ_STAGE_GRID_OFF};
+    for (size_t i = 0; i < sizeof nts / sizeof nts[0]; i++) {
+        const int nt = nts[i];
+        int32_t ids[ST_MAX_PAIRS];
+        float w[ST_MAX_PAIRS];
+        st_random_routing(&r, nt, TOPK, NEXP, ids, w);
+        float *x = malloc(sizeof(float) * (size_t)nt * (size_t)embd), *ref = malloc(sizeof(float) * (size_t)nt * (size_t)embd);
+        st_random_floats(&r, x, (size_t)nt * (size_t)embd, 1.0f);
+        CHECK_OK(st_expert_grouped(cpu, &ec, x, ids, w, nt, TOPK, ref));
+        float *xd = to_backend(gpu, x, sizeof(float) * (size_t)nt * (size_t)embd);
+        int32_t *idd = to_backend(gpu, ids, sizeof(int32_t) * (size_t)(nt * TOPK));
+        float *wd = to_backend(gpu, w, sizeof(float) * (size_t)(nt * TOPK));
+        float *od = NULL;
+        CHECK_OK(st_ctx_alloc(gpu, sizeof(float) * (size_t)nt * (size_t)embd, (void **)&od));
+        for (size_t k = 0; k < sizeof knobs / sizeof knobs[0]; k++) {
+            set_knob(gpu, knobs[k]);
+            CHECK_OK(st_expert_grouped(gpu, &ei, xd, idd, wd, nt, TOPK, od));
+            float *y = fetch(gpu, od, (size_t)nt * (size_t)embd);
+            char what[160];
+            snprintf(what, sizeof what, "in place experts %s/%s %d/%d nt=%d %s", st_qtype_name(tg), st_qtype_name(td),
+                     embd, ff, nt, knobs[k] < 0 ? "default" : st_knob_label((st_knob)knobs[k]));
+            compare(what, y, ref, (size_t)nt * (size_t)embd);
+            free(y);
+        }
+        set_knob(gpu, -1);
+        /* MUL_MAT_ID in place: the gate matrix, per-token vectors */
+        float *yc = malloc(sizeof(float) * (size_t)nt * TOPK * (size_t)ff), *yd = NULL;
+        CHECK_OK(st_ctx_alloc(gpu, sizeof(float) * (size_t)nt * TOPK * (size_t)ff, (void **)&yd));
+        CHECK_OK(st_expert_mat(cpu, mc[0], NEXP, x, 1, 0, embd, ids, TOPK, nt, TOPK, yc, ff, (int64_t)ff * TOPK));
+        CHECK_OK(st_expert_mat(gpu, mi[0], NEXP, xd, 1, 0, embd, idd, TOPK, nt, TOPK, yd, ff, (int64_t)ff * TOPK));
+        float *yg = fetch(gpu, yd, (size_t)nt * TOPK * (size_t)ff);
+        char what[160];
+        snprintf(what, sizeof what, "in place expert_mat %s nt=%d", st_qtype_name(tg), nt);
+        compare(what, yg, yc, (size_t)nt * TOPK * (size_t)ff);
+        free(yg);
+        free(yc);
+        st_ctx_free(gpu, yd);
+        st_ctx_free(gpu, xd);
+        st_ctx_free(gpu, idd);
+        st_ctx_free(gpu, wd);
+        st_ctx_free(gpu, od);
+        free(x);
+        free(ref);
+    }
+    for (int j = 0; j < 3; j++) {
+        st_matrix_destroy(mc[j]);
+        st_matrix_destroy(mi[j]);
+        st_ctx_free(gpu, d[j]);
+        free(h[j]);
+    }
+}
+
+static void in_place_matches_cpu(void **state)
+{
+    (void)state;
+    g_cmp = g_mis = 0;
+    st_ctx *cpu = make_ctx_dims(ST_BACKEND_CPU, 8192, 8192), *gpu = make_ctx_dims(ST_BACKEND_GPU, 8192, 8192);
+    size_t free0 = 0, free1 = 0, total = 0;
+    CHECK_OK(st_ctx_mem_info(gpu, &free0, &total));
+    for (int i = 0; i < N_ALL_TYPES; i++) {
+        const st_qtype t = ALL_TYPES[i];
+        in_place_dense(cpu, gpu, t, 300, 1024, true);       /* one group of 32 streams */
+        in_place_dense(cpu, gpu, t, 8192, 256, false);      /* many rows: the two-row kernels */
+        in_place_dense(cpu, gpu, t, 64, 8192, false);       /* 128 streams: the wide rows */
+    }
+    in_place_experts(cpu, gpu, ST_IQ3_S, ST_IQ4_NL, 512, 256);
+    in_place_experts(cpu, gpu, ST_Q4_K, ST_Q6_K, 256, 512);
+    in_place_experts(cpu, gpu, ST_IQ2_XXS, ST_Q8_0, 256, 256);
+    CHECK_OK(st_ctx_mem_info(gpu, &free1, &total));
+    st_ctx_destroy(cpu);
+    st_ctx_destroy(gpu);
+    printf("in place: %zu compares, %zu mismatches (device free memory %zu -> %zu bytes)\n", g_cmp, g_mis, free0, free1);
+    assert_int_equal(g_mis, 0);
+}
+
 int main(void)
 {
     int n = 0;
@@ -356,6 +510,7 @@ int main(void)
         cmocka_unit_test(expert_mat_matches_cpu),
         cmocka_unit_test(out_of_range_ids_match_cpu_on_every_path),
         cmocka_unit_test(ffn_sharing_and_streams),
+        cmocka_unit_test(in_place_matches_cpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

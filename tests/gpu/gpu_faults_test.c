@@ -51,7 +51,9 @@ static void exhausted_memory_is_a_status_and_the_context_stays_usable(void **sta
             nc++;
         }
     print_message("allocated %d chunks; the refusal: %s\n", nc, why);
-    assert_true(nc > 0 && nc < MAX_CHUNKS);
+    /* none when another process holds the memory already (a sanitizer
+     * run beside this one): the refusal is then the first allocation's */
+    assert_true(nc < MAX_CHUNKS);
     assert_non_null(strstr(why, "allocate device memory"));
 
     /* a matrix of 17 MiB (more than the last chunk that failed) and a

@@ -14,6 +14,7 @@
 
 #include "strata/decode.h"
 #include "strata/reference.h"
+#include "strata/table.h"
 #include "randgen.h"
 #include "st_canon.h"
 
@@ -511,6 +512,158 @@ static void the_cpu_backend_has_no_streams(void **state)
     st_ctx_destroy(c);
 }
 
+/* ---- the in-place layout (st_matrix_wrap) ---------------------------------- */
+/* Every format: a matrix wrapping the engine's own bytes gives the bytes of
+ * the repacked matrix of the same blocks at every token count, the expert
+ * calls too; nothing is copied (the matrix reads the engine's buffer: a
+ * change there shows in the next call) or freed (ASan: the engine frees it);
+ * misaligned bytes, variants and knobs of other paths are refused with one
+ * line; a table row naming a row-planar variant runs the default chain and
+ * is counted. */
+static void in_place_matrices_are_the_repacked_ones(void **state)
+{
+    (void)state;
+    st_ctx *c = cpu_ctx();
+    st_rng r;
+    st_rng_seed(&r, 99);
+    const int nts[] = {1, 3, 8, 9, 17, 32};
+    float *x = malloc(sizeof(float) * ST_MAX_TOKENS * COLS);
+    st_random_floats(&r, x, (size_t)ST_MAX_TOKENS * COLS, 1.0f);
+    float *ya = malloc(sizeof(float) * ST_MAX_TOKENS * ROWS), *yb = malloc(sizeof(float) * ST_MAX_TOKENS * ROWS);
+    int formats = 0;
+    for (int t = 0; t < 64; t++) {
+        if (!st_qtype_valid(t)) continue;
+        const st_qtype q = (st_qtype)t;
+        const int64_t cols = COLS % st_qtype_block_values(q) ? st_qtype_block_values(q) * 2 : COLS;
+        void *wb = rand_rows(&r, q, ROWS, cols);
+        st_matrix *w = NULL, *in = NULL;
+        assert_int_equal(st_matrix_create(c, q, ROWS, cols, wb, &w), ST_OK);
+        assert_int_equal(st_matrix_wrap(c, q, ROWS, cols, wb, &in), ST_OK);
+        assert_int_equal(st_matrix_in_place(in), 1);
+        assert_int_equal(st_matrix_in_place(w), 0);
+        assert_int_equal(st_matrix_rows(in), ROWS);
+        assert_int_equal(st_matrix_cols(in), cols);
+        for (size_t i = 0; i < sizeof nts / sizeof nts[0]; i++) {
+            assert_int_equal(st_iq_mmvq(c, w, x, nts[i], ya), ST_OK);
+            assert_int_equal(st_iq_mmvq(c, in, x, nts[i], yb), ST_OK);
+            assert_memory_equal(ya, yb, sizeof(float) * (size_t)nts[i] * ROWS);
+        }
+        /* in place: the engine's bytes are what the matrix reads */
+        uint8_t *b = wb;
+        const size_t rb = st_qtype_row_bytes(q, cols);
+        for (size_t i = 0; i < rb; i++) b[i] = b[rb + i];
+        assert_int_equal(st_iq_mmvq(c, in, x, 1, yb), ST_OK);
+        assert_memory_equal(yb, yb + 1, sizeof(float)); /* rows 0 and 1 are the same blocks now */
+        /* a boundary the in-place kernels cannot load from */
+        if (st_qtype_block_bytes(q) % 2 == 0) {
+            st_matrix *bad = (st_matrix *)&r;
+            assert_int_equal(st_matrix_wrap(c, q, ROWS - 1, cols, b + 1, &bad), ST_ERR_INVALID_ARG);
+            assert_non_null(strstr(st_last_error(), "boundary"));
+            assert_null(bad);
+        }
+        st_matrix_destroy(in);
+        st_matrix_destroy(w);
+        free(wb);
+        formats++;
+    }
+    assert_int_equal(formats, 20);
+
+    /* variants: the matrix-unit family runs, a rows variant is refused */
+    void *wb = rand_rows(&r, ST_IQ3_S, ROWS, COLS);
+    st_matrix *w = NULL, *in = NULL;
+    assert_int_equal(st_matrix_create(c, ST_IQ3_S, ROWS, COLS, wb, &w), ST_OK);
+    assert_int_equal(st_matrix_wrap(c, ST_IQ3_S, ROWS, COLS, wb, &in), ST_OK);
+    int ids[64];
+    const int nv = st_mmvq_variant_ids(ids, 64);
+    int refused = 0, ran = 0;
+    for (int i = 0; i < nv; i++) {
+        if (!st_mmvq_variant_fits(ids[i], COLS)) continue;
+        const st_status s = st_iq_mmvq_variant(c, in, x, 9, yb, ids[i]);
+        if (st_mmvq_in_place_variant(ids[i])) {
+            assert_int_equal(s, ST_OK);
+            assert_int_equal(st_iq_mmvq_variant(c, w, x, 9, ya, ids[i]), ST_OK);
+            assert_memory_equal(ya, yb, sizeof(float) * 9 * ROWS);
+            ran++;
+        } else {
+            assert_int_equal(s, ST_ERR_UNSUPPORTED);
+            assert_non_null(strstr(st_last_error(), "in-place layout"));
+            refused++;
+        }
+    }
+    assert_true(ran > 0 && refused > 0);
+    /* a table row naming a row-planar variant: the default chain, counted */
+    int rowsv = 0;
+    for (int i = 0; i < nv && !rowsv; i++)
+        if (!st_mmvq_in_place_variant(ids[i]) && st_mmvq_variant_fits(ids[i], COLS)) rowsv = ids[i];
+    st_table *t = NULL, *prev = NULL;
+    assert_int_equal(st_table_create(st_ctx_identity(c), &t), ST_OK);
+    const st_mmvq_key key = {ST_IQ3_S, ROWS, COLS};
+    assert_int_equal(st_table_add_mmvq(t, &key, rowsv), ST_OK);
+    assert_int_equal(st_ctx_swap_table(c, t, &prev), ST_OK);
+    st_ctx_reset_stats(c);
+    assert_int_equal(st_iq_mmvq(c, in, x, 2, yb), ST_OK);
+    assert_int_equal(st_iq_mmvq_variant(c, w, x, 2, ya, 0), ST_OK);
+    assert_memory_equal(ya, yb, sizeof(float) * 2 * ROWS);
+    st_ctx_stats st;
+    st_ctx_stats_init(&st);
+    st_ctx_get_stats(c, &st);
+    assert_int_equal(st.table_layout, 1);
+    assert_int_equal(st.table_hits, 0);
+    assert_int_equal(st.default_launches, 2);
+    assert_int_equal(st_iq_mmvq(c, w, x, 2, ya), ST_OK); /* the repacked matrix takes the row */
+    st_ctx_get_stats(c, &st);
+    assert_int_equal(st.table_hits, 1);
+    assert_int_equal(st_ctx_swap_table(c, prev, &t), ST_OK);
+    st_table_destroy(t);
+    st_matrix_destroy(in);
+    st_matrix_destroy(w);
+    free(wb);
+
+    /* an expert set in place (gate, up, down), and mixed with a repacked down */
+    layer l;
+    make_layer(c, &r, NEXP, EMBD, FF, &l);
+    st_matrix *ig = NULL, *iu = NULL, *id = NULL;
+    assert_int_equal(st_matrix_wrap(c, ST_IQ3_S, (int64_t)NEXP * FF, EMBD, l.hg, &ig), ST_OK);
+    assert_int_equal(st_matrix_wrap(c, ST_IQ3_S, (int64_t)NEXP * FF, EMBD, l.hu, &iu), ST_OK);
+    assert_int_equal(st_matrix_wrap(c, ST_IQ4_NL, (int64_t)NEXP * EMBD, FF, l.hd, &id), ST_OK);
+    st_experts ex, exi, exm, bad;
+    assert_int_equal(st_experts_make(c, l.gate, l.up, l.down, NEXP, &ex), ST_OK);
+    assert_int_equal(st_experts_make(c, ig, iu, id, NEXP, &exi), ST_OK);
+    assert_int_equal(st_experts_make(c, ig, iu, l.down, NEXP, &exm), ST_OK);
+    assert_int_equal(st_experts_make(c, ig, l.up, id, NEXP, &bad), ST_ERR_INVALID_ARG);
+    assert_non_null(strstr(st_last_error(), "in place"));
+    float *xe = malloc(sizeof(float) * ST_MAX_TOKENS * EMBD), *oa = malloc(sizeof(float) * ST_MAX_TOKENS * EMBD),
+          *ob = malloc(sizeof(float) * ST_MAX_TOKENS * EMBD);
+    int32_t rid[ST_MAX_TOKENS * TOPK];
+    float wts[ST_MAX_TOKENS * TOPK];
+    st_random_floats(&r, xe, (size_t)ST_MAX_TOKENS * EMBD, 1.0f);
+    for (size_t i = 0; i < sizeof nts / sizeof nts[0]; i++) {
+        const int nt = nts[i];
+        st_random_routing(&r, nt, TOPK, NEXP, rid, wts);
+        assert_int_equal(st_expert_grouped(c, &ex, xe, rid, wts, nt, TOPK, oa), ST_OK);
+        assert_int_equal(st_expert_grouped(c, &exi, xe, rid, wts, nt, TOPK, ob), ST_OK);
+        assert_memory_equal(oa, ob, sizeof(float) * (size_t)nt * EMBD);
+        assert_int_equal(st_expert_grouped(c, &exm, xe, rid, wts, nt, TOPK, ob), ST_OK);
+        assert_memory_equal(oa, ob, sizeof(float) * (size_t)nt * EMBD);
+    }
+    int pairs[8][2];
+    assert_true(st_expert_variant_ids(pairs, 8) > 0);
+    assert_int_equal(st_expert_grouped_variant(c, &exi, xe, rid, wts, 1, TOPK, ob, pairs[0][0], pairs[0][1]),
+                     ST_ERR_UNSUPPORTED);
+    assert_non_null(strstr(st_last_error(), "in-place layout"));
+    st_matrix_destroy(ig);
+    st_matrix_destroy(iu);
+    st_matrix_destroy(id);
+    drop_layer(&l);
+    free(xe);
+    free(oa);
+    free(ob);
+    free(x);
+    free(ya);
+    free(yb);
+    st_ctx_destroy(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -523,6 +676,7 @@ int main(void)
         cmocka_unit_test(combines_follow_their_definitions),
         cmocka_unit_test(a_matrix_serves_every_context_of_its_device),
         cmocka_unit_test(the_cpu_backend_has_no_streams),
+        cmocka_unit_test(in_place_matrices_are_the_repacked_ones),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -125,6 +125,17 @@ template <> struct st_unit_dec<ST_IQ1_M> : st_unit_plain {
         r.qh = ld_u16(m.p[1] + ru * 2);
         r.sc = *(const uint2 *)(m.p[2] + rb * 8);
     }
+    /* the in-place layout (units.h): the same raw from ggml's block */
+    static constexpr int blk_align = ST_BLK_ALIGN(ST_BYTES_IQ1_M);
+    ST_DEV void load_blk(const st_mat_dev &m, int64_t row, int u, raw &r)
+    {
+        using B = st_block_iq1_m;
+        int j;
+        const uint8_t *b = st_blk_of<ST_QK_IQ1_M, ST_BYTES_IQ1_M>(m, row, u, j);
+        r.qs = ST_LDB(32, b, B, qs, 4, j);
+        r.qh = ST_LDB(16, b, B, qh, 2, j);
+        r.sc = ST_LDB(64, b, B, scales, 0, 0);
+    }
     ST_DEV void dec(const raw &r, int u, const st_grids &g, st_dunit &o)
     {
         const int ib = u & 7;

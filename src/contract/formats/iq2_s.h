@@ -117,6 +117,19 @@ template <> struct st_unit_dec<ST_IQ2_S> : st_unit_plain {
         r.sc = m.p[4][ru];
         r.d = ld_u16(m.p[0] + rb * 2);
     }
+    /* the in-place layout (units.h): the same raw from ggml's block */
+    static constexpr int blk_align = ST_BLK_ALIGN(ST_BYTES_IQ2_S);
+    ST_DEV void load_blk(const st_mat_dev &m, int64_t row, int u, raw &r)
+    {
+        using B = st_block_iq2_s;
+        int j;
+        const uint8_t *b = st_blk_of<ST_QK_IQ2_S, ST_BYTES_IQ2_S>(m, row, u, j);
+        r.qs = ST_LDB(32, b, B, qs, 4, j);
+        r.sg = ST_LDB(32, b, B, signs, 4, j);
+        r.qh = ST_FIELD(b, B, qh)[j];
+        r.sc = ST_FIELD(b, B, scales)[j];
+        r.d = ST_LDB(16, b, B, d, 0, 0);
+    }
     ST_DEV void dec(const raw &r, int, const st_grids &g, st_dunit &o)
     {
         o.W = st_w_iq2_s(st_h2f(r.d));

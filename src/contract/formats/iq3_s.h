@@ -114,6 +114,21 @@ template <> struct st_unit_dec<ST_IQ3_S> : st_unit_plain {
         r.sc = m.p[4][rb * 4 + (u & 7) / 2];
         r.d = ld_u16(m.p[0] + rb * 2);
     }
+    /* the in-place layout (units.h): the same raw from ggml's block */
+    static constexpr int blk_align = ST_BLK_ALIGN(ST_BYTES_IQ3_S);
+    ST_DEV void load_blk(const st_mat_dev &m, int64_t row, int u, raw &r)
+    {
+        using B = st_block_iq3_s;
+        int j;
+        const uint8_t *b = st_blk_of<ST_QK_IQ3_S, ST_BYTES_IQ3_S>(m, row, u, j);
+        uint32_t q[2];
+        ST_LDW(8, b, B, qs, 8, j, q);
+        r.qs = st_uint2(q);
+        r.qh = ST_FIELD(b, B, qh)[j];
+        r.sg = st_transpose_bits_dev(ST_LDB(32, b, B, signs, 4, j));
+        r.sc = ST_FIELD(b, B, scales)[j / 2];
+        r.d = ST_LDB(16, b, B, d, 0, 0);
+    }
     ST_DEV void dec(const raw &r, int u, const st_grids &g, st_dunit &o)
     {
         const uint32_t sc = ((uint32_t)r.sc >> (4 * (u & 1))) & 15u;

@@ -112,6 +112,19 @@ template <> struct st_unit_dec<ST_IQ3_XXS> : st_unit_plain {
         r.a = *(const uint32_t *)(m.p[2] + ru * 4);
         r.d = ld_u16(m.p[0] + rb * 2);
     }
+    /* the in-place layout (units.h): the same raw from ggml's block */
+    static constexpr int blk_align = ST_BLK_ALIGN(ST_BYTES_IQ3_XXS);
+    ST_DEV void load_blk(const st_mat_dev &m, int64_t row, int u, raw &r)
+    {
+        using B = st_block_iq3_xxs;
+        int j;
+        const uint8_t *b = st_blk_of<ST_QK_IQ3_XXS, ST_BYTES_IQ3_XXS>(m, row, u, j);
+        uint32_t q[2];
+        ST_LDW(8, b, B, qs, 8, j, q);
+        r.qs = st_uint2(q);
+        r.a = ST_LDB(32, b, B, scales_and_signs, 4, j);
+        r.d = ST_LDB(16, b, B, d, 0, 0);
+    }
     ST_DEV void dec(const raw &r, int, const st_grids &g, st_dunit &o)
     {
         o.W = st_w_iq3_xxs(st_h2f(r.d), (int)(r.a >> 28));

@@ -100,6 +100,18 @@ template <> struct st_unit_dec<ST_IQ4_XS> : st_unit_plain {
         r.h = *(const uint2 *)(m.p[0] + rb * 8);
         r.q = *(const uint4 *)(m.p[1] + ru * 16);
     }
+    /* the in-place layout (units.h): the same raw from ggml's block */
+    static constexpr int blk_align = ST_BLK_ALIGN(ST_BYTES_IQ4_XS);
+    ST_DEV void load_blk(const st_mat_dev &m, int64_t row, int u, raw &r)
+    {
+        using B = st_block_iq4_xs;
+        int j;
+        const uint8_t *b = st_blk_of<ST_QK_IQ4_XS, ST_BYTES_IQ4_XS>(m, row, u, j);
+        static_assert(offsetof(B, scales_h) == offsetof(B, d) + 2 && offsetof(B, scales_l) == offsetof(B, d) + 4,
+                      "d, scales_h, scales_l are one 8-byte load");
+        r.h = ST_LDB(64, b, B, d, 0, 0);
+        r.q = ST_LDB(128, b, B, qs, 16, j);
+    }
     ST_DEV void dec(const raw &r, int u, const st_grids &, st_dunit &o)
     {
         o.W = st_w_iq4_xs(st_h2f((uint16_t)r.h.x), st_iq4_xs_ls(r.h, u & 7));

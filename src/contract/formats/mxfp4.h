@@ -88,6 +88,19 @@ template <> struct st_unit_dec<ST_MXFP4> : st_unit_plain {
         r.e = m.p[0][ru];
         r.q = *(const uint4 *)(m.p[1] + ru * 16);
     }
+    /* the in-place layout (units.h): the same raw from ggml's block */
+    static constexpr int blk_align = ST_BLK_ALIGN(ST_BYTES_MXFP4);
+    ST_DEV void load_blk(const st_mat_dev &m, int64_t row, int u, raw &r)
+    {
+        using B = st_block_mxfp4;
+        int j;
+        const uint8_t *b = st_blk_of<ST_QK_MXFP4, ST_BYTES_MXFP4>(m, row, u, j);
+        (void)j;
+        static_assert(blk_align == 1 && offsetof(B, qs) == 1 && offsetof(B, qs) + 16 == sizeof(B),
+                      "qs: 16 bytes at any alignment, one byte of the block before, none after");
+        r.e = *ST_FIELD(b, B, e);
+        r.q = st_ld128_a1_head1(ST_FIELD(b, B, qs));
+    }
     ST_DEV void dec(const raw &r, int, const st_grids &, st_dunit &o)
     {
         /* kvalues_mxfp4 as the four table registers of st_lut16 */

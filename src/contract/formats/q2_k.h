@@ -112,6 +112,20 @@ template <> struct st_unit_dec<ST_Q2_K> : st_unit_plain {
         r.sc = ld_u16(m.p[2] + ru * 2);
         r.dm = *(const uint32_t *)(m.p[0] + rb * 4);
     }
+    /* the in-place layout (units.h): the same raw from ggml's block */
+    static constexpr int blk_align = ST_BLK_ALIGN(ST_BYTES_Q2_K);
+    ST_DEV void load_blk(const st_mat_dev &m, int64_t row, int u, raw &r)
+    {
+        using B = st_block_q2_k;
+        int j;
+        const uint8_t *b = st_blk_of<ST_QK_Q2_K, ST_BYTES_Q2_K>(m, row, u, j);
+        uint32_t q[8];
+        ST_LDW(32, b, B, qs, 32, j / 4, q);
+        r.q = st_crumbs_dev(q, 2 * (j % 4));
+        r.sc = ST_LDB(16, b, B, scales, 2, j);
+        static_assert(offsetof(B, dmin) == offsetof(B, d) + 2, "d | dmin << 16 is one word");
+        r.dm = ST_LDB(32, b, B, d, 0, 0);
+    }
     ST_DEV void dec(const raw &r, int, const st_grids &, st_dunit &o)
     {
         o.W = st_w_q2_k(st_h2f((uint16_t)(r.dm & 0xffffu)));

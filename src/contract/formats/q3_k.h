@@ -114,6 +114,22 @@ template <> struct st_unit_dec<ST_Q3_K> : st_unit_plain {
         r.hi = ld_u16(m.p[3] + rb * 12 + 8 + 2 * (j & 1));
         r.d = ld_u16(m.p[0] + rb * 2);
     }
+    /* the in-place layout (units.h): the same raw from ggml's block */
+    static constexpr int blk_align = ST_BLK_ALIGN(ST_BYTES_Q3_K);
+    ST_DEV void load_blk(const st_mat_dev &m, int64_t row, int u, raw &r)
+    {
+        using B = st_block_q3_k;
+        int j;
+        const uint8_t *b = st_blk_of<ST_QK_Q3_K, ST_BYTES_Q3_K>(m, row, u, j);
+        uint32_t q[8], hm[8];
+        ST_LDW(32, b, B, qs, 32, j / 4, q);
+        ST_LDW(32, b, B, hmask, 0, 0, hm);
+        r.q = st_crumbs_dev(q, 2 * (j % 4));
+        r.hm = st_bits_transposed_dev(hm, j); /* st_io_Q3_K's shift 4 (j / 4) + j % 4 */
+        r.lo = ST_LDB(16, b, B, scales, 2, j & 3);
+        r.hi = ST_LDB(16, b, B, scales, 2, 4 + (j & 1));
+        r.d = ST_LDB(16, b, B, d, 0, 0);
+    }
     ST_DEV void dec(const raw &r, int u, const st_grids &, st_dunit &o)
     {
         const int j = u & 7, sl = 4 * (j >> 2), sh = 2 * (j >> 1);

@@ -73,6 +73,19 @@ template <> struct st_unit_dec<ST_Q4_0> : st_unit_plain {
         r.d = ld_u16(m.p[0] + ru * 2);
         r.q = *(const uint4 *)(m.p[1] + ru * 16);
     }
+    /* the in-place layout (units.h): the same raw from ggml's block */
+    static constexpr int blk_align = ST_BLK_ALIGN(ST_BYTES_Q4_0);
+    ST_DEV void load_blk(const st_mat_dev &m, int64_t row, int u, raw &r)
+    {
+        using B = st_block_q4_0;
+        int j;
+        const uint8_t *b = st_blk_of<ST_QK_Q4_0, ST_BYTES_Q4_0>(m, row, u, j);
+        (void)j;
+        r.d = ST_LDB(16, b, B, d, 0, 0);
+        uint32_t q[4];
+        ST_LDW(16, b, B, qs, 0, 0, q);
+        r.q = st_uint4(q);
+    }
     ST_DEV void dec(const raw &r, int, const st_grids &, st_dunit &o)
     {
         o.W = st_w_q4_0(st_h2f(r.d));

@@ -89,6 +89,18 @@ template <> struct st_unit_dec<ST_Q4_1> : st_unit_plain {
         r.dm = *(const uint32_t *)(m.p[0] + ru * 4);
         r.q = *(const uint4 *)(m.p[1] + ru * 16);
     }
+    /* the in-place layout (units.h): the same raw from ggml's block */
+    static constexpr int blk_align = ST_BLK_ALIGN(ST_BYTES_Q4_1);
+    ST_DEV void load_blk(const st_mat_dev &m, int64_t row, int u, raw &r)
+    {
+        using B = st_block_q4_1;
+        int j;
+        const uint8_t *b = st_blk_of<ST_QK_Q4_1, ST_BYTES_Q4_1>(m, row, u, j);
+        (void)j;
+        static_assert(offsetof(B, m) == offsetof(B, d) + 2, "d | m << 16 is one word");
+        r.dm = ST_LDB(32, b, B, d, 0, 0);
+        r.q = ST_LDB(128, b, B, qs, 0, 0);
+    }
     ST_DEV void dec(const raw &r, int, const st_grids &, st_dunit &o)
     {
         o.W = st_w_q4_1(st_h2f((uint16_t)(r.dm & 0xffffu)));

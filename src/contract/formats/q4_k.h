@@ -109,6 +109,20 @@ ST_FORMAT_OPS(Q4_K, q4_k)
 
 #if defined(ST_FORMAT_DEVICE) && !defined(ST_FMT_Q4_K_DEVICE)
 #define ST_FMT_Q4_K_DEVICE
+/* The in-place raw's factors of unit J of a Q4_K/Q5_K block from its first
+ * 16 bytes H (d | dmin << 16, then the 12 scale bytes S in h.y, h.z, h.w):
+ * s_b = S[j], s_a = S[j + 4], s_c = S[j - 4] (0 for j < 4), as LOAD reads
+ * them from the planes. */
+template <typename R> ST_DEV void st_k4_head_dev(const uint4 &h, int j, R &r)
+{
+    r.d = (uint16_t)(h.x & 0xffffu);
+    r.dmin = (uint16_t)(h.x >> 16);
+    const int sb = 8 * (j & 3);
+    r.s_b = (uint8_t)((j < 4 ? h.y : h.z) >> sb);
+    r.s_a = (uint8_t)((j < 4 ? h.z : h.w) >> sb);
+    r.s_c = j < 4 ? (uint8_t)0 : (uint8_t)(h.y >> sb);
+}
+
 template <> struct st_unit_dec<ST_Q4_K> : st_unit_plain {
     static constexpr bool min = true;
     /* s_b = S[j], s_a = S[j + 4], s_c = S[j - 4] (j >= 4) of the 12 scale
@@ -129,6 +143,20 @@ template <> struct st_unit_dec<ST_Q4_K> : st_unit_plain {
         r.d = ld_u16(m.p[0] + rb * 2);
         r.dmin = ld_u16(m.p[2] + rb * 2);
         r.q = *(const uint4 *)(m.p[1] + ru * 16);
+    }
+    /* the in-place layout (units.h): the same raw from ggml's block */
+    static constexpr int blk_align = ST_BLK_ALIGN(ST_BYTES_Q4_K);
+    ST_DEV void load_blk(const st_mat_dev &m, int64_t row, int u, raw &r)
+    {
+        using B = st_block_q4_k;
+        int j;
+        const uint8_t *b = st_blk_of<ST_QK_Q4_K, ST_BYTES_Q4_K>(m, row, u, j);
+        static_assert(offsetof(B, dmin) == offsetof(B, d) + 2 && offsetof(B, scales) == offsetof(B, d) + 4,
+                      "d, dmin, scales are one 16-byte load");
+        st_k4_head_dev(ST_LDB(128, b, B, d, 0, 0), j, r);
+        uint32_t q[8];
+        ST_LDW(32, b, B, qs, 32, j / 2, q);
+        r.q = st_nibbles_dev(q, 4 * (j % 2));
     }
     ST_DEV void dec(const raw &r, int u, const st_grids &, st_dunit &o)
     {

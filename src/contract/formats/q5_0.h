@@ -99,6 +99,21 @@ template <> struct st_unit_dec<ST_Q5_0> : st_unit_plain {
         r.q = *(const uint4 *)(m.p[1] + ru * 16);
         r.qh = *(const uint32_t *)(m.p[2] + ru * 4);
     }
+    /* the in-place layout (units.h): the same raw from ggml's block */
+    static constexpr int blk_align = ST_BLK_ALIGN(ST_BYTES_Q5_0);
+    ST_DEV void load_blk(const st_mat_dev &m, int64_t row, int u, raw &r)
+    {
+        using B = st_block_q5_0;
+        int j;
+        const uint8_t *b = st_blk_of<ST_QK_Q5_0, ST_BYTES_Q5_0>(m, row, u, j);
+        (void)j;
+        r.d = ST_LDB(16, b, B, d, 0, 0);
+        static_assert(offsetof(B, qs) == offsetof(B, qh) + 4, "qh and qs are one 20-byte span");
+        uint32_t w[5];
+        ST_LDW(20, b, B, qh, 0, 0, w);
+        r.qh = st_transpose_bits_dev(w[0]);
+        r.q = st_uint4(w + 1);
+    }
     ST_DEV void dec(const raw &r, int, const st_grids &, st_dunit &o)
     {
         o.W = st_w_q5_0(st_h2f(r.d));

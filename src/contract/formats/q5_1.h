@@ -88,6 +88,21 @@ template <> struct st_unit_dec<ST_Q5_1> : st_unit_plain {
         r.q = *(const uint4 *)(m.p[1] + ru * 16);
         r.qh = *(const uint32_t *)(m.p[2] + ru * 4);
     }
+    /* the in-place layout (units.h): the same raw from ggml's block */
+    static constexpr int blk_align = ST_BLK_ALIGN(ST_BYTES_Q5_1);
+    ST_DEV void load_blk(const st_mat_dev &m, int64_t row, int u, raw &r)
+    {
+        using B = st_block_q5_1;
+        int j;
+        const uint8_t *b = st_blk_of<ST_QK_Q5_1, ST_BYTES_Q5_1>(m, row, u, j);
+        (void)j;
+        static_assert(offsetof(B, m) == offsetof(B, d) + 2 && offsetof(B, qh) == offsetof(B, d) + 4,
+                      "d, m, qh are one 8-byte load");
+        const uint2 h = ST_LDB(64, b, B, d, 0, 0);
+        r.dm = h.x;
+        r.qh = st_transpose_bits_dev(h.y);
+        r.q = ST_LDB(128, b, B, qs, 0, 0);
+    }
     ST_DEV void dec(const raw &r, int, const st_grids &, st_dunit &o)
     {
         o.W = st_w_q5_1(st_h2f((uint16_t)(r.dm & 0xffffu)));

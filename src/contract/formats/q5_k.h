@@ -94,6 +94,7 @@ ST_FORMAT_OPS(Q5_K, q5_k)
 #if defined(ST_FORMAT_DEVICE) && !defined(ST_FMT_Q5_K_DEVICE)
 #define ST_FMT_Q5_K_DEVICE
 #include "formats/q5_0.h" /* st_q5_words */
+#include "formats/q4_k.h" /* st_k4_head_dev */
 /* The scale bytes as Q4_K's decoder takes them (written out rather than
  * shared: gfx1100 compiles Q4_K's inline form one instruction shorter). */
 template <> struct st_unit_dec<ST_Q5_K> : st_unit_plain {
@@ -118,6 +119,23 @@ template <> struct st_unit_dec<ST_Q5_K> : st_unit_plain {
         r.dmin = ld_u16(m.p[2] + rb * 2);
         r.q = *(const uint4 *)(m.p[1] + ru * 16);
         r.qh = *(const uint32_t *)(m.p[4] + ru * 4);
+    }
+    /* the in-place layout (units.h): the same raw from ggml's block */
+    static constexpr int blk_align = ST_BLK_ALIGN(ST_BYTES_Q5_K);
+    ST_DEV void load_blk(const st_mat_dev &m, int64_t row, int u, raw &r)
+    {
+        using B = st_block_q5_k;
+        int j;
+        const uint8_t *b = st_blk_of<ST_QK_Q5_K, ST_BYTES_Q5_K>(m, row, u, j);
+        static_assert(offsetof(B, dmin) == offsetof(B, d) + 2 && offsetof(B, scales) == offsetof(B, d) + 4,
+                      "d, dmin, scales are one 16-byte load");
+        st_k4_head_dev(ST_LDB(128, b, B, d, 0, 0), j, r);
+        uint32_t q[8];
+        ST_LDW(32, b, B, qs, 32, j / 2, q);
+        r.q = st_nibbles_dev(q, 4 * (j % 2));
+        uint32_t qh[8];
+        ST_LDW(32, b, B, qh, 0, 0, qh);
+        r.qh = st_bits_transposed_dev(qh, j);
     }
     ST_DEV void dec(const raw &r, int u, const st_grids &, st_dunit &o)
     {

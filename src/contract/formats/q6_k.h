@@ -113,6 +113,23 @@ template <> struct st_unit_dec<ST_Q6_K> : st_unit_plain {
         r.sc = ld_u16(m.p[3] + ru * 2);
         r.d = ld_u16(m.p[0] + rb * 2);
     }
+    /* the in-place layout (units.h): the same raw from ggml's block */
+    static constexpr int blk_align = ST_BLK_ALIGN(ST_BYTES_Q6_K);
+    ST_DEV void load_blk(const st_mat_dev &m, int64_t row, int u, raw &r)
+    {
+        using B = st_block_q6_k;
+        int j;
+        const uint8_t *b = st_blk_of<ST_QK_Q6_K, ST_BYTES_Q6_K>(m, row, u, j);
+        int sl, sh;
+        const uint8_t *L = q6_k_low(b, j, &sl), *H = q6_k_high(b, j, &sh);
+        uint32_t ql[8], qh[8];
+        st_ld_words<ST_ALIGN_AT(B, ql, 32), 32, (int)offsetof(B, ql)>(L, ql);
+        st_ld_words<ST_ALIGN_AT(B, qh, 32), 32, (int)offsetof(B, qh)>(H, qh);
+        r.ql = st_nibbles_dev(ql, sl);
+        r.qh = st_crumbs_dev(qh, sh);
+        r.sc = ST_LDB(16, b, B, scales, 2, j);
+        r.d = ST_LDB(16, b, B, d, 0, 0);
+    }
     ST_DEV void dec(const raw &r, int, const st_grids &, st_dunit &o)
     {
         o.W = st_w_q6_k(st_h2f(r.d));

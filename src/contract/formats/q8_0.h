@@ -67,6 +67,20 @@ template <> struct st_unit_dec<ST_Q8_0> : st_unit_plain {
         r.a = *(const uint4 *)(m.p[1] + ru * 32);
         r.b = *(const uint4 *)(m.p[1] + ru * 32 + 16);
     }
+    /* the in-place layout (units.h): the same raw from ggml's block */
+    static constexpr int blk_align = ST_BLK_ALIGN(ST_BYTES_Q8_0);
+    ST_DEV void load_blk(const st_mat_dev &m, int64_t row, int u, raw &r)
+    {
+        using B = st_block_q8_0;
+        int j;
+        const uint8_t *b = st_blk_of<ST_QK_Q8_0, ST_BYTES_Q8_0>(m, row, u, j);
+        (void)j;
+        r.d = ST_LDB(16, b, B, d, 0, 0);
+        uint32_t q[8];
+        ST_LDW(32, b, B, qs, 0, 0, q);
+        r.a = st_uint4(q);
+        r.b = st_uint4(q + 4);
+    }
     ST_DEV void dec(const raw &r, int, const st_grids &, st_dunit &o)
     {
         o.W = st_w_q8_0(st_h2f(r.d));

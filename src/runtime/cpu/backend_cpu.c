@@ -72,7 +72,7 @@ static st_status cpu_matrix_create(void *b, st_qtype t, int64_t rows, int64_t co
     void *copy = malloc(n);
     if (!copy) return st_fail(ST_ERR_NOMEM, "st_matrix_create: %zu bytes", n);
     memcpy(copy, bytes, n);
-    *out = (st_bmatrix){t, rows, cols, copy, n};
+    *out = (st_bmatrix){t, rows, cols, copy, n, false};
     return ST_OK;
 }
 

@@ -167,21 +167,30 @@ st_mat_dev mat_dev(const st_bmatrix *m)
 {
     st_mat_dev d;
     memset(&d, 0, sizeof d);
-    size_t off[ST_MAX_PLANES] = {0};
-    const int n = st_repack_planes(m->type, m->rows, m->cols, off);
-    for (int i = 0; i < n; i++) d.p[i] = (const uint8_t *)m->data + off[i];
     d.rows = m->rows;
     d.nu = (int)(m->cols / 32);
     d.nb = (int)(m->cols / st_qtype_block_values(m->type));
+    if (m->in_place) { /* ggml's blocks, rows back to back */
+        d.p[0] = (const uint8_t *)m->data;
+        d.rb = (int64_t)st_qtype_row_bytes(m->type, m->cols);
+        return d;
+    }
+    size_t off[ST_MAX_PLANES] = {0};
+    const int n = st_repack_planes(m->type, m->rows, m->cols, off);
+    for (int i = 0; i < n; i++) d.p[i] = (const uint8_t *)m->data + off[i];
     return d;
 }
 
+/* F(integral_constant<kernel type number>) for a matrix: its format's,
+ * or ST_IN_PLACE + it for the in-place layout (kernels/units.h). */
 template <typename F>
-st_rt_error by_type(st_qtype t, F f)
+st_rt_error by_type(const st_bmatrix *w, F f)
 {
-    switch (t) {
-#define ST_BY_TYPE_(id, name, ggml, qk, bytes) \
-    case ST_##id: return f(std::integral_constant<int, ST_##id>());
+    switch (w->type) {
+#define ST_BY_TYPE_(id, name, ggml, qk, bytes)                                                         \
+    case ST_##id:                                                                                      \
+        return w->in_place ? f(std::integral_constant<int, ST_IN_PLACE + ST_##id>()) \
+                           : f(std::integral_constant<int, ST_##id>());
         ST_QTYPES(ST_BY_TYPE_)
 #undef ST_BY_TYPE_
     default: return ST_RT_INVALID_VALUE;
@@ -327,7 +336,7 @@ st_status gpu_mmvq(void *b, const st_bmatrix *w, const float *x, int64_t xs, int
     }
     RT_TRY(st_launch_quantize(g->L, x, w->cols, nt, xp, blocks, xs), "q8_1 launch");
     const st_mat_dev m = mat_dev(w);
-    st_rt_error e = by_type(w->type, [&](auto tc) {
+    st_rt_error e = by_type(w, [&](auto tc) {
         return st_launch_mmvq<decltype(tc)::value>(g->L, m, xp, blocks, nt, y, rows, stage, legacy);
     });
     RT_TRY(e, "iq_mmvq launch");
@@ -335,9 +344,9 @@ st_status gpu_mmvq(void *b, const st_bmatrix *w, const float *x, int64_t xs, int
 }
 
 /* st_expert_mat's launch for W's type. */
-st_rt_error launch_expert_mat(const st_launch &L, st_qtype t, const st_expert_mat_args &m, bool stage)
+st_rt_error launch_expert_mat(const st_launch &L, const st_bmatrix *w, const st_expert_mat_args &m, bool stage)
 {
-    return by_type(t, [&](auto tc) { return st_launch_expert_mat<decltype(tc)::value>(L, m, stage); });
+    return by_type(w, [&](auto tc) { return st_launch_expert_mat<decltype(tc)::value>(L, m, stage); });
 }
 
 /* st_expert_ffn beyond the fused kernels, composed of st_expert_mat's
@@ -369,10 +378,10 @@ st_status gpu_ffn_composed(gpu_backend *g, const st_bexperts *ex, const st_ffn_o
     m.y_token_stride = (int64_t)ex->n_ff * topk;
     m.w = mat_dev(ex->gate);
     m.y = (float *)p.h;
-    RT_TRY(launch_expert_mat(L, ex->gate->type, m, stage), "gate launch");
+    RT_TRY(launch_expert_mat(L, ex->gate, m, stage), "gate launch");
     m.w = mat_dev(ex->up);
     m.y = (float *)p.y;
-    RT_TRY(launch_expert_mat(L, ex->up->type, m, stage), "up launch");
+    RT_TRY(launch_expert_mat(L, ex->up, m, stage), "up launch");
     st_ffn_args f;
     memset(&f, 0, sizeof f);
     f.n_expert = ex->n_expert;
@@ -402,7 +411,7 @@ st_status gpu_ffn_composed(gpu_backend *g, const st_bexperts *ex, const st_ffn_o
     m.y_token_stride = (int64_t)ex->n_embd * topk;
     m.w = mat_dev(ex->down);
     m.y = (float *)p.y;
-    RT_TRY(launch_expert_mat(L, ex->down->type, m, stage), "down launch");
+    RT_TRY(launch_expert_mat(L, ex->down, m, stage), "down launch");
     f.y = (const float *)p.y;
     f.out = out;
     f.out_stride = o->out_stride ? o->out_stride : ex->n_embd;
@@ -477,11 +486,11 @@ st_status gpu_expert_grouped(void *b, const st_bexperts *ex, const st_ffn_option
     RT_TRY(st_launch_quantize(L, x, ex->n_embd, nt, a.xq, nullptr, xs), "q8_1 launch");
     if (pl.grouped_v1) RT_TRY(st_launch_group_v1(L, a), "grouping launch");
     if (pl.mma) RT_TRY(st_launch_expert_pairs(L, a), "pair grouping launch");
-    st_rt_error e = by_type(ex->gate->type, [&](auto tc) { return st_launch_gate_up<decltype(tc)::value>(L, a, pl); });
+    st_rt_error e = by_type(ex->gate, [&](auto tc) { return st_launch_gate_up<decltype(tc)::value>(L, a, pl); });
     RT_TRY(e, "gate-up launch");
     if (pl.v2k) RT_TRY(st_launch_combine_v2k(L, a), "k-split combine launch");
     RT_TRY(st_launch_quantize(L, a.h, ex->n_ff, np, a.hq, nullptr, 0, ids, ex->n_expert), "q8_1 launch");
-    e = by_type(ex->down->type, [&](auto tc) { return st_launch_down<decltype(tc)::value>(L, a, pl); });
+    e = by_type(ex->down, [&](auto tc) { return st_launch_down<decltype(tc)::value>(L, a, pl); });
     RT_TRY(e, "down launch");
     if (pl.tsum || pl.mma) RT_TRY(st_launch_topk_sum(L, a), "top-k sum launch");
     return ST_OK;
@@ -529,6 +538,8 @@ namespace {
 
 st_status gpu_probe_loads(void *b, const st_bmatrix *w, float *sink)
 {
+    if (w->in_place)
+        return st_fail(ST_ERR_UNSUPPORTED, "the loads-only probe reads the row-planar layout, not an in-place matrix");
     dev_guard dg(G(b)->device);
     RT_TRY(st_probe_loads_launch(G(b)->L.stream, (int)w->type, mat_dev(w), sink), "loads-only probe launch");
     return ST_OK;
@@ -670,7 +681,7 @@ st_status gpu_expert_mat(void *b, const st_bmatrix *w, int n_expert, const float
         }
     }
     const bool stage = !cfg->active[ST_KNOB_IQ_STAGE_GRID_OFF];
-    RT_TRY(launch_expert_mat(g->L, w->type, m, stage), "expert_mat launch");
+    RT_TRY(launch_expert_mat(g->L, w, m, stage), "expert_mat launch");
     return ST_OK;
 }
 

@@ -1,0 +1,237 @@
+// strata-tune in ggml-cuda / ggml-hip: see ggml-strata.cuh. Host code only
+// (the kernels are the library's), compiled beside ggml-cuda's sources when
+// GGML_CUDA_STRATA is defined, empty otherwise.
+//
+// What it does, per op, in the op's stream order:
+//   - the weights (src0) are wrapped where ggml holds them (st_matrix_wrap,
+//     cached by address, type and shape; a wrapped matrix owns nothing and
+//     reads the bytes at that address each call);
+//   - MUL_MAT with 1..32 tokens: st_iq_mmvq_strided (ggml's row strides);
+//   - MUL_MAT_ID with 1..32 tokens: st_expert_mat (per-slot activations and
+//     outputs, the ids row stride);
+//   - one strata-tune context per stream ggml runs ops on (made the first
+//     time the stream is seen, its scratch sized by the library's default
+//     limits), which engages $STRATA_DECODE_TUNING when set.
+// Anything else (other types, prompt batches, non-contiguous weights, a
+// refusal by the library) is left to ggml, which then computes it exactly
+// as without the integration. GGML_STRATA=0 in the environment turns the
+// integration off at run time (stock ggml in the same build).
+#ifdef GGML_CUDA_STRATA
+
+#include "ggml-strata.cuh"
+
+#include "ggml-backend.h"
+#include "ggml-impl.h"
+
+#include <strata/strata.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+namespace {
+
+struct mat_key {
+    const void * data;
+    int type;
+    int64_t rows, cols;
+    int device;
+    bool operator==(const mat_key & o) const {
+        return data == o.data && type == o.type && rows == o.rows && cols == o.cols && device == o.device;
+    }
+};
+
+struct mat_key_hash {
+    size_t operator()(const mat_key & k) const {
+        size_t h = std::hash<const void *>()(k.data);
+        h ^= std::hash<int64_t>()(k.rows * 1000003 + k.cols) + 0x9e3779b9 + (h << 6) + (h >> 2);
+        return h ^ (size_t) (k.type * 31 + k.device);
+    }
+};
+
+struct state {
+    std::mutex mu;
+    uint64_t mul_mat = 0, mul_mat_id = 0, declined = 0; // ops run on strata-tune; taken but refused (ggml ran them)
+    std::unordered_map<void *, st_ctx *> ctx;               // per stream (nullptr: refused, ggml runs)
+    std::unordered_map<mat_key, st_matrix *, mat_key_hash> mats;
+};
+
+state & S() {
+    static state s;
+    return s;
+}
+
+// GGML_STRATA=0: off (read once, thread-safe).
+bool enabled() {
+    static const bool on = [] {
+        const char * v = getenv("GGML_STRATA");
+        const bool e = !(v && !strcmp(v, "0"));
+        GGML_LOG_INFO("ggml_strata: strata-tune %s (%s) decodes MUL_MAT / MUL_MAT_ID of its weight types%s\n",
+                      st_version(), st_gpu_backend_name(), e ? "" : ": off (GGML_STRATA=0)");
+        return e;
+    }();
+    return on;
+}
+
+// The context on STREAM (device DEVICE), made once; nullptr when the
+// library refused it (logged once: ggml then runs those ops).
+st_ctx * ctx_for(int device, void * stream) {
+    state & s = S();
+    auto it = s.ctx.find(stream);
+    if (it != s.ctx.end()) {
+        return it->second;
+    }
+    st_ctx_params p;
+    st_ctx_params_init(&p);
+    p.backend = ST_BACKEND_GPU;
+    p.device  = device;
+    p.stream  = stream;
+    st_ctx * c = nullptr;
+    if (st_ctx_create_ex(&p, &c) != ST_OK) {
+        GGML_LOG_WARN("%s: device %d: no strata-tune context (%s); ggml runs these ops\n", __func__, device,
+                      st_last_error());
+        c = nullptr;
+    } else {
+        size_t ws = 0;
+        (void) st_ctx_workspace_bytes(&p, &ws);
+        GGML_LOG_INFO("ggml_strata: device %d: a context on stream %p, scratch %.1f MiB (the weights stay ggml's)\n",
+                      device, stream, (double) ws / 1048576.0);
+        const st_status t = st_ctx_load_table_env(c); // one line of its own when set
+        (void) t;
+    }
+    s.ctx[stream] = c;
+    return c;
+}
+
+// SRC0 wrapped in place (cached); nullptr when the library refuses it.
+st_matrix * wrap(st_ctx * c, int device, const ggml_tensor * src0, int64_t rows, int64_t cols) {
+    state & s = S();
+    const mat_key k = { src0->data, (int) src0->type, rows, cols, device };
+    auto it = s.mats.find(k);
+    if (it != s.mats.end()) {
+        return it->second;
+    }
+    st_matrix * m = nullptr;
+    if (st_matrix_wrap(c, (st_qtype) src0->type, rows, cols, src0->data, &m) != ST_OK) {
+        GGML_LOG_WARN("%s: %s: %s; ggml runs it\n", __func__, src0->name, st_last_error());
+        m = nullptr;
+    }
+    s.mats[k] = m;
+    return m;
+}
+
+// The weights: a type the library runs, rows back to back. Any buffer: a
+// wrapped matrix owns nothing and reads the bytes at the address each call,
+// so a compute buffer reused for other tensors is read as it is then; an
+// address the library cannot wrap (host memory, off the block boundary) is
+// refused once and left to ggml.
+bool weights_ok(const ggml_tensor * w) {
+    return st_qtype_valid((int) w->type) && w->data && ggml_is_contiguous(w) && w->ne[3] == 1;
+}
+
+bool takes_mul_mat(const ggml_tensor * src0, const ggml_tensor * src1, const ggml_tensor * dst) {
+    return weights_ok(src0) && src0->ne[2] == 1 && src1->type == GGML_TYPE_F32 && dst->type == GGML_TYPE_F32 &&
+           src1->ne[1] >= 1 && src1->ne[1] <= ST_MAX_TOKENS && src1->ne[2] == 1 && src1->ne[3] == 1 &&
+           src1->nb[0] == sizeof(float) && dst->nb[0] == sizeof(float) && src1->nb[1] % sizeof(float) == 0 &&
+           dst->nb[1] % sizeof(float) == 0 && dst->ne[1] == src1->ne[1];
+}
+
+bool takes_mul_mat_id(const ggml_tensor * dst) {
+    const ggml_tensor * src0 = dst->src[0], * src1 = dst->src[1], * ids = dst->src[2];
+    const int64_t n_used = ids->ne[0], nt = ids->ne[1];
+    return weights_ok(src0) && src0->ne[2] <= ST_MAX_EXPERTS && src1->type == GGML_TYPE_F32 &&
+           dst->type == GGML_TYPE_F32 && ids->type == GGML_TYPE_I32 && nt >= 1 && nt <= ST_MAX_TOKENS &&
+           n_used >= 1 && n_used <= ST_MAX_TOPK && (src1->ne[1] == 1 || src1->ne[1] == n_used) &&
+           src1->ne[2] == nt && src1->ne[3] == 1 && dst->ne[1] == n_used && dst->ne[2] == nt &&
+           src1->nb[0] == sizeof(float) && dst->nb[0] == sizeof(float) && ids->nb[0] == sizeof(int32_t) &&
+           src1->nb[1] % sizeof(float) == 0 && src1->nb[2] % sizeof(float) == 0 && dst->nb[1] % sizeof(float) == 0 &&
+           dst->nb[2] % sizeof(float) == 0 && ids->nb[1] % sizeof(int32_t) == 0;
+}
+
+} // namespace
+
+bool ggml_strata_takes(const ggml_tensor * node) {
+    if (!enabled()) {
+        return false;
+    }
+    if (node->op == GGML_OP_MUL_MAT) {
+        return takes_mul_mat(node->src[0], node->src[1], node);
+    }
+    return node->op == GGML_OP_MUL_MAT_ID && takes_mul_mat_id(node);
+}
+
+bool ggml_strata_mul_mat(int device, void * stream, const ggml_tensor * src0, const ggml_tensor * src1, ggml_tensor * dst) {
+    if (!enabled() || !takes_mul_mat(src0, src1, dst)) {
+        return false;
+    }
+    std::lock_guard<std::mutex> lock(S().mu);
+    st_ctx * c = ctx_for(device, stream);
+    st_matrix * w = c ? wrap(c, device, src0, src0->ne[1], src0->ne[0]) : nullptr;
+    if (!w) {
+        return false;
+    }
+    const st_status s = st_iq_mmvq_strided(c, w, (const float *) src1->data, (int64_t) (src1->nb[1] / sizeof(float)),
+                                           (int) src1->ne[1], (float *) dst->data, (int64_t) (dst->nb[1] / sizeof(float)));
+    if (s != ST_OK) {
+        GGML_LOG_WARN("%s: %s: %s; ggml runs it\n", __func__, dst->name, st_last_error());
+        S().declined++;
+        return false; // the library queued nothing
+    }
+    S().mul_mat++;
+    return true;
+}
+
+bool ggml_strata_mul_mat_id(int device, void * stream, ggml_tensor * dst) {
+    if (!enabled() || !takes_mul_mat_id(dst)) {
+        return false;
+    }
+    const ggml_tensor * src0 = dst->src[0], * src1 = dst->src[1], * ids = dst->src[2];
+    std::lock_guard<std::mutex> lock(S().mu);
+    st_ctx * c = ctx_for(device, stream);
+    const int n_expert = (int) src0->ne[2];
+    st_matrix * w = c ? wrap(c, device, src0, src0->ne[1] * src0->ne[2], src0->ne[0]) : nullptr;
+    if (!w) {
+        return false;
+    }
+    const st_status s = st_expert_mat(c, w, n_expert, (const float *) src1->data, (int) src1->ne[1],
+                                      (int64_t) (src1->nb[1] / sizeof(float)), (int64_t) (src1->nb[2] / sizeof(float)),
+                                      (const int32_t *) ids->data, (int64_t) (ids->nb[1] / sizeof(int32_t)),
+                                      (int) ids->ne[1], (int) ids->ne[0], (float *) dst->data,
+                                      (int64_t) (dst->nb[1] / sizeof(float)), (int64_t) (dst->nb[2] / sizeof(float)));
+    if (s != ST_OK) {
+        GGML_LOG_WARN("%s: %s: %s; ggml runs it\n", __func__, dst->name, st_last_error());
+        S().declined++;
+        return false;
+    }
+    S().mul_mat_id++;
+    return true;
+}
+
+void ggml_strata_stream_destroyed(void * stream) {
+    state & s = S();
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto it = s.ctx.find(stream);
+    if (it == s.ctx.end()) {
+        return;
+    }
+    st_ctx * c = it->second;
+    s.ctx.erase(it);
+    if (!c) {
+        return;
+    }
+    // the matrices this context made serve every context of the device,
+    // but must be destroyed before it: drop them all (each owns nothing; the
+    // next op wraps again on a live context)
+    for (auto & m : s.mats) {
+        st_matrix_destroy(m.second);
+    }
+    s.mats.clear();
+    GGML_LOG_INFO("ggml_strata: a context ends with its stream: so far %llu MUL_MAT and %llu MUL_MAT_ID ops ran on "
+                  "strata-tune, %llu taken ones were left to ggml\n", (unsigned long long) s.mul_mat,
+                  (unsigned long long) s.mul_mat_id, (unsigned long long) s.declined);
+    st_ctx_destroy(c);
+}
+
+#endif // GGML_CUDA_STRATA

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The llama.cpp integration on the GPU machine, in one call: builds and
+# installs strata-tune (the cuda configuration), applies
+# integrations/llama.cpp to the shipped tree (.device/llama/, carried) and
+# builds llama.cpp with GGML_CUDA=ON GGML_CUDA_STRATA=ON (FlashAttention
+# kernels off, both sides the same build: GGML_STRATA=0 is stock ggml),
+# generating the random-weight qwen3moe models meanwhile (gguf_gen --llama:
+# a tiny one and one of realistic layer sizes); then, each with the
+# integration off and on: test-backend-ops -o MUL_MAT / MUL_MAT_ID,
+# llama-bench -p 0 -n 128, llama-batched-bench (1..32 sequences) and a
+# greedy generation of 128 tokens (the tokens compared). STEPS picks parts:
+# "build" (both builds, the models, and with "gputests" the gpu tests and
+# the in-place bench meanwhile), then "backend bench batched greedy" (a
+# second call on the same warm machine may run these on the first call's
+# builds under build/). Logs under $OUT.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-build/device-logs}
+STEPS=${STEPS:-build gputests backend bench batched greedy}
+LAYERS=${LAYERS:-16}
+mkdir -p "$OUT"
+has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
+B=$PWD/build/device
+P=$PWD/build/strata-p
+L=$PWD/build/llama
+T=$(ls .device/llama/llama.cpp-*.tar.xz | head -1)
+t0=$(date +%s)
+el() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
+export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:$P/lib:${LD_LIBRARY_PATH:-}
+V=tests/data/gguf/ggml-vocab-qwen2.gguf
+M=$PWD/build/qwen3moe-real.gguf
+if has build; then
+  SKIP_TESTS=1 tools/device-check.sh > "$OUT/strata-build.txt" 2>&1 || { tail -30 "$OUT/strata-build.txt"; exit 1; }
+  rm -rf "$P"
+  cmake --install "$B" --prefix "$P" > "$OUT/strata-install.txt" 2>&1 || { tail "$OUT/strata-install.txt"; exit 1; }
+  el "strata-tune built and installed"
+  (
+    rm -rf "$L" && mkdir -p "$L" && tar -xJf "$T" -C "$L" && integrations/llama.cpp/apply.sh "$L/llama.cpp" &&
+    cmake -S "$L/llama.cpp" -B "$L/build" -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DGGML_CUDA=ON -DGGML_CUDA_STRATA=ON \
+      -DGGML_CUDA_FA=OFF -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=OFF -DCMAKE_PREFIX_PATH="$P;/tmp/deps/usr" &&
+    cmake --build "$L/build" -j"$(nproc)" --target test-backend-ops llama-bench llama-batched-bench llama-simple
+  ) > "$OUT/llama-build.txt" 2>&1 &
+  lb=$!
+  ( "$B/tests/gguf_gen" --llama "$PWD/build/qwen3moe-tiny.gguf" "$V" 2 256 256 8 2 &&
+    "$B/tests/gguf_gen" --llama "$M" "$V" "$LAYERS" 2048 768 128 8 ) > "$OUT/gguf-gen.txt" 2>&1 &
+  gg=$!
+  if has gputests; then
+    (cd "$B" && timeout 420 ctest -L gpu -j1 -V ${CTEST_ARGS:-}) > "$OUT/ctest-gpu.log" 2>&1
+    el "gpu tests: rc=$?"
+    grep -E "comparisons|compares|mismatches|MISMATCH|tests passed|tests failed|\*\*\*|in place" "$OUT/ctest-gpu.log" | sed 's/^[0-9]*: //' | head -40
+    # the in-place layout beside the repacked one (an in-place row per default)
+    timeout 150 "$B/tools/tune_decode" bench --no-suite --shape 'mmvq iq3_s 4096 14336' --shape 'mmvq iq4_xs 14336 4096' \
+      --shape 'mmvq q4_K 4096 4096' --shape 'expert iq3_s iq4_nl 2560 640 1' --shape 'expert iq3_s iq4_nl 2560 640 8' --shape 'expert iq3_s iq4_nl 2560 640 32' > "$OUT/bench-in-place.txt" 2>&1
+    el "in-place bench: rc=$?"; grep -E "^(mmvq|expert) .* (default|in-place) " "$OUT/bench-in-place.txt" | head -60
+  fi
+  wait $gg; el "models: rc=$? $(ls -la build/qwen3moe-*.gguf 2> /dev/null | awk '{print $5, $9}' | tr '\n' ' ')"
+  wait $lb; rc=$?
+  el "llama.cpp build: rc=$rc"
+  [ $rc = 0 ] || { grep -E "error|Error" "$OUT/llama-build.txt" | head -30; exit 1; }
+fi
+bin=$L/build/bin
+if has backend; then
+  for op in MUL_MAT MUL_MAT_ID; do
+    for on in ${BACKEND_STRATA:-1}; do
+      GGML_STRATA=$on timeout ${BACKEND_TIMEOUT:-120} "$bin/test-backend-ops" -o $op -b CUDA0 > "$OUT/backend-ops-$op-strata$on.txt" 2>&1
+      el "test-backend-ops -o $op GGML_STRATA=$on: rc=$? $(grep -E 'tests passed' "$OUT/backend-ops-$op-strata$on.txt" | tail -1)"
+      grep -E "FAIL" "$OUT/backend-ops-$op-strata$on.txt" | head -5
+    done
+  done
+fi
+if has bench; then
+  for on in 0 1; do
+    GGML_STRATA=$on timeout 90 "$bin/llama-bench" -m "$M" -p 0 -n 128 -r ${BENCH_REPS:-3} -o md > "$OUT/llama-bench-strata$on.txt" 2>&1
+    el "llama-bench GGML_STRATA=$on: rc=$?"; grep -E "^\|" "$OUT/llama-bench-strata$on.txt" | tail -2
+  done
+fi
+if has batched; then
+  for on in 0 1; do
+    GGML_STRATA=$on timeout 200 "$bin/llama-batched-bench" -m "$M" -c 8192 -b 2048 -ub 512 -npp 128 -ntg 64 \
+      -npl 1,2,4,8,16,32 > "$OUT/batched-strata$on.txt" 2>&1
+    el "llama-batched-bench GGML_STRATA=$on: rc=$?"; grep -E "^\|" "$OUT/batched-strata$on.txt" | tail -7
+  done
+fi
+if has greedy; then
+  for on in 0 1; do
+    for i in 1 2; do
+      GGML_STRATA=$on timeout 60 "$bin/llama-simple" -m "$M" -n 128 "The quick brown fox" > "$OUT/greedy-strata$on-$i.txt" \
+        2> "$OUT/greedy-strata$on-$i.log"
+      el "llama-simple GGML_STRATA=$on run $i: rc=$?"
+    done
+  done
+  cmp -s "$OUT/greedy-strata1-1.txt" "$OUT/greedy-strata1-2.txt" && el "integrated: two greedy runs identical" || el "integrated: greedy runs DIFFER"
+  grep -E "ggml_strata|model buffer|CUDA0 compute|decode|eval time" "$OUT/greedy-strata1-1.log" | head -12
+fi
+el "done"
