@@ -8,7 +8,12 @@
 # a tiny one and one of realistic layer sizes); then, each with the
 # integration off and on: test-backend-ops -o MUL_MAT / MUL_MAT_ID,
 # llama-bench -p 0 -n 128, llama-batched-bench (1..32 sequences) and a
-# greedy generation of 128 tokens (the tokens compared). STEPS picks parts:
+# greedy generation of 128 tokens (the tokens compared). Step "tune" makes
+# a table for the generated model with `tune_decode tune --in-place` (the
+# layout the integration runs); "bench" and "greedy" then also run with it
+# engaged (STRATA_DECODE_TUNING): llama-bench alternates no table / table
+# (the gate in the real engine: the paired change of tokens per second),
+# greedy compares the tokens with and without it. STEPS picks parts:
 # "build" (both builds, the models, and with "gputests" the gpu tests and
 # the in-place bench meanwhile), then "backend bench batched greedy" (a
 # second call on the same warm machine may run these on the first call's
@@ -16,7 +21,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/device-logs}
-STEPS=${STEPS:-build gputests backend bench batched greedy}
+STEPS=${STEPS:-build gputests tune backend bench batched greedy}
 LAYERS=${LAYERS:-16}
 mkdir -p "$OUT"
 has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
@@ -59,6 +64,13 @@ if has build; then
   [ $rc = 0 ] || { grep -E "error|Error" "$OUT/llama-build.txt" | head -30; exit 1; }
 fi
 bin=$L/build/bin
+TD=$PWD/build/llama-tables
+if has tune; then
+  rm -rf "$TD"
+  timeout ${TUNE_TIMEOUT:-300} "$B/tools/tune_decode" tune "$M" --in-place --out "$TD" > "$OUT/tune-in-place.txt" 2>&1
+  el "tune --in-place: rc=$?"; grep -vE "^tune: \[" "$OUT/tune-in-place.txt" | tail -25
+fi
+TAB=$(ls "$TD"/*.tune 2> /dev/null | head -1)
 if has backend; then
   for op in MUL_MAT MUL_MAT_ID; do
     for on in ${BACKEND_STRATA:-1}; do
@@ -73,6 +85,32 @@ if has bench; then
     GGML_STRATA=$on timeout 90 "$bin/llama-bench" -m "$M" -p 0 -n 128 -r ${BENCH_REPS:-3} -o md > "$OUT/llama-bench-strata$on.txt" 2>&1
     el "llama-bench GGML_STRATA=$on: rc=$?"; grep -E "^\|" "$OUT/llama-bench-strata$on.txt" | tail -2
   done
+  if [ -n "$TAB" ]; then
+    # the gate in the engine: rounds of (no table, table) in alternating order
+    for r in $(seq 1 ${GATE_ROUNDS:-6}); do
+      for t in $([ $((r % 2)) = 1 ] && echo "0 1" || echo "1 0"); do
+        if [ $t = 1 ]; then export STRATA_DECODE_TUNING=$TAB; else unset STRATA_DECODE_TUNING; fi
+        timeout 60 "$bin/llama-bench" -m "$M" -p 0 -n 128 -r 3 -o csv 2> "$OUT/gate-$r-$t.log" |
+          python3 -c 'import csv,sys; r=list(csv.DictReader(sys.stdin)); print(r[-1]["avg_ts"])' > "$OUT/gate-$r-$t.txt"
+      done
+    done
+    unset STRATA_DECODE_TUNING
+    python3 - "$OUT" ${GATE_ROUNDS:-6} <<'PY'
+import sys, statistics as st, math
+d, n = sys.argv[1], int(sys.argv[2])
+a = [float(open(f"{d}/gate-{r}-0.txt").read()) for r in range(1, n + 1)]
+b = [float(open(f"{d}/gate-{r}-1.txt").read()) for r in range(1, n + 1)]
+ch = [bb / aa - 1 for aa, bb in zip(a, b)]  # + : faster with the table
+m, s = st.mean(ch), st.stdev(ch)
+t = {3: 4.303, 4: 3.182, 5: 2.776, 6: 2.571, 7: 2.447, 8: 2.365, 9: 2.306, 10: 2.262}.get(n, 2.0)
+lo, hi = m - t * s / math.sqrt(n), m + t * s / math.sqrt(n)
+print("engine gate: tg128 t/s without table", " ".join(f"{x:.1f}" for x in a))
+print("engine gate: tg128 t/s with table   ", " ".join(f"{x:.1f}" for x in b))
+v = "PASS (not slower than 2%)" if lo > -0.02 else ("FAIL (slower than 2%)" if hi < -0.02 else "cannot decide")
+print(f"engine gate: paired change {100*m:+.2f}% (95% interval {100*lo:+.2f}% .. {100*hi:+.2f}%): {v}")
+PY
+    grep -hE "decode tuning|ggml_strata: a context ends" "$OUT"/gate-1-1.log | head -4
+  fi
 fi
 if has batched; then
   for on in 0 1; do
@@ -90,6 +128,14 @@ if has greedy; then
     done
   done
   cmp -s "$OUT/greedy-strata1-1.txt" "$OUT/greedy-strata1-2.txt" && el "integrated: two greedy runs identical" || el "integrated: greedy runs DIFFER"
+  if [ -n "$TAB" ]; then
+    STRATA_DECODE_TUNING=$TAB timeout 60 "$bin/llama-simple" -m "$M" -n 128 "The quick brown fox" > "$OUT/greedy-table.txt" \
+      2> "$OUT/greedy-table.log"
+    el "llama-simple with the table: rc=$?"
+    cmp -s "$OUT/greedy-strata1-1.txt" "$OUT/greedy-table.txt" && el "integrated: greedy with the table identical to without" ||
+      el "integrated: greedy with the table DIFFERS"
+    grep -E "decode tuning|ggml_strata: a context ends" "$OUT/greedy-table.log" | head -4
+  fi
   grep -E "ggml_strata|model buffer|CUDA0 compute|decode|eval time" "$OUT/greedy-strata1-1.log" | head -12
 fi
 el "done"

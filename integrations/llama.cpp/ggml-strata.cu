@@ -228,9 +228,15 @@ void ggml_strata_stream_destroyed(void * stream) {
         st_matrix_destroy(m.second);
     }
     s.mats.clear();
+    st_ctx_stats st;
+    st_ctx_stats_init(&st);
+    st_ctx_get_stats(c, &st);
     GGML_LOG_INFO("ggml_strata: a context ends with its stream: so far %llu MUL_MAT and %llu MUL_MAT_ID ops ran on "
-                  "strata-tune, %llu taken ones were left to ggml\n", (unsigned long long) s.mul_mat,
-                  (unsigned long long) s.mul_mat_id, (unsigned long long) s.declined);
+                  "strata-tune, %llu taken ones were left to ggml; this context's table: %llu hits, %llu tuned "
+                  "defaults, %llu misses, %llu rows of the other layout\n", (unsigned long long) s.mul_mat,
+                  (unsigned long long) s.mul_mat_id, (unsigned long long) s.declined,
+                  (unsigned long long) st.table_hits, (unsigned long long) st.table_defaults,
+                  (unsigned long long) st.table_misses, (unsigned long long) st.table_layout);
     st_ctx_destroy(c);
 }
 

@@ -19,6 +19,7 @@
 #include "verify_internal.h"
 #include "tune_out.h"
 #include "tmpfiles.h"
+#include "tune_mat.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -48,7 +49,7 @@ typedef struct {
     st_ctx *ctx;
     const st_tune_shape *s;
     int copies;
-    st_matrix **m; /* mmvq: copies; expert: 3 per copy */
+    st_tune_mat *m; /* mmvq: copies; expert: 3 per copy; in either layout (tune_mat.h) */
     float *x, *y;
     int32_t *ids;
     float *wts;
@@ -61,13 +62,13 @@ static st_status launch(void *user, int c, long iter)
 {
     run_ctx *r = user;
     const int k = (int)(iter % r->copies);
-    if (r->s->kind == ST_SHAPE_MMVQ) return st_iq_mmvq_variant(r->ctx, r->m[k], r->x, r->nt, r->y, r->cand[c].rows);
-    st_experts ex = {r->m[3 * k], r->m[3 * k + 1], r->m[3 * k + 2], r->s->n_expert};
+    if (r->s->kind == ST_SHAPE_MMVQ) return st_iq_mmvq_variant(r->ctx, r->m[k].m, r->x, r->nt, r->y, r->cand[c].rows);
+    st_experts ex = {r->m[3 * k].m, r->m[3 * k + 1].m, r->m[3 * k + 2].m, r->s->n_expert};
     return st_expert_grouped_variant(r->ctx, &ex, r->x, r->ids, r->wts, r->nt, r->s->topk, r->y, r->cand[c].gu_rows,
                                      r->cand[c].dn_rows);
 }
 
-static void candidates(const st_tune_shape *s, st_tune_shape_result *res)
+static void candidates(const st_tune_shape *s, bool in_place, st_tune_shape_result *res)
 {
     st_tune_cand *c = res->cand;
     int n = 0;
@@ -80,6 +81,8 @@ static void candidates(const st_tune_shape *s, st_tune_shape_result *res)
             /* a variant that cannot run this row (a wide-row one on a
              * short row) is no candidate */
             if (!st_mmvq_variant_fits(ids[i], s->cols)) continue;
+            /* in place: the variants that layout has kernels for */
+            if (in_place && !st_mmvq_in_place_variant(ids[i])) continue;
             memset(&c[n], 0, sizeof c[n]);
             c[n].rows = ids[i];
             st_mmvq_choice_name(ids[i], c[n].name, sizeof c[n].name);
@@ -103,7 +106,7 @@ static void candidates(const st_tune_shape *s, st_tune_shape_result *res)
 static void free_run(run_ctx *r)
 {
     if (r->m)
-        for (int i = 0; i < r->copies * (r->s->kind == ST_SHAPE_EXPERT ? 3 : 1); i++) st_matrix_destroy(r->m[i]);
+        for (int i = 0; i < r->copies * (r->s->kind == ST_SHAPE_EXPERT ? 3 : 1); i++) st_tune_mat_free(r->ctx, &r->m[i]);
     free(r->m);
     st_ctx_free(r->ctx, r->x);
     st_ctx_free(r->ctx, r->y);
@@ -170,12 +173,12 @@ static st_status setup(st_ctx *ctx, const st_tune_shape *s, const st_tune_option
     if (!r->m) st = st_fail(ST_ERR_NOMEM, "tune: out of memory");
     for (int k = 0; k < copies && st == ST_OK; k++) {
         if (!ex) {
-            st = st_matrix_create(ctx, s->type, r0, c0, w[0], &r->m[k]);
+            st = st_tune_mat_make(ctx, s->type, r0, c0, w[0], o->in_place, &r->m[k]);
             continue;
         }
-        st = st_matrix_create(ctx, s->type, r0, c0, w[0], &r->m[3 * k]);
-        if (st == ST_OK) st = st_matrix_create(ctx, s->type, r0, c0, w[1], &r->m[3 * k + 1]);
-        if (st == ST_OK) st = st_matrix_create(ctx, s->down_type, r2, c2, w[2], &r->m[3 * k + 2]);
+        st = st_tune_mat_make(ctx, s->type, r0, c0, w[0], o->in_place, &r->m[3 * k]);
+        if (st == ST_OK) st = st_tune_mat_make(ctx, s->type, r0, c0, w[1], o->in_place, &r->m[3 * k + 1]);
+        if (st == ST_OK) st = st_tune_mat_make(ctx, s->down_type, r2, c2, w[2], o->in_place, &r->m[3 * k + 2]);
     }
     for (int i = 0; i < 3; i++) free(host[i]);
     if (st != ST_OK) return st;
@@ -251,7 +254,7 @@ static st_status tune_shape(st_ctx *ctx, const st_tune_options *o, const st_tune
 {
     memset(res, 0, sizeof *res);
     res->shape = *s;
-    candidates(s, res);
+    candidates(s, o->in_place, res);
     if (s->kind == ST_SHAPE_MMVQ) {
         if (o->n_ntok_mix > 0) {
             memcpy(res->nts, o->ntok_mix, sizeof(int) * (size_t)o->n_ntok_mix);
@@ -283,7 +286,7 @@ static st_status tune_shape(st_ctx *ctx, const st_tune_options *o, const st_tune
      * count. */
     if (st == ST_OK && s->kind == ST_SHAPE_EXPERT) {
         int gu, dn;
-        st_experts ex = {r.m[0], r.m[1], r.m[2], s->n_expert};
+        st_experts ex = {r.m[0].m, r.m[1].m, r.m[2].m, s->n_expert};
         st_ctx_default_expert_equiv(ctx, &ex, &gu, &dn);
         /* the pair is the default's launch only below the matrix-unit
          * token count */
@@ -646,6 +649,16 @@ st_status st_tune_run(st_ctx *ctx, const st_tune_options *opt, st_tune_result *r
     if (o.n_ntok_mix < 0 || o.n_ntok_mix > ST_MAX_TOKENS || (o.n_ntok_mix && !o.ntok_mix) || o.n_expert_ntok < 0 ||
         o.n_expert_ntok > ST_MAX_TOKENS || (o.n_expert_ntok && !o.expert_ntok))
         return st_fail(ST_ERR_INVALID_ARG, "tune: a token mix names 1..%d token counts", ST_MAX_TOKENS);
+    bool expert_given = false;
+    for (int i = 0; i < o.n_shapes && o.shapes; i++) {
+        st_tune_shape sh;
+        if (o.shapes[i] && st_tune_parse_shape(o.shapes[i], o.n_expert, o.topk, &sh) == ST_OK)
+            expert_given |= sh.kind == ST_SHAPE_EXPERT;
+    }
+    st_clear_error();
+    if (o.in_place && (o.n_shapes ? expert_given : o.do_expert))
+        return st_fail(ST_ERR_INVALID_ARG, "tune: the in-place layout tunes iq_mmvq shapes only (its MoE calls run the "
+                       "default): tune the expert shapes without in_place, or set do_expert false");
     st_tune_result r;
     st_tune_result_init(&r);
     const st_status s = tune_run(ctx, &o, &r);

@@ -319,7 +319,7 @@ static st_status verify_run(st_ctx *c, const st_verify_options *o, st_verify_res
     if (!o->quiet) st_log("%s", line);
     if (m && log_skips && !o->quiet) st_model_log_skips(m, "verify");
     st_vmodel *v = NULL;
-    s = m ? st_vmodel_open_model(c, m, &v) : st_vmodel_open(c, &opt, &v);
+    s = m ? st_vmodel_open_model(c, m, opt.in_place, &v) : st_vmodel_open(c, &opt, &v);
     if (s == ST_OK) {
         res->n_ops = st_vmodel_ops(v, &res->n_layers);
         s = run_gate(c, &opt, v, tab, res);
@@ -372,6 +372,7 @@ st_status st_tune_gate(st_ctx *ctx, const st_tune_options *o, const st_tune_shap
     vo.stop = o->stop;
     vo.n_expert = o->n_expert;
     vo.topk = o->topk;
+    vo.in_place = o->in_place;
     if (o->quick) vo.rounds = 7;
     vo.budget_s = o->gate_budget_s > 0 ? o->gate_budget_s : o->quick ? 20 : 60;
     char (*texts)[128] = NULL;

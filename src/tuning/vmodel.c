@@ -8,6 +8,7 @@
 #include "strata/probe.h"
 #include "tools_internal.h"
 #include "tuner_shapes.h"
+#include "tune_mat.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@ typedef struct {
     float *x, *y, *wts;
     int32_t *ids;
     char name[96];
+    void *raw[3]; /* in place: the uploaded blocks m[k] reads (tune_mat.h) */
 } vop;
 
 typedef struct {
@@ -107,11 +109,25 @@ static const float *find_router(const st_model *m, int layer, int n_embd, int n_
 /* What one operation holds on the context (also when half made). */
 static void free_op(st_ctx *c, vop *op)
 {
-    for (int k = 0; k < 3; k++) st_matrix_destroy(op->m[k]);
+    for (int k = 0; k < 3; k++) {
+        st_tune_mat t = {op->m[k], op->raw[k]};
+        st_tune_mat_free(c, &t);
+    }
     st_ctx_free(c, op->x);
     st_ctx_free(c, op->y);
     st_ctx_free(c, op->ids);
     st_ctx_free(c, op->wts);
+}
+
+/* OP's matrix K in the layout IN_PLACE picks (tune_mat.h). */
+static st_status make_mat(st_ctx *c, bool in_place, vop *op, int k, st_qtype type, int64_t rows, int64_t cols,
+                          const void *host)
+{
+    st_tune_mat t;
+    const st_status s = st_tune_mat_make(c, type, rows, cols, host, in_place, &t);
+    op->m[k] = t.m;
+    op->raw[k] = t.raw;
+    return s;
 }
 
 /* Adds OP when everything before succeeded (S), else frees what it holds. */
@@ -122,27 +138,27 @@ static st_status keep_op(st_ctx *c, vops *v, vop *op, st_status s)
     return s;
 }
 
-static st_status ops_from_model(st_ctx *c, const st_model *m, st_rng *r, vops *v)
+static st_status ops_from_model(st_ctx *c, const st_model *m, bool in_place, st_rng *r, vops *v)
 {
     for (size_t i = 0; i < st_model_expert_layer_count(m); i++) {
         const st_model_expert_layer *l = st_model_expert_layer_at(m, i);
         vop op = {ST_SHAPE_EXPERT, {NULL, NULL, NULL}, l->n_expert, st_model_expert_used(m) > 0 ? st_model_expert_used(m) : 2,
-                  l->n_embd, l->n_embd, NULL, NULL, NULL, NULL, ""};
+                  l->n_embd, l->n_embd, NULL, NULL, NULL, NULL, "", {NULL, NULL, NULL}};
         if (op.topk > op.n_expert) op.topk = op.n_expert;
         snprintf(op.name, sizeof op.name, "blk.%d experts", l->layer);
         const int64_t gr = (int64_t)l->n_expert * l->n_ff, dr = (int64_t)l->n_expert * l->n_embd;
-        st_status s = st_matrix_create(c, l->gu_type, gr, l->n_embd, l->gate, &op.m[0]);
-        if (s == ST_OK) s = st_matrix_create(c, l->gu_type, gr, l->n_embd, l->up, &op.m[1]);
-        if (s == ST_OK) s = st_matrix_create(c, l->down_type, dr, l->n_ff, l->down, &op.m[2]);
+        st_status s = make_mat(c, in_place, &op, 0, l->gu_type, gr, l->n_embd, l->gate);
+        if (s == ST_OK) s = make_mat(c, in_place, &op, 1, l->gu_type, gr, l->n_embd, l->up);
+        if (s == ST_OK) s = make_mat(c, in_place, &op, 2, l->down_type, dr, l->n_ff, l->down);
         if (s == ST_OK) s = upload_inputs(c, r, &op, find_router(m, l->layer, l->n_embd, l->n_expert));
         ST_TRY(keep_op(c, v, &op, s));
     }
     for (size_t i = 0; i < st_model_matrix_count(m); i++) {
         const st_model_matrix *x = st_model_matrix_at(m, i);
         if (x->type == ST_QTYPE_NONE || !x->data) continue;
-        vop op = {ST_SHAPE_MMVQ, {NULL, NULL, NULL}, 0, 0, x->n_cols, x->n_rows, NULL, NULL, NULL, NULL, ""};
+        vop op = {ST_SHAPE_MMVQ, {NULL, NULL, NULL}, 0, 0, x->n_cols, x->n_rows, NULL, NULL, NULL, NULL, "", {NULL, NULL, NULL}};
         snprintf(op.name, sizeof op.name, "%s", x->name);
-        st_status s = st_matrix_create(c, x->type, x->n_rows, x->n_cols, x->data, &op.m[0]);
+        st_status s = make_mat(c, in_place, &op, 0, x->type, x->n_rows, x->n_cols, x->data);
         if (s == ST_OK) s = upload_inputs(c, r, &op, NULL);
         ST_TRY(keep_op(c, v, &op, s));
     }
@@ -161,7 +177,7 @@ static st_status ops_synthetic(st_ctx *c, const st_verify_options *o, st_rng *r,
             st_tune_shape s;
             st = st_tune_parse_shape(o->shapes[i], o->n_expert, o->topk, &s);
             if (st != ST_OK) break;
-            vop op = {s.kind, {NULL, NULL, NULL}, s.n_expert, s.topk, 0, 0, NULL, NULL, NULL, NULL, ""};
+            vop op = {s.kind, {NULL, NULL, NULL}, s.n_expert, s.topk, 0, 0, NULL, NULL, NULL, NULL, "", {NULL, NULL, NULL}};
             snprintf(op.name, sizeof op.name, "layer %d: %s", layer, o->shapes[i]);
             const bool ex = s.kind == ST_SHAPE_EXPERT;
             const int64_t rows[3] = {ex ? (int64_t)s.n_expert * s.n_ff : s.rows, ex ? (int64_t)s.n_expert * s.n_ff : 0,
@@ -177,7 +193,7 @@ static st_status ops_synthetic(st_ctx *c, const st_verify_options *o, st_rng *r,
                     }
                     st_random_blocks(r, ty[k], rows[k], cols[k], host[i][k]);
                 }
-                st = st_matrix_create(c, ty[k], rows[k], cols[k], host[i][k], &op.m[k]);
+                st = make_mat(c, o->in_place, &op, k, ty[k], rows[k], cols[k], host[i][k]);
             }
             op.in = ex ? s.n_embd : s.cols;
             op.out = ex ? s.n_embd : s.rows;
@@ -235,7 +251,7 @@ struct st_vmodel {
 
 /* The decode model of M (a model's layers) or, M NULL, of O's synthetic
  * shapes: fitted to the memory, uploaded with the inputs of one seed. */
-static st_status build(st_ctx *c, const st_verify_options *o, const st_model *m, st_vmodel **out)
+static st_status build(st_ctx *c, const st_verify_options *o, const st_model *m, bool in_place, st_vmodel **out)
 {
     *out = NULL;
     st_vmodel *vm = calloc(1, sizeof *vm);
@@ -243,7 +259,7 @@ static st_status build(st_ctx *c, const st_verify_options *o, const st_model *m,
     st_rng r;
     st_rng_seed(&r, 20261129);
     st_status s = st_vmodel_fit(c, o, m);
-    if (s == ST_OK) s = m ? ops_from_model(c, m, &r, &vm->v) : ops_synthetic(c, o, &r, &vm->v);
+    if (s == ST_OK) s = m ? ops_from_model(c, m, in_place, &r, &vm->v) : ops_synthetic(c, o, &r, &vm->v);
     if (s == ST_OK && vm->v.n == 0) s = st_fail(ST_ERR_NOT_FOUND, "decode model: no operation our kernels run");
     if (s != ST_OK) {
         free_ops(c, &vm->v);
@@ -259,12 +275,15 @@ st_status st_vmodel_open(st_ctx *c, const st_verify_options *o, st_vmodel **out)
     *out = NULL;
     st_model *m = NULL;
     st_status s = o->model_path ? st_vmodel_open_gguf(o->model_path, &m) : ST_OK;
-    if (s == ST_OK) s = build(c, o, m, out);
+    if (s == ST_OK) s = build(c, o, m, o->in_place, out);
     st_model_close(m);
     return s;
 }
 
-st_status st_vmodel_open_model(st_ctx *c, const st_model *m, st_vmodel **out) { return build(c, NULL, m, out); }
+st_status st_vmodel_open_model(st_ctx *c, const st_model *m, bool in_place, st_vmodel **out)
+{
+    return build(c, NULL, m, in_place, out);
+}
 
 void st_vmodel_close(st_ctx *c, st_vmodel *vm)
 {

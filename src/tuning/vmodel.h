@@ -17,8 +17,9 @@ st_status st_vmodel_open_gguf(const char *path, st_model **m);
 /* Uses model_path, or shapes/n_layers/n_expert/topk of O. */
 st_status st_vmodel_open(st_ctx *c, const st_verify_options *o, st_vmodel **out);
 /* The same for model M, already open (the caller keeps it open while the
- * decode model is used: the weights are copied, the names are not needed). */
-st_status st_vmodel_open_model(st_ctx *c, const st_model *m, st_vmodel **out);
+ * decode model is used: the weights are copied, the names are not needed),
+ * IN_PLACE as st_verify_options.in_place. */
+st_status st_vmodel_open_model(st_ctx *c, const st_model *m, bool in_place, st_vmodel **out);
 void st_vmodel_close(st_ctx *c, st_vmodel *vm);
 /* Queues one decode step (every operation) for NT tokens. */
 st_status st_vmodel_step(st_ctx *c, const st_vmodel *vm, int nt);

@@ -156,8 +156,9 @@ static size_t model_bytes(const st_model *m)
 static void drive_model(st_ctx *c, const st_model *m, st_table *t, int nt)
 {
     if (model_bytes(m) > CAP_BYTES) return;
+    /* both layouts over the corpus: in place when NT is odd */
     st_vmodel *vm = NULL;
-    if (st_vmodel_open_model(c, m, &vm) != ST_OK) return;
+    if (st_vmodel_open_model(c, m, (nt & 1) != 0, &vm) != ST_OK) return;
     same_bytes_with_the_table(c, vm, t, 1);
     if (nt != 1) same_bytes_with_the_table(c, vm, t, nt);
     st_vmodel_close(c, vm);

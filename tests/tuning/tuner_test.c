@@ -291,6 +291,79 @@ static void tune_sweeps_the_wide_row_variants_on_wide_rows_only(void **state)
     st_ctx_destroy(ctx);
 }
 
+/* tune --in-place: the shapes measured on wrapped ggml blocks, among the
+ * variants the in-place layout has kernels for (fewer than the repacked
+ * layout's), and no expert shape tuned in place. */
+static void tune_in_place_sweeps_the_in_place_variants_only(void **state)
+{
+    (void)state;
+    const char *dir = make_dir();
+    st_ctx *ctx = cpu_ctx();
+    st_tune_options o;
+    const int nts[] = {1, 3};
+    tune_opts(&o, dir, nts, 2, nts, 2);
+    const char *const shapes[] = {"mmvq iq4_nl 8 8192", "mmvq q4_K 8 4096"};
+    o.shapes = shapes;
+    o.n_shapes = 2;
+    o.in_place = true;
+    o.do_expert = false;
+    st_tune_result res __attribute__((cleanup(st_tune_result_clear)));
+    st_tune_result_init(&res);
+    st_status s = st_tune_run(ctx, &o, &res);
+    if (s != ST_OK) fail_msg("st_tune_run: %s: %s", st_status_name(s), st_last_error());
+    assert_int_equal(res.shapes, 2);
+    assert_int_equal(res.mismatches, 0);
+    assert_true(res.table_written);
+    int ids[256];
+    const int n_ids = st_mmvq_variant_ids(ids, 256);
+    char *text = slurp(res.report_path, NULL);
+    cJSON *root = cJSON_Parse(text);
+    if (!root) fail_msg("the report %s is not JSON", res.report_path);
+    const cJSON *sh;
+    int n_shapes = 0;
+    cJSON_ArrayForEach(sh, field(root, "shapes"))
+    {
+        const int64_t cols = int_field(sh, "n_cols");
+        int want = 1, fits = 0; /* the default and every in-place variant that fits the row */
+        for (int i = 0; i < n_ids; i++) {
+            fits += st_mmvq_variant_fits(ids[i], cols);
+            want += st_mmvq_variant_fits(ids[i], cols) && st_mmvq_in_place_variant(ids[i]);
+        }
+        int n = 0;
+        const cJSON *c;
+        cJSON_ArrayForEach(c, field(sh, "candidates"))
+        {
+            const char *bc = str_field(c, "byte_compare");
+            if (n++ == 0) {
+                assert_string_equal(str_field(c, "name"), "default");
+                continue;
+            }
+            if (strcmp(bc, "identical") != 0) fail_msg("candidate '%s': byte_compare '%s'", str_field(c, "name"), bc);
+            assert_true(st_mmvq_in_place_variant(int_field(c, "rows")));
+        }
+        assert_int_equal(n, want);
+        assert_true(want > 1 && want < 1 + fits); /* some variants run in place, not all */
+        n_shapes++;
+    }
+    assert_int_equal(n_shapes, 2);
+    cJSON_Delete(root);
+    free(text);
+
+    /* an expert shape is refused in place, with one line, and nothing is written */
+    const char *dir2 = make_dir();
+    const char *const ex[] = {"expert iq3_s iq4_nl 256 64 2"};
+    tune_opts(&o, dir2, nts, 2, nts, 2);
+    o.shapes = ex;
+    o.n_shapes = 1;
+    o.in_place = true;
+    st_tune_result r2 __attribute__((cleanup(st_tune_result_clear)));
+    st_tune_result_init(&r2);
+    assert_int_equal(st_tune_run(ctx, &o, &r2), ST_ERR_INVALID_ARG);
+    assert_non_null(strstr(st_last_error(), "in-place layout tunes iq_mmvq shapes only"));
+    assert_false(r2.table_written);
+    st_ctx_destroy(ctx);
+}
+
 static void tune_writes_a_table_that_engages_and_a_report_listing_every_candidate(void **state)
 {
     (void)state;
@@ -733,6 +806,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(tune_writes_a_table_that_engages_and_a_report_listing_every_candidate),
         cmocka_unit_test(tune_sweeps_the_wide_row_variants_on_wide_rows_only),
+        cmocka_unit_test(tune_in_place_sweeps_the_in_place_variants_only),
         cmocka_unit_test(coverage_reports_every_model_shape_covered),
         cmocka_unit_test(killing_the_tuner_never_leaves_a_partial_table),
         cmocka_unit_test(tune_refuses_to_overwrite_a_table_for_another_identity),

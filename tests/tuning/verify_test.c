@@ -257,6 +257,50 @@ static void gate_passes_a_table_that_changes_nothing(void **state)
     st_ctx_destroy(ctx);
 }
 
+/* verify --in-place: the model's matrices wrap ggml's blocks; a table row
+ * naming a variant the in-place layout runs is launched and gives the
+ * default's bytes, a row naming one of the repacked layout's only is not
+ * (the default chain runs: 0 launches from the table). */
+static void gate_in_place_runs_the_in_place_variants_of_the_table(void **state)
+{
+    (void)state;
+    st_ctx *ctx = cpu_ctx();
+    int ids[256];
+    const int n = st_mmvq_variant_ids(ids, 256);
+    int in_place = 0, planar = 0;
+    for (int i = 0; i < n; i++) {
+        if (!st_mmvq_variant_fits(ids[i], 512)) continue;
+        if (st_mmvq_in_place_variant(ids[i]) && !in_place) in_place = ids[i];
+        if (!st_mmvq_in_place_variant(ids[i]) && !planar) planar = ids[i];
+    }
+    assert_true(in_place && planar);
+    static const char *shapes[] = {"mmvq iq4_nl 64 512"};
+    for (int k = 0; k < 2; k++) {
+        char name[32], body[96];
+        st_mmvq_variant_name(k ? planar : in_place, name, sizeof name);
+        snprintf(body, sizeof body, "mmvq iq4_nl 64 512 %s\n", name);
+        const char *path = write_table(ctx, NULL, body);
+        st_verify_options o;
+        st_verify_options_default(&o);
+        o.table_path = path;
+        o.shapes = shapes;
+        o.n_shapes = 1;
+        o.rounds = 6;
+        o.budget_s = 0.5;
+        o.quiet = true;
+        o.in_place = true;
+        st_verify_result res __attribute__((cleanup(st_verify_result_clear)));
+        st_verify_result_init(&res);
+        const st_status st = st_verify_run(ctx, &o, &res);
+        if (st != ST_OK) fail_msg("verify in place: %s: %s", st_status_name(st), st_last_error());
+        assert_true(res.bytes_equal);
+        if (k == 0) assert_true(res.table_launches > 0);
+        else assert_int_equal(res.table_launches, 0);
+        unlink(path);
+    }
+    st_ctx_destroy(ctx);
+}
+
 /* Busy threads on every core while a test runs. */
 typedef struct {
     pthread_t t[256];
@@ -358,6 +402,7 @@ int main(void)
         cmocka_unit_test(gate_rule_says_it_cannot_decide_when_the_budget_runs_out),
         cmocka_unit_test(gate_rule_never_passes_a_step_40_percent_slower),
         cmocka_unit_test(gate_passes_a_table_that_changes_nothing),
+        cmocka_unit_test(gate_in_place_runs_the_in_place_variants_of_the_table),
         cmocka_unit_test(gate_never_passes_a_table_40_percent_slower_under_load),
         cmocka_unit_test(gate_reports_a_table_for_another_device_as_an_error),
     };

@@ -54,6 +54,10 @@ static const char TUNE_HELP[] =
     "  --quick              fewer rounds and a smaller floor for the weight rotation (smoke runs,\n"
     "                       CI; the rotation still covers 4x the last-level cache)\n"
     "  --no-verify          skip the end-to-end gate (not recommended)\n"
+    "  --in-place           tune for an engine that keeps its ggml weights (st_matrix_wrap, as the\n"
+    "                       llama.cpp integration runs them): the mmvq shapes measured and gated in\n"
+    "                       the in-place layout, among the variants it has kernels for; the expert\n"
+    "                       shapes are not tuned (that layout's MoE calls run the default)\n"
     "  --force              overwrite a table made for another identity, or this identity's\n"
     "                       table in DIR when it does not parse\n"
     "  (global: --backend auto|cpu|gpu, --device N|LIST|all, -q, --json)\n"
@@ -139,6 +143,8 @@ int cmd_tune(int argc, char **argv, const td_global *g)
             o.quick = true;
         } else if (!strcmp(a, "--no-verify")) {
             o.no_verify = true;
+        } else if (!strcmp(a, "--in-place")) {
+            o.in_place = true;
         } else if (!strcmp(a, "--force")) {
             o.force = true;
         } else if (!strcmp(a, "--out")) {
@@ -196,6 +202,10 @@ int cmd_tune(int argc, char **argv, const td_global *g)
     if (o.model_path && given_experts)
         return td_usage_error("tune: --experts and --topk are for --shape and the demo set; a model's come from the "
                               "model");
+    if (o.in_place && given_kinds && o.do_expert)
+        return td_usage_error("tune: --in-place tunes mmvq shapes only (the in-place layout's MoE calls run the "
+                              "default): --shapes mmvq");
+    if (o.in_place) o.do_expert = false;
     o.shapes = shapes;
     o.n_shapes = ns;
     o.quiet = g->quiet;
@@ -264,7 +274,7 @@ int cmd_tune(int argc, char **argv, const td_global *g)
 
 static const char VERIFY_HELP[] =
     "usage: tune_decode verify MODEL.gguf|--synthetic SPEC TABLE [--rounds N] [--max-slowdown P%] [--budget S]\n"
-    "                          [--layers N] [--html FILE.html]\n"
+    "                          [--layers N] [--in-place] [--html FILE.html]\n"
     "\n"
     "The end-to-end gate: runs a whole synthetic decode step of the model (every expert layer\n"
     "through expert_grouped with routing from the model's router, every dense matrix, shared\n"
@@ -282,6 +292,8 @@ static const char VERIFY_HELP[] =
     "--synthetic 'SPEC' (repeatable) builds the model from shapes instead ('expert GU DN N_EMBD\n"
     "N_FF 1' / 'mmvq TYPE ROWS COLS'), repeated --layers times, with --experts N (1.." TD_STR(ST_MAX_EXPERTS) ")\n"
     "and --topk K (1.." TD_STR(ST_MAX_TOPK) ") per expert layer (default 64, 8).\n"
+    "--in-place runs every matrix in the in-place layout (ggml's blocks wrapped, as an engine that\n"
+    "keeps its weights runs them; a table made by tune --in-place is gated so).\n"
     "--html FILE.html writes the verdict and the step times as a page, and its JSON beside it\n"
     "(FILE.json; tune_decode report FILE.json renders it again).\n"
     "Exit status: 0 pass; 1 fail or error; 2 usage; 3 cannot decide; 128+N stopped by signal N.\n"
@@ -314,6 +326,8 @@ int cmd_verify(int argc, char **argv, const td_global *g)
         } else if (!strcmp(a, "--budget")) {
             if (!(v = td_value(argc, argv, &i, "verify", &rc))) return rc;
             if ((rc = td_seconds_option("verify", a, v, 0, 86400, false, &o.budget_s))) return rc;
+        } else if (!strcmp(a, "--in-place")) {
+            o.in_place = true;
         } else if (!strcmp(a, "--max-slowdown")) {
             if (!(v = td_value(argc, argv, &i, "verify", &rc))) return rc;
             if ((rc = td_percent_option("verify", a, v, 0, 1000, &o.max_slowdown))) return rc;

@@ -72,6 +72,15 @@ typedef struct {
      * the tunes of several devices into one folder each keep their own report
      * (tune_decode tune --device LIST|all) */
     bool report_per_device;
+    /* true: the iq_mmvq shapes are measured on matrices in the in-place
+     * layout (st_matrix_wrap over ggml's blocks, as an engine that keeps
+     * its weights runs them), their candidates the variants that layout
+     * has kernels for (st_mmvq_in_place_variant), and the gate runs the
+     * model in that layout too. Such a table serves both layouts (its
+     * rows run on either); it is tuned for the in-place one. The expert
+     * shapes are not tuned in place (do_expert must be false): the
+     * in-place layout's MoE calls run the default. (tune --in-place) */
+    bool in_place;
 } st_tune_options;
 
 ST_API void st_tune_options_init_size(st_tune_options *o, size_t size);

@@ -38,6 +38,10 @@ typedef struct {
                                  (default 60 s) */
     bool quiet;
     volatile int *stop;
+    /* true: every matrix in the in-place layout (st_matrix_wrap over the
+     * model's ggml blocks uploaded as an engine holds them), as
+     * st_tune_options.in_place tunes it (verify --in-place) */
+    bool in_place;
 } st_verify_options;
 
 ST_API void st_verify_options_init_size(st_verify_options *o, size_t size);
