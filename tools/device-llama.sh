@@ -70,7 +70,7 @@ if has tune; then
   timeout ${TUNE_TIMEOUT:-300} "$B/tools/tune_decode" tune "$M" --in-place --out "$TD" > "$OUT/tune-in-place.txt" 2>&1
   el "tune --in-place: rc=$?"; grep -vE "^tune: \[" "$OUT/tune-in-place.txt" | tail -25
 fi
-TAB=$(ls "$TD"/*.tune 2> /dev/null | head -1)
+TAB=$(ls "$TD"/*.table 2> /dev/null | head -1)
 if has backend; then
   for op in MUL_MAT MUL_MAT_ID; do
     for on in ${BACKEND_STRATA:-1}; do
