@@ -398,7 +398,8 @@ def main():
                 return tracked_name(last, True) or listed(last + "/")
             if not names_file or last.startswith("."):
                 return None
-            return tracked_name(last, False) or listed(last)
+            # a name with a dot may also be a folder's (integrations/llama.cpp)
+            return tracked_name(last, False) or tracked_name(last, True) or listed(last)
         if parts[0] in TOP:
             return exists(tok) or listed(tok.rstrip("/"))
         if parts[0] in (".", ".."):  # relative to the file, or else to the top
@@ -413,6 +414,8 @@ def main():
         if ends_tracked(tok):  # gpu/host.hip, strata/limits.h
             return True
         if parts[0] in dirnames:
+            if listed(tok.rstrip("/")):  # another project's, by a folder name we share (llama.cpp/...)
+                return True
             if names_file or folder:
                 return False  # inside the project, but it ends no tracked path
             return None  # cpu/gpu: prose

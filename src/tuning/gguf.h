@@ -1,4 +1,4 @@
-/* Internal: a GGUF (ggml/llama.cpp model file) reader for untrusted input.
+/* Internal: a GGUF (the model file of ggml and llama.cpp) reader for untrusted input.
  *
  * GGUF v2 and v3, little-endian. The parser takes (pointer, length) and
  * checks every count, length and offset against the bytes that are actually
