@@ -102,6 +102,7 @@ static st_status lock_dir(const char *dir, const char *lock_path, const char *wh
             *fd_out = fd;
             /* a fault that ends the process removes it too (tmpfiles.h) */
             *slot_out = st_tmpfile_track(lock_path);
+            st_file_step();
             return ST_OK;
         }
         close(fd);
@@ -153,6 +154,7 @@ static st_status probe(const st_tune_out *o, size_t bytes)
     const int slot = st_tmpfile_track(path);
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     int e = fd < 0 ? errno : 0;
+    st_file_step();
     for (size_t done = 0; !e && done < bytes;) {
         const size_t chunk = bytes - done < sizeof zeros ? bytes - done : sizeof zeros;
         const ssize_t w = write(fd, zeros, chunk);
@@ -164,6 +166,7 @@ static st_status probe(const st_tune_out *o, size_t bytes)
     if (fd >= 0 && close(fd) != 0 && !e) e = errno;
     if (fd >= 0) unlink(path);
     st_tmpfile_untrack(slot);
+    st_file_step();
     st_status s = ST_OK;
     if (e)
         s = st_fail(ST_ERR_IO, "tune: cannot write the outputs in %s (a probe of %zu bytes, %s): %s", o->dir, bytes, path,
