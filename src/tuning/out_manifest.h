@@ -1,14 +1,14 @@
 /* The manifest of a run in a tables folder (internal to the tools
  * library): one small text file per run, "<report stem>.manifest" beside
- * the run's report ("strata-m.autotune.json" -> "strata-m.autotune.manifest"),
+ * the run's report ("strata-<model>.autotune.json" -> "strata-<model>.autotune.manifest"),
  * that lists every file the run left in the folder, each with the SHA-256
  * of the bytes it wrote:
  *
  *     strata-tune manifest 1
  *     # run: <date> tune_decode <version>
- *     table	<sha256>	strata-m-cpu-0.4.0.table
- *     report	<sha256>	strata-m.autotune.json
- *     page	<sha256>	strata-m.autotune.html
+ *     table	<sha256>	strata-<model>-cpu-0.4.0.table
+ *     report	<sha256>	strata-<model>.autotune.json
+ *     page	<sha256>	strata-<model>.autotune.html
  *     index	-	tables.json
  *
  * A tune installs its manifest with the table and the report as one set
