@@ -121,10 +121,7 @@ static void no_litter(const char *dir, long step)
     const char *parts[] = {".tmp.", ".old.", ".candidate", ".strata-tune.journal", ".strata-tune-probe", ".strata-tune.lock"};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         if (cli_count(dir, parts[i]) != 0) {
-            DIR *d = opendir(dir);
-            struct dirent *e;
-            while ((e = readdir(d)) != NULL) print_message("  %s\n", e->d_name);
-            closedir(d);
+            cli_print_dir(dir);
             fail_msg("step %ld: '%s' left in the folder", step, parts[i]);
         }
     st_tables_index *ix = NULL;

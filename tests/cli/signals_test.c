@@ -94,10 +94,7 @@ static const char *which_set(const char *dir, const char *what)
     free(mt);
     if (n_old == 3) return "old";
     if (n_new == 3) return "new";
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) print_message("  %s\n", e->d_name);
-    closedir(d);
+    cli_print_dir(dir);
     fail_msg("%s: a mixed set (%d old, %d new files listed by the manifest)", what, n_old, n_new);
     return NULL;
 }
@@ -112,10 +109,7 @@ static void no_litter(const char *dir, int level, const char *what)
     const size_t n = sizeof parts / sizeof parts[0] - (level ? 2 : 0);
     for (size_t i = 0; i < n; i++)
         if (cli_count(dir, parts[i]) != 0) {
-            DIR *d = opendir(dir);
-            struct dirent *e;
-            while ((e = readdir(d)) != NULL) print_message("  %s\n", e->d_name);
-            closedir(d);
+            cli_print_dir(dir);
             fail_msg("%s: '%s' left in the folder", what, parts[i]);
         }
 }

@@ -718,10 +718,7 @@ static void no_signal_leaves_a_candidate_or_temporary_file(void **state)
         }
         const int left = leftovers(dir);
         if (left) {
-            DIR *d = opendir(dir);
-            struct dirent *e;
-            while ((e = readdir(d)) != NULL) print_message("  %s\n", e->d_name);
-            closedir(d);
+            cli_print_dir(dir);
             fail_msg("%s at %s left %d files", strsignal(cases[i].sig), phase_name(cases[i].at), left);
         }
         if (cases[i].kind != IGNORED) { /* stopped: the old table, byte for byte */
