@@ -121,7 +121,7 @@ typedef struct {
 } calls_t;
 
 /* Call K of the three (mmvq: 2 launches; expert_grouped, the fused
- * kernels: 4; expert_ffn with gelu, composed: 8) into C's outputs. */
+ * kernels: 4; expert_ffn with gelu, composed: 7) into C's outputs. */
 static st_status call(calls_t *c, int k)
 {
     const st_experts ex = {c->g, c->u, c->d, NEXP};
@@ -231,8 +231,13 @@ static void a_failed_launch_is_a_status_leaks_nothing_and_the_context_stays_usab
     print_message("%d launches failed in turn (%d in the first pass); free device memory before %zu, after %zu bytes\n", n2,
                   n1, free0, free1);
     assert_int_equal(n1, n2);
-    assert_true(n2 >= 2 + 4 + 8); /* every launch of the three calls */
-    assert_true(free1 == free0); /* nothing leaked: a decode call allocates nothing, fails or not */
+    assert_true(n2 >= 2 + 4 + 7); /* every launch of the three calls */
+    /* nothing leaked: a decode call allocates nothing, fails or not (under
+     * compute-sanitizer, STRATA_GPU_TEST_SIZE=sanitizer, the tool's own
+     * bookkeeping takes device memory as it goes) */
+    const char *size = getenv("STRATA_GPU_TEST_SIZE");
+    const size_t slack = size && !strcmp(size, "sanitizer") ? (size_t)64 << 20 : 0;
+    if (free1 + slack < free0) fail_msg("%zu bytes of device memory leaked", free0 - free1);
 
     for (int b = 0; b < 2; b++) {
         calls_t *k = &c[b];
