@@ -100,8 +100,10 @@ static void print_text_to(FILE *out, const char *dir, const st_tables_index *ix,
         if (!header) fprintf(out, "why the others do not:\n");
         header = true;
         if (e->status == ST_TSTATUS_SUPERSEDED)
-            fprintf(out, "  %s: superseded by %s (table list %s --prune removes it); %s\n", SH(e->file),
-                    SH(e->superseded_by), SH(dir), SH(e->status_line));
+            fprintf(out,
+                    "  %s: superseded by %s (table list %s --prune removes it when a manifest of the folder lists "
+                    "it); %s\n",
+                    SH(e->file), SH(e->superseded_by), SH(dir), SH(e->status_line));
         else
             fprintf(out, "  %s: %s\n", SH(e->file), SH(e->status_line));
     }
