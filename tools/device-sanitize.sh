@@ -27,8 +27,8 @@
 # Output. Per tool and test one line on stdout: tool, test, seconds, the
 # sanitizer's summary ("ERROR SUMMARY: 0 errors", "RACECHECK SUMMARY: 0
 # hazards displayed ..."), the test's own verdict, and "clean" or what is
-# wrong. All logs go into one archive, $OUT/sanitize-logs.tar.gz (with the
-# summary as sanitize-summary.txt inside and beside it). Exit status 0 only
+# wrong. All logs go into one archive under $OUT (the tar.gz named at the end, with the
+# summary table inside it and beside it). Exit status 0 only
 # when every run was made, the test passed and the sanitizer found nothing.
 set -uo pipefail
 cd "$(dirname "$0")/.."
