@@ -198,6 +198,24 @@ st_rt_error st_launch_combine_v2k(const st_launch &L, const st_expert_args &a);
 st_rt_error st_launch_repack(st_rt_stream s, int type, const st_repack_io &io, const void *src, size_t bb,
                              int64_t nblocks, void *dst);
 
+/* The checking mode (kernels/check.hip): the first id of NT x TOPK (token
+ * rows STRIDE apart) outside 0..N_EXPERT-1 folded into *FIRST as
+ * st_bad_id_key (ST_BAD_ID_NONE when none). The key orders by token, then
+ * slot: token in bits 44..63, slot in 32..43, the value's bits below. */
+#define ST_BAD_ID_NONE (~0ull)
+ST_HD unsigned long long st_bad_id_key(int t, int k, int32_t v)
+{
+    return ((unsigned long long)(unsigned)t << 44) | ((unsigned long long)(unsigned)k << 32) | (uint32_t)v;
+}
+static_assert(ST_MAX_TOKENS < (1 << 20) && ST_MAX_TOPK < (1 << 12), "st_bad_id_key's fields hold a token and a slot");
+st_rt_error st_launch_check_ids(const st_launch &L, const int32_t *ids, int64_t stride, int nt, int topk, int n_expert,
+                                unsigned long long *first);
+
+/* A launch the runtime refuses (an invalid configuration), for the fault
+ * tests' injected launch failure (st_gpu_fail_launch_at, backend.h): its
+ * error is a real one, with the runtime's message. */
+st_rt_error st_probe_bad_launch(st_rt_stream s);
+
 /* The probes (kernels/probes.hip): a streaming read of BYTES at SRC folded
  * into SINK, an empty launch, and the weight loads of the default iq_mmvq
  * on M without the decode (the ablation). */

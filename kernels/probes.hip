@@ -48,6 +48,12 @@ st_rt_error st_probe_empty_launch(st_rt_stream s)
     return st_rt_get_last_error();
 }
 
+st_rt_error st_probe_bad_launch(st_rt_stream s)
+{
+    st_empty_kernel<<<1, 4096, 0, s>>>(); /* more threads per block than any device takes: refused at launch */
+    return st_rt_get_last_error();
+}
+
 /* Ablation for the benchmark: the iq_mmvq default geometry (32 lanes per
  * row, 4 rows per block) making exactly the weight loads of the unit decoder
  * (its LOAD half, the layout.h planes) but no grid lookups, sign handling,

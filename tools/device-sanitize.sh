@@ -1,90 +1,153 @@
 #!/usr/bin/env bash
-# NVIDIA compute-sanitizer over every GPU test, in one call on the GPU
-# machine: builds the CUDA configuration (tools/device-check.sh with
-# SKIP_TESTS=1, unless build/device already has the tests or --no-build),
-# then runs each tool (memcheck, racecheck, synccheck, initcheck) over each
-# tests/gpu test in its sanitizer size (STRATA_GPU_TEST_SIZE=sanitizer:
-# fewer shapes, every kernel still launched; tests/gpu/parity_util.h), a few
-# runs at a time. Prints, per tool and test, the sanitizer's summary line
-# and the test's own verdict; full logs go to $OUT/sanitize/. Exit status 0
-# only when every run reports 0 errors / 0 hazards and every test passes.
+# NVIDIA compute-sanitizer over every GPU test, in one device call: builds
+# the CUDA configuration when build/device lacks it (tools/device-check.sh
+# with SKIP_TESTS=1; --no-build skips that), lists the GPU tests as ctest
+# does (`ctest -N -L gpu`), then runs each tool (memcheck, racecheck,
+# synccheck, initcheck) over each test in its sanitizer size
+# (STRATA_GPU_TEST_SIZE=sanitizer: fewer shapes, every kernel still
+# launched; tests/gpu/parity_util.h).
 #
 #   tools/device-sanitize.sh [--no-build] [--tools "memcheck racecheck ..."]
-#                            [--tests "iq_parity_test ..."] [--timeout S] [--jobs N]
+#       [--tests "iq_parity_test ..."] [--timeout S] [--timeout-for TEST=S]...
+#       [--deadline S] [--jobs N]
 #
-# The runs go JOBS at a time (default 8 of the 16; the H200 machine has 16
-# cores) with a TIMEOUT per run (default 300 s), so the whole call fits one
-# device command. With the build done by an earlier call on the same warm
-# machine (SKIP_TESTS=1 tools/device-check.sh), pass --no-build.
+# Scheduling. gpu_faults_test runs first and alone, its four tools one
+# after the other: it allocates the device's memory away and provokes
+# runtime errors on purpose, so a run beside it would lose its memory (and
+# its own exhaustion would be someone else's), and memcheck runs it with
+# --report-api-errors no (the errors it provokes are its test; every other
+# test keeps the default, which reports them). The other runs go JOBS at a
+# time (default 4), the longest tests first. Each run has its own timeout
+# (--timeout S for all, default 240; --timeout-for TEST=S for one, as often
+# as needed), cut to what is left of the whole call's deadline (--deadline
+# S from the start of this script, default 530, under the device call's
+# 600); a run the deadline leaves no time for is reported "not run
+# (deadline)", never silently dropped.
+#
+# Output. Per tool and test one line on stdout: tool, test, seconds, the
+# sanitizer's summary ("ERROR SUMMARY: 0 errors", "RACECHECK SUMMARY: 0
+# hazards displayed ..."), the test's own verdict, and "clean" or what is
+# wrong. All logs go into one archive under $OUT (the tar.gz named at the end, with the
+# summary table inside it and beside it). Exit status 0 only
+# when every run was made, the test passed and the sanitizer found nothing.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+T_START=$(date +%s)
 OUT=${OUT:-build/device-logs}
 B=${BUILD_DIR:-$PWD/build/device}
 TOOLS="memcheck racecheck synccheck initcheck"
 TESTS=""
-TIMEOUT=300
-JOBS=8
+TIMEOUT=240
+DEADLINE=530
+JOBS=4
 BUILD=1
+ALONE="gpu_faults_test"
+declare -A TFOR=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-build) BUILD=0 ;;
     --tools) TOOLS="$2"; shift ;;
     --tests) TESTS="$2"; shift ;;
     --timeout) TIMEOUT="$2"; shift ;;
+    --timeout-for)
+      case "$2" in *=*) TFOR[${2%%=*}]=${2#*=} ;; *) echo "device-sanitize: --timeout-for TEST=SECONDS" >&2; exit 2 ;; esac
+      shift ;;
+    --deadline) DEADLINE="$2"; shift ;;
     --jobs) JOBS="$2"; shift ;;
+    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "device-sanitize: unknown option '$1'" >&2; exit 2 ;;
   esac
   shift
 done
+DEADLINE_AT=$((T_START + DEADLINE))
 export PATH=/usr/local/cuda/bin:$PATH
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
 [ -n "$CS" ] || { echo "device-sanitize: compute-sanitizer not found (CUDA toolkit)" >&2; exit 1; }
-if [ "$BUILD" = 1 ] && ! ls "$B"/tests/*_parity_test > /dev/null 2>&1; then
+if [ "$BUILD" = 1 ] && ! ls "$B"/tests/gpu_faults_test > /dev/null 2>&1; then
   SKIP_TESTS=1 tools/device-check.sh || { echo "device-sanitize: the CUDA build failed" >&2; exit 1; }
 fi
 export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-# every GPU test: the sources of tests/gpu
-[ -n "$TESTS" ] || TESTS=$(ls tests/gpu/*_test.c tests/gpu/*_test.hip 2>/dev/null | xargs -n1 basename | sed 's/\.[a-z]*$//' |
-  sort | tr '\n' ' ')
-[ -n "$TESTS" ] || { echo "device-sanitize: no GPU tests in $B/tests" >&2; exit 1; }
+# every GPU test, as ctest lists them (the gpu label)
+if [ -z "$TESTS" ]; then
+  TESTS=$(cd "$B" && ctest -N -L gpu | sed -n 's/^ *Test *#[0-9]*: *\([A-Za-z0-9_]*\).*/\1/p' | sort | tr '\n' ' ')
+fi
+[ -n "$TESTS" ] || { echo "device-sanitize: ctest -N -L gpu lists no test in $B" >&2; exit 1; }
 L="$OUT/sanitize"
+rm -rf "$L"
 mkdir -p "$L"
 
-# One run: TOOL TEST -> $L/TOOL.TEST.log, and its exit status in .rc
+# One run: TOOL TEST -> $L/TOOL.TEST.log, its exit status in .rc, its seconds in .s
 run_one() {
-  local tool=$1 test=$2 log="$L/$1.$2.log" extra=()
+  local tool=$1 test=$2 log="$L/$1.$2.log" extra=() limit=${TFOR[$2]:-$TIMEOUT}
+  local left=$((DEADLINE_AT - $(date +%s) - 5))
+  if [ "$left" -lt 15 ]; then echo "not run (deadline)" > "$log"; echo 125 > "$log.rc"; echo 0 > "$log.s"; return; fi
+  [ "$limit" -gt "$left" ] && limit=$left
   case "$tool" in
     racecheck) extra=(--racecheck-report hazard) ;;
-    initcheck) extra=() ;;
   esac
-  (cd "$B/tests" && STRATA_GPU_TEST_SIZE=sanitizer CMOCKA_MESSAGE_OUTPUT=STDOUT \
-     timeout "$TIMEOUT" "$CS" --tool "$tool" "${extra[@]}" --print-limit 20 "./$test") > "$log" 2>&1
-  echo $? > "$log.rc"
+  # the faults test provokes runtime errors on purpose (it is the test)
+  [ "$test" = "$ALONE" ] && extra+=(--report-api-errors no)
+  local t0
+  t0=$(date +%s)
+  if [ -x "$B/tests/$test" ]; then
+    (cd "$B/tests" && STRATA_GPU_TEST_SIZE=sanitizer CMOCKA_MESSAGE_OUTPUT=STDOUT \
+       timeout -k 10 "$limit" "$CS" --tool "$tool" "${extra[@]}" --print-limit 20 "./$test") > "$log" 2>&1
+    echo $? > "$log.rc"
+  else
+    echo "no executable $B/tests/$test" > "$log"
+    echo 127 > "$log.rc"
+  fi
+  echo $(( $(date +%s) - t0 )) > "$log.s"
+  echo "$limit" > "$log.limit"
 }
 export -f run_one
-export CS B L TIMEOUT
-t0=$(date +%s)
-for tool in $TOOLS; do for test in $TESTS; do echo "$tool $test"; done; done |
-  xargs -P "$JOBS" -L 1 bash -c 'run_one "$0" "$1"'
+export CS B L TIMEOUT DEADLINE_AT ALONE
+# associative arrays do not cross into xargs' shells: the per-test limits as a string
+TFOR_LIST=""
+for k in "${!TFOR[@]}"; do TFOR_LIST="$TFOR_LIST $k=${TFOR[$k]}"; done
+export TFOR_LIST
+run_listed() { declare -A TFOR=(); local kv; for kv in $TFOR_LIST; do TFOR[${kv%%=*}]=${kv#*=}; done; run_one "$@"; }
+export -f run_listed
 
-printf '%-10s %-30s %-60s %s\n' tool test "sanitizer summary" test
-for tool in $TOOLS; do
-  for test in $TESTS; do
-    log="$L/$tool.$test.log"
-    rc=$(cat "$log.rc" 2>/dev/null || echo 1)
-    sum=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|hazards? displayed" "$log" | tail -1 | sed 's/^========= //')
-    verdict="$(grep -E "comparisons|table hits" "$log" | tail -1) $(grep -oE "(PASSED|FAILED) +\] [0-9]+ test" "$log" | tail -1)"
-    [ "$rc" = 124 ] && verdict="TIMED OUT after ${TIMEOUT}s"
-    [ -n "$sum" ] || sum="(no summary line)"
-    printf '%-10s %-30s %-60s %s\n' "$tool" "$test" "$sum" "$verdict"
-  done
-done | tee "$OUT/sanitize-summary.txt"
-# a run is clean when the test passed (rc 0) and the sanitizer says
-# "ERROR SUMMARY: 0 errors" or "RACECHECK SUMMARY: 0 hazards displayed"
+# 1. the faults test alone, tool after tool
+for test in $TESTS; do
+  [ "$test" = "$ALONE" ] || continue
+  for tool in $TOOLS; do run_listed "$tool" "$test"; done
+done
+# 2. the rest, JOBS at a time, the tests with the longest limits first
+for test in $TESTS; do
+  [ "$test" = "$ALONE" ] && continue
+  for tool in $TOOLS; do echo "${TFOR[$test]:-$TIMEOUT} $tool $test"; done
+done | sort -rn -s -k1,1 | cut -d' ' -f2- | xargs -P "$JOBS" -L 1 bash -c 'run_listed "$0" "$1"'
+
+# the summary: one line per tool and test
 bad=0
-for tool in $TOOLS; do for test in $TESTS; do
-  log="$L/$tool.$test.log"
-  if [ "$(cat "$log.rc" 2>/dev/null)" != 0 ] || ! grep -qE "SUMMARY: 0 (errors|hazards)" "$log"; then bad=$((bad + 1)); fi
-done; done
-echo "device-sanitize: $(( $(date +%s) - t0 )) s; $bad runs with errors, hazards, a failure or a timeout"
+{
+  printf '%-10s %-32s %5s  %-58s %s\n' tool test secs "sanitizer summary" "test / verdict"
+  for tool in $TOOLS; do
+    for test in $TESTS; do
+      log="$L/$tool.$test.log"
+      rc=$(cat "$log.rc" 2>/dev/null || echo 1)
+      secs=$(cat "$log.s" 2>/dev/null || echo 0)
+      sum=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" 2>/dev/null | tail -1 | sed 's/^========= //')
+      [ -n "$sum" ] || sum="(no summary line)"
+      tv=$(grep -oE "(PASSED|FAILED) +\] [0-9]+ test" "$log" 2>/dev/null | tail -1 | tr -s ' ')
+      case "$rc" in
+        0) grep -qE "SUMMARY: 0 (errors|hazards)" "$log" && verdict="clean" || verdict="SANITIZER FOUND SOMETHING" ;;
+        124|137) verdict="TIMED OUT after $(cat "$log.limit" 2>/dev/null)s" ;;
+        125) verdict="NOT RUN (deadline)" ;;
+        127) verdict="NOT BUILT" ;;
+        *) verdict="FAILED (exit $rc)" ;;
+      esac
+      [ "$verdict" = clean ] || bad=$((bad + 1))
+      printf '%-10s %-32s %5s  %-58s %s\n' "$tool" "$test" "$secs" "$sum" "${tv:-no cmocka verdict} / $verdict"
+    done
+  done
+  echo "device-sanitize: $(( $(date +%s) - T_START )) s; tools [$TOOLS] over [$TESTS]; $ALONE alone with" \
+       "--report-api-errors no; $bad runs not clean"
+} | tee "$OUT/sanitize-summary.txt"
+bad=$(grep -c -vE "^tool |/ clean$|^device-sanitize:" "$OUT/sanitize-summary.txt")
+cp "$OUT/sanitize-summary.txt" "$L/"
+tar -czf "$OUT/sanitize-logs.tar.gz" -C "$OUT" sanitize && rm -rf "$L"
+echo "device-sanitize: logs in $OUT/sanitize-logs.tar.gz"
 [ "$bad" = 0 ]

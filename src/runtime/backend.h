@@ -38,6 +38,13 @@ typedef struct {
     int n_expert, n_embd, n_ff;
 } st_bexperts;
 
+/* The checking mode's answer for a call's expert ids (check_ids). */
+typedef struct {
+    bool found;   /* an id outside 0..n_expert-1 */
+    bool earlier; /* it was a call captured into a graph and replayed before this one */
+    int token, slot, value;
+} st_bad_id;
+
 typedef struct st_backend_ops {
     void (*close)(void *b);
     void *(*stream)(void *b);
@@ -85,6 +92,15 @@ typedef struct st_backend_ops {
     bool (*capturing)(void *b);
     /* The stream of later calls (NULL: the backend's own). */
     st_status (*set_stream)(void *b, void *stream);
+    /* The checking mode (ctx.c): the first (token, slot) of the NT x TOPK
+     * ids (token rows STRIDE apart) outside 0..N_EXPERT-1, found where the
+     * ids live (on the GPU by a kernel over them, so only the answer comes
+     * back: a wait on the stream). CAPTURED: the stream is being captured
+     * into a graph; the check is queued (into the graph) and nothing is
+     * waited for; a replay that finds a bad id records it, and the next
+     * uncaptured check answers it with EARLIER set. */
+    st_status (*check_ids)(void *b, const int32_t *ids, int64_t stride, int nt, int topk, int n_expert, bool captured,
+                           st_bad_id *bad);
     /* st_expert_mat (arguments checked); NULL where the backend has none. */
     st_status (*expert_mat)(void *b, const st_bmatrix *w, int n_expert, const float *x, int x_slots,
                             int64_t x_slot_stride, int64_t x_token_stride, const int32_t *ids, int64_t ids_stride,
@@ -105,6 +121,13 @@ size_t st_gpu_workspace_bytes(const st_ctx_limits *lim, const st_dispatch_config
 size_t st_gpu_layout_bytes(st_qtype t, int64_t rows, int64_t cols);
 /* The GPUs the runtime reports (0 when none, on error, or without a GPU backend). */
 int st_gpu_device_count(void);
+/* Test hook (tests/gpu/gpu_faults_test.c): N >= 1 makes the Nth kernel
+ * launch of the GPU backend from now on fail as the runtime fails a
+ * launch: a launch with an invalid configuration is made in its place and
+ * its error is what the call returns (the runtime's message); later
+ * launches run as usual. 0 disables it. Process-wide, one thread; never
+ * set in production. No-op without a GPU backend. */
+void st_gpu_fail_launch_at(long n);
 
 #ifdef __cplusplus
 }

@@ -426,12 +426,15 @@ static st_status test_slow_end(double extra, double t0, st_status s)
 /* STRATA_CHECK=1 when the context is created, for engines under
  * development: every pointer a decode call is given is checked to be
  * memory of the context's device (the runtime's pointer attributes) and the
- * expert ids to be in 0..n_expert-1, before anything is queued, so a wrong
- * argument is one line naming it and the context stays usable (a host
- * pointer given to a kernel ends in an illegal-address fault that poisons
- * the whole GPU context). The ids are copied to the host for the check (a
- * wait on the stream), except while the stream is being captured. Off by
- * default: a decode call then neither queries nor waits. */
+ * expert ids to be in 0..n_expert-1, before the call's kernels are queued,
+ * so a wrong argument is one line naming it and the context stays usable (a
+ * host pointer given to a kernel ends in an illegal-address fault that
+ * poisons the whole GPU context). The ids are range-checked where they
+ * live: on the GPU by a kernel over them, whose answer (a few bytes) is
+ * copied back, a wait on the stream; while the stream is being captured the
+ * check goes into the graph and the next uncaptured call reports what a
+ * replay found. Off by default: a decode call then neither queries nor
+ * waits. */
 static st_status check_ptr(st_ctx *c, const void *p, const char *call, const char *arg)
 {
     return c->check && c->ops->check_ptr ? c->ops->check_ptr(c->b, p, call, arg) : ST_OK;
@@ -441,20 +444,18 @@ static st_status check_ptr(st_ctx *c, const void *p, const char *call, const cha
 static st_status check_ids(st_ctx *c, const char *call, const int32_t *ids, int64_t stride, int nt, int topk,
                            int n_expert)
 {
-    if (!c->check || (c->ops->capturing && c->ops->capturing(c->b))) return ST_OK;
-    int32_t v[ST_MAX_PAIRS];
-    if ((int64_t)nt * topk > ST_MAX_PAIRS)
-        return st_fail(ST_ERR_INVALID_ARG, "%s: %d pairs, more than ST_MAX_PAIRS", call, nt * topk);
-    if (!stride) stride = topk;
-    for (int t = 0; t < nt; t++) /* a token's row at a time when they are spaced */
-        if (stride != topk || t == 0)
-            ST_TRY(c->ops->download(c->b, v + (size_t)t * topk, ids + t * stride,
-                                    sizeof *v * (size_t)(stride == topk ? nt * topk : topk)));
-    for (int i = 0; i < nt * topk; i++)
-        if (v[i] < 0 || v[i] >= n_expert)
-            return st_fail(ST_ERR_INVALID_ARG, "%s: ids[%d][%d] = %d is outside 0..%d (n_expert %d; STRATA_CHECK)", call,
-                           i / topk, i % topk, v[i], n_expert - 1, n_expert);
-    return ST_OK;
+    if (!c->check || !c->ops->check_ids) return ST_OK;
+    const bool captured = c->ops->capturing && c->ops->capturing(c->b);
+    st_bad_id bad;
+    memset(&bad, 0, sizeof bad);
+    ST_TRY(c->ops->check_ids(c->b, ids, stride ? stride : topk, nt, topk, n_expert, captured, &bad));
+    if (!bad.found) return ST_OK;
+    if (bad.earlier)
+        return st_fail(ST_ERR_INVALID_ARG, "%s: a call captured into a graph and replayed before this one had ids[%d][%d] "
+                       "= %d, outside its experts (STRATA_CHECK; that slot added 0); this call was not run",
+                       call, bad.token, bad.slot, bad.value);
+    return st_fail(ST_ERR_INVALID_ARG, "%s: ids[%d][%d] = %d is outside 0..%d (n_expert %d; STRATA_CHECK)", call,
+                   bad.token, bad.slot, bad.value, n_expert - 1, n_expert);
 }
 
 /* The one dense call behind st_iq_mmvq, _variant and _strided. */

@@ -21,12 +21,13 @@
 
 long st_table_write_fail_after_bytes = -1;
 long st_file_kill_at_step = -1;
+int st_file_kill_signal = SIGKILL;
 long st_file_steps;
 const char *st_file_fail_rename_of;
 
 void st_file_step(void)
 {
-    if (++st_file_steps == st_file_kill_at_step) raise(SIGKILL);
+    if (++st_file_steps == st_file_kill_at_step) raise(st_file_kill_signal);
 }
 
 bool st_out_name_ok(const char *name)

@@ -32,11 +32,16 @@ st_status st_out_not_input(const char *out, const char *input);
 
 /* Test hook: every step of the file rule that changes the folder (a
  * temporary file created or synced, a rename, a link, a removal, a
- * journal's steps in tune_journal.c) calls st_file_step(); when
- * st_file_kill_at_step is N >= 1 the Nth step raises SIGKILL first, so a
- * test kills the process at every instant of an install without timing.
- * -1 (the default) disables it; st_file_steps counts the steps taken. */
+ * journal's steps in tune_journal.c, the lock taken, the probe written
+ * and removed) and every point where a tune looks at its stop flag (each
+ * shape of the sweep, each token count of the gate) calls st_file_step();
+ * when st_file_kill_at_step is N >= 1 the Nth step raises
+ * st_file_kill_signal (SIGKILL unless a test sets another) first, so a
+ * test stops the process with any signal at every instant of a tune
+ * without timing. -1 (the default) disables it; st_file_steps counts the
+ * steps taken. */
 extern long st_file_kill_at_step;
+extern int st_file_kill_signal;
 /* Test hook: when set, st_file_commit fails (EIO, as a rename would) for
  * a target whose path ends in it, exercising a roll back. NULL (the
  * default) in production. */

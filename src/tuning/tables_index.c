@@ -4,6 +4,8 @@
 #include "strata/tools/tables.h"
 #include "tools_internal.h"
 #include "file_write.h"
+#include "out_manifest.h"
+#include "tune_out.h"
 #include "strata/files.h"
 #include "strata/table.h"
 #include "report_json.h"
@@ -468,37 +470,96 @@ static bool report_proven(const char *dir, const st_tables_index *ix, const st_t
     return mine;
 }
 
-st_status st_tables_prune(const char *dir, const st_identity *id, const st_dispatch_config *cfg, const st_tables_index *ix,
-                          st_prune_note fn, void *user, int *n_removed)
+/* The SHA-256 of DIR/NAME's bytes, "" when it cannot be read. */
+static void file_sha(const char *dir, const char *name, char hex[ST_SHA256_HEX])
 {
-    *n_removed = 0;
-    for (int i = 0; i < ix->n; i++) {
+    hex[0] = '\0';
+    char *p = join(dir, name), *buf = NULL;
+    size_t len = 0;
+    if (p && regular_in(dir, name) && st_read_file(p, &buf, &len) == ST_OK) st_sha256_buf(buf, len, hex);
+    st_clear_error();
+    free(buf);
+    free(p);
+}
+
+static const st_tables_entry *entry_named(const st_tables_index *ix, const char *file)
+{
+    for (int i = 0; i < ix->n; i++)
+        if (!strcmp(ix->e[i].file, file)) return &ix->e[i];
+    return NULL;
+}
+
+/* Whether manifest M still proves a file of DIR (an entry whose file has
+ * the bytes it lists): one that proves nothing any more goes with the
+ * files it listed. */
+static bool manifest_live(const char *dir, const st_manifest *m)
+{
+    for (int k = 0; k < m->n; k++) {
+        if (m->e[k].role == ST_MF_INDEX) continue;
+        char hex[ST_SHA256_HEX];
+        file_sha(dir, m->e[k].name, hex);
+        if (hex[0] && !strcmp(hex, m->e[k].sha256)) return true;
+    }
+    return false;
+}
+
+/* Prune proper, under the folder's lock, after the folder was settled. */
+static st_status prune_locked(const char *dir, const st_identity *id, const st_dispatch_config *cfg,
+                              const st_tables_index *ix, st_prune_note fn, void *user, int *n_removed)
+{
+    /* the folder as it is now (settling may have completed an install):
+     * what engages now is never removed, whatever IX said */
+    st_tables_index *now = NULL;
+    ST_TRY(st_tables_index_build(dir, id, cfg, &now));
+    st_manifest *ms = NULL;
+    char **mnames = NULL;
+    int nm = 0;
+    st_status s = st_manifests_read(dir, &ms, &mnames, &nm);
+    bool *touched = s == ST_OK ? calloc((size_t)nm + 1, sizeof *touched) : NULL;
+    if (s == ST_OK && !touched) s = st_fail(ST_ERR_NOMEM, "prune: out of memory");
+    for (int i = 0; i < ix->n && s == ST_OK; i++) {
         const st_tables_entry *e = &ix->e[i];
         if (e->status != ST_TSTATUS_SUPERSEDED) continue;
-        if (!table_prunable(dir, ix, e->file)) {
+        const st_tables_entry *n = entry_named(now, e->file);
+        if (!table_prunable(dir, ix, e->file) || !table_prunable(dir, now, e->file)) {
             note(fn, user, "kept %s: not a *.table file of this folder that prune may remove%s", e->file, "");
+            continue;
+        }
+        if (!n || n->status != ST_TSTATUS_SUPERSEDED || strcmp(n->sha256, e->sha256)) {
+            note(fn, user, "kept %s: it changed since it was listed%s", e->file, "");
+            continue;
+        }
+        const int m = st_manifests_prove(ms, nm, ST_MF_TABLE, e->file, e->sha256);
+        if (m < 0) {
+            note(fn, user, "kept %s: no manifest of this folder lists it with its bytes (not proven to be a table a "
+                 "tune installed here)%s", e->file, "");
             continue;
         }
         /* which reports are E's, decided before anything of E is removed */
         bool proven[2] = {false, false};
-        for (int k = 0; k < e->n_reports && k < 2; k++)
-            proven[k] = !strcmp(e->reports[k].status, "present") && report_proven(dir, ix, e, e->reports[k].file);
-        char *p = join(dir, e->file), *buf = NULL;
-        size_t len = 0;
-        char hex[ST_SHA256_HEX] = "";
-        if (p && st_read_file(p, &buf, &len) == ST_OK) st_sha256_buf(buf, len, hex);
-        free(buf);
-        if (!p || strcmp(hex, e->sha256)) { /* changed since it was listed: not what the user saw */
+        for (int k = 0; k < e->n_reports && k < 2; k++) {
+            const char *rf = e->reports[k].file;
+            char hex[ST_SHA256_HEX] = "";
+            if (!strcmp(e->reports[k].status, "present") && report_proven(dir, now, n, rf)) file_sha(dir, rf, hex);
+            const st_mf_role role = ends_with(rf, ".html") ? ST_MF_PAGE : ST_MF_REPORT;
+            const int rm = hex[0] ? st_manifests_prove(ms, nm, role, rf, hex) : -1;
+            proven[k] = rm >= 0;
+            if (rm >= 0) touched[rm] = true;
+        }
+        char hex[ST_SHA256_HEX];
+        file_sha(dir, e->file, hex);
+        if (strcmp(hex, e->sha256)) { /* changed since it was listed: not what the user saw */
             note(fn, user, "kept %s: it changed since it was listed%s", e->file, "");
-            free(p);
             continue;
         }
-        if (unlink(p) != 0) {
-            const st_status s = st_fail(ST_ERR_IO, "%s: cannot remove: %s", p, strerror(errno));
+        char *p = join(dir, e->file);
+        if (!p || unlink(p) != 0) {
+            s = st_fail(ST_ERR_IO, "%s/%s: cannot remove: %s", dir, e->file, p ? strerror(errno) : "out of memory");
             free(p);
-            return s;
+            break;
         }
         free(p);
+        touched[m] = true;
         (*n_removed)++;
         note(fn, user, "removed %s (superseded by %s)", e->file, e->superseded_by);
         for (int k = 0; k < e->n_reports && k < 2; k++) {
@@ -512,9 +573,36 @@ st_status st_tables_prune(const char *dir, const st_identity *id, const st_dispa
             free(rp);
         }
     }
+    /* a manifest whose files are all gone or changed proves nothing: it goes too */
+    for (int i = 0; i < nm && s == ST_OK; i++) {
+        if (!touched[i] || manifest_live(dir, &ms[i]) || !regular_in(dir, mnames[i])) continue;
+        char *p = join(dir, mnames[i]);
+        if (p && unlink(p) == 0) note(fn, user, "removed %s (the manifest of the files removed)%s", mnames[i], "");
+        free(p);
+    }
+    free(touched);
+    st_manifests_free(ms, mnames, nm);
+    st_tables_index_free(now);
+    if (s != ST_OK) return s;
     st_tables_index *fresh = NULL;
     ST_TRY(st_tables_index_build(dir, id, cfg, &fresh));
-    st_status s = st_tables_index_write(dir, fresh);
+    s = st_tables_index_write(dir, fresh);
     st_tables_index_free(fresh);
+    return s;
+}
+
+st_status st_tables_prune(const char *dir, const st_identity *id, const st_dispatch_config *cfg, const st_tables_index *ix,
+                          st_prune_note fn, void *user, int *n_removed)
+{
+    *n_removed = 0;
+    /* under the folder's lock, as a tune writes it: settled first (an
+     * interrupted install completed or rolled back, the litter of dead
+     * runs removed), so prune never judges half of an install */
+    st_folder_lock_t lk;
+    ST_TRY(st_folder_lock(dir, "prune", &lk));
+    int settled = 0;
+    st_status s = st_tune_out_recover(dir, id, &settled);
+    if (s == ST_OK) s = prune_locked(dir, id, cfg, ix, fn, user, n_removed);
+    st_folder_unlock(&lk);
     return s;
 }

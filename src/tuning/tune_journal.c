@@ -4,6 +4,7 @@
  * folder. */
 #define _POSIX_C_SOURCE 200809L
 #include "file_write.h"
+#include "out_manifest.h"
 #include "strata/files.h"
 #include "strata/tools/tables.h"
 #include "tmpfiles.h"
@@ -22,7 +23,7 @@
 
 #define JOURNAL_HEAD "strata-tune journal 1 "
 #define JOURNAL_MAX_BYTES (64 << 10)
-#define JOURNAL_MAX_ITEMS 3
+#define JOURNAL_MAX_ITEMS 4
 
 /* ---- the journal and the litter of dead runs ------------------------------------ */
 
@@ -53,10 +54,12 @@ static bool ends_with(const char *s, const char *end)
     return a >= b && !strcmp(s + a - b, end);
 }
 
-/* The names an install may move: the table, the report's JSON and page. */
+/* The names an install may move: the table, the report's JSON and page,
+ * the run's manifest. */
 static bool output_name(const char *name)
 {
-    return st_out_name_ok(name) && (ends_with(name, ".table") || ends_with(name, ".json") || ends_with(name, ".html"));
+    return st_out_name_ok(name) && (ends_with(name, ".table") || ends_with(name, ".json") || ends_with(name, ".html") ||
+                                    ends_with(name, ST_MANIFEST_EXT));
 }
 
 static bool regular(const char *path)
@@ -319,12 +322,22 @@ st_status st_tune_out_install(st_tune_out *o, const st_identity *id, const st_di
 {
     item it[JOURNAL_MAX_ITEMS];
     memset(it, 0, sizeof it);
-    const char *target[3] = {o->report_path, html ? o->html_path : NULL, o->table_path};
-    const char *text[3] = {report_text, html, table_text};
-    const size_t len[3] = {report_len, html_len, table_len};
+    /* the run's manifest: every file it leaves, with the bytes it wrote */
+    st_manifest mf;
+    memset(&mf, 0, sizeof mf);
+    char *mf_text = NULL;
+    size_t mf_len = 0;
+    st_status s = st_manifest_add(&mf, ST_MF_TABLE, base(o->table_path), table_text, table_len);
+    if (s == ST_OK) s = st_manifest_add(&mf, ST_MF_REPORT, base(o->report_path), report_text, report_len);
+    if (s == ST_OK && html) s = st_manifest_add(&mf, ST_MF_PAGE, base(o->html_path), html, html_len);
+    if (s == ST_OK) s = st_manifest_add(&mf, ST_MF_INDEX, base(o->index_path), NULL, 0);
+    if (s == ST_OK) s = st_manifest_format(&mf, &mf_text, &mf_len);
+    if (s != ST_OK) return s;
+    const char *target[4] = {o->report_path, html ? o->html_path : NULL, o->table_path, o->manifest_path};
+    const char *text[4] = {report_text, html, table_text, mf_text};
+    const size_t len[4] = {report_len, html_len, table_len, mf_len};
     int n = 0;
-    st_status s = ST_OK;
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 4; k++)
         if (target[k]) {
             it[n].target = strdup(target[k]);
             it[n].slot = -1;
@@ -332,11 +345,12 @@ st_status st_tune_out_install(st_tune_out *o, const st_identity *id, const st_di
         }
     /* all written first: a full disk stops the install before anything moves */
     int ti = 0;
-    for (int k = 0; k < 3 && s == ST_OK; k++)
+    for (int k = 0; k < 4 && s == ST_OK; k++)
         if (target[k]) {
             s = st_file_write_temp(it[ti].target, text[k], len[k], &it[ti].tmp, &it[ti].slot);
             ti++;
         }
+    free(mf_text);
     for (int i = 0; i < n && s == ST_OK; i++) s = keep_old(&it[i]);
     char *jt = s == ST_OK ? journal_text(it, n, false) : NULL;
     if (s == ST_OK && !jt) s = st_fail(ST_ERR_NOMEM, "tune: out of memory");

@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "tune_out.h"
 #include "file_write.h"
+#include "out_manifest.h"
 #include "strata/files.h"
 #include "tools_internal.h"
 #include "strata/table.h"
@@ -23,7 +24,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define LOCK_NAME ".strata-tune.lock"
 #define NAME_KEEP 48
 
 char *st_tune_fmt(const char *f, ...)
@@ -67,13 +67,15 @@ static const char *kind(mode_t m)
 
 /* ---- the lock --------------------------------------------------------------- */
 
-static st_status take_lock(st_tune_out *o)
+/* The exclusive lock of DIR at LOCK_PATH for WHO ("tune", "prune"). */
+static st_status lock_dir(const char *dir, const char *lock_path, const char *who, int *fd_out, int *slot_out)
 {
+    *fd_out = *slot_out = -1;
     for (int attempt = 0; attempt < 16; attempt++) {
-        const int fd = open(o->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        const int fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (fd < 0)
-            return st_fail(ST_ERR_IO, "tune: cannot write in the output folder %s (lock file %s): %s", o->dir,
-                           o->lock_path, strerror(errno));
+            return st_fail(ST_ERR_IO, "%s: cannot write in the output folder %s (lock file %s): %s", who, dir, lock_path,
+                           strerror(errno));
         if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
             const int e = errno;
             char holder[32] = "";
@@ -83,28 +85,60 @@ static st_status take_lock(st_tune_out *o)
             close(fd);
             if (e == EWOULDBLOCK)
                 return st_fail(ST_ERR_EXISTS,
-                               "tune: another tune is writing to %s (process %s holds %s): wait for it to end, or tune "
-                               "into another --out",
-                               o->dir, holder[0] ? holder : "?", o->lock_path);
-            return st_fail(ST_ERR_IO, "tune: cannot lock %s: %s", o->lock_path, strerror(e));
+                               "%s: another tune is writing to %s (process %s holds %s): wait for it to end%s", who, dir,
+                               holder[0] ? holder : "?", lock_path,
+                               strcmp(who, "tune") ? "" : ", or tune into another --out");
+            return st_fail(ST_ERR_IO, "%s: cannot lock %s: %s", who, lock_path, strerror(e));
         }
         /* The holder before us removes the file as it ends: a lock on a file
          * that is no longer at the path guards nothing, so start again. */
         struct stat a, b;
-        if (fstat(fd, &a) == 0 && stat(o->lock_path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+        if (fstat(fd, &a) == 0 && stat(lock_path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
             /* who holds it, for the refusal of a second tune: best effort
              * (a full disk is the probe's to report) */
             char pid[32];
             const int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
             if (ftruncate(fd, 0) == 0) (void)!pwrite(fd, pid, (size_t)n, 0);
-            o->lock_fd = fd;
+            *fd_out = fd;
             /* a fault that ends the process removes it too (tmpfiles.h) */
-            o->lock_slot = st_tmpfile_track(o->lock_path);
+            *slot_out = st_tmpfile_track(lock_path);
+            st_file_step();
             return ST_OK;
         }
         close(fd);
     }
-    return st_fail(ST_ERR_IO, "tune: cannot lock %s: it keeps being replaced", o->lock_path);
+    return st_fail(ST_ERR_IO, "%s: cannot lock %s: it keeps being replaced", who, lock_path);
+}
+
+static void unlock_dir(const char *lock_path, int fd, int slot)
+{
+    if (fd < 0) return;
+    unlink(lock_path); /* while held: see lock_dir */
+    st_tmpfile_untrack(slot);
+    close(fd);
+}
+
+static st_status take_lock(st_tune_out *o) { return lock_dir(o->dir, o->lock_path, "tune", &o->lock_fd, &o->lock_slot); }
+
+st_status st_folder_lock(const char *dir, const char *who, st_folder_lock_t *l)
+{
+    l->fd = l->slot = -1;
+    l->path = st_tune_fmt("%s/" ST_TUNE_LOCK_NAME, dir);
+    if (!l->path) return st_fail(ST_ERR_NOMEM, "%s: out of memory", who);
+    const st_status s = lock_dir(dir, l->path, who, &l->fd, &l->slot);
+    if (s != ST_OK) {
+        free(l->path);
+        l->path = NULL;
+    }
+    return s;
+}
+
+void st_folder_unlock(st_folder_lock_t *l)
+{
+    if (l->path) unlock_dir(l->path, l->fd, l->slot);
+    free(l->path);
+    l->path = NULL;
+    l->fd = l->slot = -1;
 }
 
 /* ---- the probe -------------------------------------------------------------- */
@@ -120,6 +154,7 @@ static st_status probe(const st_tune_out *o, size_t bytes)
     const int slot = st_tmpfile_track(path);
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     int e = fd < 0 ? errno : 0;
+    st_file_step();
     for (size_t done = 0; !e && done < bytes;) {
         const size_t chunk = bytes - done < sizeof zeros ? bytes - done : sizeof zeros;
         const ssize_t w = write(fd, zeros, chunk);
@@ -131,6 +166,7 @@ static st_status probe(const st_tune_out *o, size_t bytes)
     if (fd >= 0 && close(fd) != 0 && !e) e = errno;
     if (fd >= 0) unlink(path);
     st_tmpfile_untrack(slot);
+    st_file_step();
     st_status s = ST_OK;
     if (e)
         s = st_fail(ST_ERR_IO, "tune: cannot write the outputs in %s (a probe of %zu bytes, %s): %s", o->dir, bytes, path,
@@ -258,10 +294,11 @@ st_status st_tune_out_open(st_tune_out *o, const char *dir, const char *name, in
         o->html_path = st_tune_fmt("%s/%s%s%s.autotune.html", o->dir, pre, name, dev);
         o->refused_path = st_tune_fmt("%s/%s%s%s.not-installed.autotune.json", o->dir, pre, name, dev);
         o->index_path = st_tune_fmt("%s/%s", o->dir, ST_TABLES_INDEX_NAME);
+        o->manifest_path = o->report_path ? st_manifest_path_for(o->report_path) : NULL;
         o->journal_path = st_tune_fmt("%s/" ST_TUNE_JOURNAL_NAME, o->dir);
-        o->lock_path = st_tune_fmt("%s/" LOCK_NAME, o->dir);
+        o->lock_path = st_tune_fmt("%s/" ST_TUNE_LOCK_NAME, o->dir);
     }
-    if (!o->dir || !fresh || !o->report_path || !o->html_path || !o->refused_path || !o->index_path || !o->journal_path || !o->lock_path)
+    if (!o->dir || !fresh || !o->report_path || !o->html_path || !o->refused_path || !o->index_path || !o->manifest_path || !o->journal_path || !o->lock_path)
         s = st_fail(ST_ERR_NOMEM, "tune: out of memory");
     /* room for the temporary names beside them, too */
     const size_t longest = fresh && o->refused_path ? (strlen(fresh) > strlen(o->refused_path) ? strlen(fresh)
@@ -309,9 +346,13 @@ st_status st_tune_out_open(st_tune_out *o, const char *dir, const char *name, in
     /* every path the run will write, checked now rather than after the sweep */
     char *refused_html = o->refused_path ? st_tune_fmt("%.*s.html", (int)strlen(o->refused_path) - 5, o->refused_path) : NULL;
     if (s == ST_OK && !refused_html) s = st_fail(ST_ERR_NOMEM, "tune: out of memory");
-    const char *paths[] = {o->table_path, o->report_path, o->html_path, o->index_path, o->refused_path, refused_html};
+    char *refused_mf = o->refused_path ? st_manifest_path_for(o->refused_path) : NULL;
+    if (s == ST_OK && !refused_mf) s = st_fail(ST_ERR_NOMEM, "tune: out of memory");
+    const char *paths[] = {o->table_path, o->report_path, o->html_path,   o->index_path,
+                           o->refused_path, refused_html, o->manifest_path, refused_mf};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0] && s == ST_OK; i++) s = st_out_target_check(paths[i]);
     free(refused_html);
+    free(refused_mf);
     if (s == ST_OK) {
         char *cand = st_tune_fmt("%s.candidate", o->table_path);
         s = cand ? st_out_target_check(cand) : st_fail(ST_ERR_NOMEM, "tune: out of memory");
@@ -323,17 +364,14 @@ st_status st_tune_out_open(st_tune_out *o, const char *dir, const char *name, in
 
 void st_tune_out_close(st_tune_out *o)
 {
-    if (o->lock_fd >= 0) {
-        unlink(o->lock_path); /* while held: see take_lock */
-        st_tmpfile_untrack(o->lock_slot);
-        close(o->lock_fd);
-    }
+    if (o->lock_path) unlock_dir(o->lock_path, o->lock_fd, o->lock_slot);
     free(o->dir);
     free(o->table_path);
     free(o->report_path);
     free(o->html_path);
     free(o->refused_path);
     free(o->index_path);
+    free(o->manifest_path);
     free(o->journal_path);
     free(o->lock_path);
     st_table_destroy(o->existing);

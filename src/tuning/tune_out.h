@@ -56,6 +56,7 @@
 /* The names the tune keeps in its folder besides the outputs. */
 #define ST_TUNE_JOURNAL_NAME ".strata-tune.journal"
 #define ST_TUNE_PROBE_PREFIX ".strata-tune-probe."
+#define ST_TUNE_LOCK_NAME ".strata-tune.lock"
 
 typedef struct {
     char *dir;
@@ -64,6 +65,7 @@ typedef struct {
     char *html_path;   /* the report's page */
     char *refused_path; /* the report of a run that installed nothing over this identity's table */
     char *index_path;  /* DIR/tables.json */
+    char *manifest_path; /* the run's manifest, beside its report (out_manifest.h) */
     char *journal_path;
     char *lock_path;
     int lock_fd;       /* -1 when not held */
@@ -113,6 +115,17 @@ st_status st_tune_out_install(st_tune_out *out, const st_identity *id, const st_
  * were moved or removed. The caller holds DIR's lock (st_tune_out_open
  * calls it). ID: rewrites tables.json when a journal was found. */
 st_status st_tune_out_recover(const char *dir, const st_identity *id, int *done);
+
+/* The folder's lock on its own, for what changes a tables folder besides a
+ * tune (`table list --prune`): the same exclusive flock of
+ * DIR/.strata-tune.lock, refused at once while another process holds it
+ * (the line starts with WHO). st_folder_unlock removes the lock file. */
+typedef struct {
+    char *path;
+    int fd, slot;
+} st_folder_lock_t;
+st_status st_folder_lock(const char *dir, const char *who, st_folder_lock_t *l);
+void st_folder_unlock(st_folder_lock_t *l);
 
 /* Releases the lock (removing the lock file) and frees. Accepts an
  * st_tune_out that was zeroed or whose open failed. */

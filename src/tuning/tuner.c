@@ -7,6 +7,7 @@
 #include "strata/tools/report.h"
 #include "strata/probe.h"
 #include "gguf.h"
+#include "file_write.h"
 #include "tools_internal.h"
 #include "randgen.h"
 #include "strata/table.h"
@@ -751,6 +752,7 @@ static st_status tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result 
     run_ctx cache[1];
     memset(cache, 0, sizeof cache);
     for (int i = 0; i < n && st == ST_OK; i++) {
+        st_file_step(); /* a test's signal lands here (file_write.h) */
         if (o->stop && *o->stop) st = st_fail(ST_ERR_INTERRUPTED, "interrupted");
         if (st == ST_OK) st = tune_shape(ctx, o, &shapes[i], &r[i], i, n, t0, cache);
         if (st == ST_OK) {

@@ -2,6 +2,7 @@
 /* What a campaign leaves beside its table: the provenance it writes into
  * the table's comments, the HTML page rendered from its JSON report, and
  * the folder's tables.json. */
+#include "out_manifest.h"
 #include "report_json.h"
 #include "sha256.h"
 #include "tools_internal.h"
@@ -10,6 +11,7 @@
 #include "tuner_outputs.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -60,8 +62,8 @@ st_status st_tune_outputs(st_ctx *ctx, const st_tune_options *o, const char *dir
                           const char *table_path, bool page)
 {
     st_status s = ST_OK;
+    char html[ST_TUNE_PATH_MAX + 8] = "";
     if (page) {
-        char html[ST_TUNE_PATH_MAX + 8];
         st_report_html_path(report_path, html, sizeof html);
         ST_TRY(st_report_html_write(report_path, html));
     }
@@ -83,5 +85,13 @@ st_status st_tune_outputs(st_ctx *ctx, const st_tune_options *o, const char *dir
     }
     if (!ix->engages[0]) st_log("tune: %s", ix->dir_line); /* the folder does not engage: say why */
     st_tables_index_free(ix);
-    return ST_OK;
+    if (page) { /* the report and its page written one by one: their manifest after them (out_manifest.h) */
+        char *mf = st_manifest_path_for(report_path);
+        const char *j = strrchr(report_path, '/'), *h = strrchr(html, '/');
+        const char *names[3] = {j ? j + 1 : report_path, h ? h + 1 : html, ST_TABLES_INDEX_NAME};
+        const st_mf_role roles[3] = {ST_MF_REPORT, ST_MF_PAGE, ST_MF_INDEX};
+        s = mf ? st_manifest_write_files(dir, mf, names, roles, 3) : st_fail(ST_ERR_NOMEM, "tune: out of memory");
+        free(mf);
+    }
+    return s;
 }

@@ -13,7 +13,9 @@ st_status st_tune_provenance(st_ctx *ctx, const st_tune_options *o, const char *
                              st_provenance *p);
 /* After the JSON report: renders the HTML page beside it when PAGE (the
  * install writes it itself, with the table: tune_out.h) and updates DIR's
- * tables.json (saying which tables this one supersedes). */
+ * tables.json (saying which tables this one supersedes); with PAGE, then
+ * writes the run's manifest (out_manifest.h) listing the report, the page
+ * and the index. */
 st_status st_tune_outputs(st_ctx *ctx, const st_tune_options *o, const char *dir, const char *report_path,
                           const char *table_path, bool page);
 #endif

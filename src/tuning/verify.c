@@ -11,6 +11,7 @@
 #include "strata/probe.h"
 #include "strata/tools/model.h"
 #include "strata/tools/verify.h"
+#include "file_write.h"
 #include "tools_internal.h"
 #include "tuner_decide.h"
 #include "mem_fit.h"
@@ -225,6 +226,7 @@ static st_status run_gate(st_ctx *c, const st_verify_options *o, const st_vmodel
     if (!res->steps && s == ST_OK) s = st_fail(ST_ERR_NOMEM, "verify: out of memory");
     for (int si = 0; si < n_step_nts && s == ST_OK; si++) {
         const int nt = step_nts[si];
+        st_file_step(); /* a test's signal lands here (file_write.h) */
         if (o->stop && *o->stop) {
             s = st_fail(ST_ERR_INTERRUPTED, "interrupted");
             break;

@@ -301,6 +301,15 @@ CLI_FN char *cli_fifo(const char *dir, const char *name)
     return p;
 }
 
+/* Prints DIR's entries, one a line (what a failing folder test left). */
+CLI_FN void cli_print_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) print_message("  %s\n", e->d_name);
+    if (d) closedir(d);
+}
+
 CLI_FN bool cli_exists(const char *p)
 {
     struct stat st;

@@ -9,12 +9,14 @@
 #include "cli_util.h"
 
 #include "file_write.h"
+#include "out_manifest.h"
 #include "strata/decode.h"
 #include "strata/tools/report.h"
 #include "strata/tools/tables.h"
 #include "tune_out.h"
 
 #include <cjson/cJSON.h>
+#include <sys/file.h>
 
 #define QUICK_S 30.0
 
@@ -47,8 +49,20 @@ static char *slurp(const char *path)
 #define TABLE "strata-x-cpu.table"
 #define JSON "strata-x.autotune.json"
 #define HTML "strata-x.autotune.html"
+#define MANIFEST "strata-x.autotune.manifest"
 
-/* The old set: a table, its report and its page. */
+/* DIR/MF: a manifest listing TABLE, the reports R1 and R2 (may be NULL)
+ * with the bytes they have now. */
+static void manifest(const char *dir, const char *mf, const char *table, const char *r1, const char *r2)
+{
+    const char *names[3] = {table, r1, r2};
+    const st_mf_role roles[3] = {ST_MF_TABLE, ST_MF_REPORT, ST_MF_PAGE};
+    char *p = cli_join(dir, mf);
+    assert_int_equal(st_manifest_write_files(dir, p, names, roles, r2 ? 3 : r1 ? 2 : 1), ST_OK);
+    free(p);
+}
+
+/* The old set: a table, its report, its page and their manifest. */
 static void old_set(const char *dir, const char *t_old, size_t tl)
 {
     cli_rm_tree(dir);
@@ -56,6 +70,29 @@ static void old_set(const char *dir, const char *t_old, size_t tl)
     free(cli_write(dir, TABLE, t_old, tl));
     free(cli_write(dir, JSON, "old json", 8));
     free(cli_write(dir, HTML, "old html", 8));
+    manifest(dir, MANIFEST, TABLE, JSON, HTML);
+}
+
+/* Whether DIR's manifest lists the table, report and page with the bytes
+ * they have now (the manifest moves with the set). */
+static bool manifest_matches(const char *dir)
+{
+    char *p = cli_join(dir, MANIFEST), *text = slurp(p);
+    free(p);
+    st_manifest m;
+    const bool ok = text && st_manifest_parse(text, strlen(text), &m) == ST_OK;
+    free(text);
+    if (!ok) return false;
+    const char *names[3] = {TABLE, JSON, HTML};
+    const st_mf_role roles[3] = {ST_MF_TABLE, ST_MF_REPORT, ST_MF_PAGE};
+    for (int i = 0; i < 3; i++) {
+        char *f = cli_join(dir, names[i]), *b = slurp(f), hex[ST_SHA256_HEX] = "";
+        if (b) st_sha256_buf(b, strlen(b), hex);
+        free(f);
+        free(b);
+        if (st_manifests_prove(&m, 1, roles[i], names[i], hex) != 0) return false;
+    }
+    return true;
 }
 
 /* "old" or "new" when DIR holds the whole old or new set, else fails. */
@@ -74,6 +111,7 @@ static const char *which_set(const char *dir, const char *t_old, const char *t_n
         free(p[i]);
         free(v[i]);
     }
+    if (!manifest_matches(dir)) fail_msg("killed at step %ld: the manifest does not list the %s set", step, old ? "old" : "new");
     return old ? "old" : "new";
 }
 
@@ -83,10 +121,7 @@ static void no_litter(const char *dir, long step)
     const char *parts[] = {".tmp.", ".old.", ".candidate", ".strata-tune.journal", ".strata-tune-probe", ".strata-tune.lock"};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         if (cli_count(dir, parts[i]) != 0) {
-            DIR *d = opendir(dir);
-            struct dirent *e;
-            while ((e = readdir(d)) != NULL) print_message("  %s\n", e->d_name);
-            closedir(d);
+            cli_print_dir(dir);
             fail_msg("step %ld: '%s' left in the folder", step, parts[i]);
         }
     st_tables_index *ix = NULL;
@@ -121,11 +156,29 @@ static int install_child(const char *dir, const char *t_new, size_t tl, long ste
     return st;
 }
 
-/* The next run of the folder (open under the lock, close): completes or
- * rolls back what the killed one left. */
+static bool settle_by_prune;
+
+static void collect_note(void *user, const char *line)
+{
+    char *buf = user;
+    const size_t at = strlen(buf);
+    snprintf(buf + at, 4096 - at, "%s\n", line);
+}
+
+/* The next run of the folder (open under the lock, close; or `table list
+ * --prune`): completes or rolls back what the killed one left. */
 static void next_run(const char *dir)
 {
     const st_identity id = cpu_identity();
+    if (settle_by_prune) {
+        st_tables_index *ix = NULL;
+        int removed = 0;
+        if (st_tables_index_build(dir, &id, NULL, &ix) != ST_OK ||
+            st_tables_prune(dir, &id, NULL, ix, NULL, NULL, &removed) != ST_OK)
+            fail_msg("prune after a kill: %s", st_last_error());
+        st_tables_index_free(ix);
+        return;
+    }
     st_tune_out out;
     if (st_tune_out_open(&out, dir, "x", -1, &id, false, 4096) != ST_OK) fail_msg("the next run: %s", st_last_error());
     st_tune_out_close(&out);
@@ -303,7 +356,8 @@ static void prov_table(const char *dir, const char *name, const st_identity *id,
 
 /* A superseded table whose report lines name a file outside the folder,
  * the table that engages, the lock and tables.json: prune removes the
- * table and nothing it names but what is proven its own. */
+ * table and nothing it names but what is proven its own; a superseded
+ * table no manifest lists, or lists with other bytes, stays. */
 static void prune_removes_only_what_is_proven_a_superseded_tables(void **state)
 {
     (void)state;
@@ -318,39 +372,92 @@ static void prune_removes_only_what_is_proven_a_superseded_tables(void **state)
     prov_table(dir, "strata-old.table", &old, "2026-01-01T00:00:00Z", "../precious strata-new.table");
     prov_table(dir, "strata-old2.table", &old, "2026-01-01T00:00:00Z", "old.json old.html");
     prov_table(dir, "strata-old3.table", &old, "2026-01-01T00:00:00Z", ".strata-tune.lock tables.json");
+    prov_table(dir, "strata-old4.table", &old, "2026-01-02T00:00:00Z", "");  /* no manifest lists it */
+    prov_table(dir, "strata-old5.table", &old, "2026-01-03T00:00:00Z", "");  /* changed since its manifest */
     prov_table(dir, "strata-new.table", &id, "2026-06-01T00:00:00Z", "new.json");
     free(cli_write(dir, ".strata-tune.lock", "1\n", 2));
     char rep[256];
     snprintf(rep, sizeof rep, "{\"table\": {\"path\": \"%s/strata-old2.table\"}}", dir);
     free(cli_write(dir, "old.json", rep, strlen(rep)));
     free(cli_write(dir, "old.html", "<p>", 3));
+    manifest(dir, "a.manifest", "strata-old.table", NULL, NULL);
+    manifest(dir, "b.manifest", "strata-old2.table", "old.json", "old.html");
+    manifest(dir, "c.manifest", "strata-old3.table", NULL, NULL);
+    manifest(dir, "e.manifest", "strata-old5.table", NULL, NULL);
+    manifest(dir, "n.manifest", "strata-new.table", NULL, NULL);
+    {   /* old5 changes after its run wrote the manifest: no longer proven ours */
+        char *p = cli_join(dir, "strata-old5.table");
+        FILE *f = fopen(p, "a");
+        fputs("# edited by hand\n", f);
+        fclose(f);
+        free(p);
+    }
+    /* a manifest naming what is not ours is a name like any other: never
+     * outside the folder, never the lock (it does not parse: skipped) */
+    const char *evil = "strata-tune manifest 1\ntable\t-\t../precious\n";
+    free(cli_write(dir, "evil.manifest", evil, strlen(evil)));
     st_tables_index *ix = NULL;
     assert_int_equal(st_tables_index_build(dir, &id, NULL, &ix), ST_OK);
     int superseded = 0;
     for (int i = 0; i < ix->n; i++) superseded += ix->e[i].status == ST_TSTATUS_SUPERSEDED;
-    if (superseded != 3 || strcmp(ix->engages, "strata-new.table"))
+    if (superseded != 5 || strcmp(ix->engages, "strata-new.table"))
         fail_msg("the folder is not as the test means it: %d superseded, engages '%s' (%s)", superseded, ix->engages,
                  ix->dir_line);
+    /* a folder another process has locked is refused at once, nothing removed */
     int removed = 0;
-    assert_int_equal(st_tables_prune(dir, &id, NULL, ix, NULL, NULL, &removed), ST_OK);
+    char *lock = cli_join(dir, ".strata-tune.lock");
+    const int lfd = open(lock, O_RDWR);
+    assert_true(lfd >= 0 && flock(lfd, LOCK_EX | LOCK_NB) == 0);
+    const pid_t pid = fork();
+    if (pid == 0) _exit(st_tables_prune(dir, &id, NULL, ix, NULL, NULL, &removed) == ST_ERR_EXISTS &&
+                        strstr(st_last_error(), "another tune is writing") ? 0 : 1);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    close(lfd);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) fail_msg("prune of a locked folder was not refused");
+    char *o2 = cli_join(dir, "strata-old2.table");
+    assert_true(cli_exists(o2));
+    char notes[4096] = "";
+    assert_int_equal(st_tables_prune(dir, &id, NULL, ix, collect_note, notes, &removed), ST_OK);
     st_tables_index_free(ix);
     assert_true(cli_exists(outside));
-    char *keep[] = {"strata-new.table", ".strata-tune.lock", "tables.json"};
+    char *keep[] = {"strata-new.table", "tables.json", "strata-old4.table", "strata-old5.table", "n.manifest",
+                    "e.manifest", "evil.manifest"};
     for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
         char *p = cli_join(dir, keep[i]);
-        if (!cli_exists(p)) fail_msg("prune removed %s", keep[i]);
+        if (!cli_exists(p)) fail_msg("prune removed %s:\n%s", keep[i], notes);
         free(p);
     }
-    /* the two superseded tables go, and the report proven old2's (its JSON says so; its page beside it) */
-    const char *gone[] = {"strata-old.table", "strata-old2.table", "strata-old3.table", "old.json", "old.html"};
+    assert_false(cli_exists(lock)); /* a lock file left by a dead tune: prune took it and removed it, as a tune does */
+    /* the three superseded tables proven ours go, and the report proven
+     * old2's (its JSON says so, the manifest has its bytes; its page beside
+     * it), and the manifests that prove nothing any more */
+    const char *gone[] = {"strata-old.table", "strata-old2.table", "strata-old3.table", "old.json", "old.html",
+                          "a.manifest", "b.manifest", "c.manifest"};
     for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++) {
         char *p = cli_join(dir, gone[i]);
-        if (cli_exists(p)) fail_msg("prune kept %s", gone[i]);
+        if (cli_exists(p)) fail_msg("prune kept %s:\n%s", gone[i], notes);
         free(p);
     }
     assert_int_equal(removed, 3);
+    if (!strstr(notes, "kept strata-old4.table: no manifest of this folder lists it") ||
+        !strstr(notes, "kept strata-old5.table: no manifest of this folder lists it"))
+        fail_msg("the kept lines:\n%s", notes);
+    free(o2);
+    free(lock);
     free(outside);
     free(dir);
+}
+
+/* Prune settles the folder under its lock first: killed at any step of an
+ * install, the folder prune leaves holds the old set or the new one, with
+ * no journal, link or temporary file. */
+static void prune_settles_an_interrupted_install_first(void **state)
+{
+    (void)state;
+    settle_by_prune = true;
+    kill_at_every_step(false);
+    settle_by_prune = false;
 }
 
 /* ---- table list ------------------------------------------------------------------------ */
@@ -406,6 +513,7 @@ int main(void)
         cmocka_unit_test_teardown(every_output_path_is_checked_before_the_sweep, cli_teardown),
         cmocka_unit_test(a_page_path_is_never_cut),
         cmocka_unit_test_teardown(prune_removes_only_what_is_proven_a_superseded_tables, cli_teardown),
+        cmocka_unit_test_teardown(prune_settles_an_interrupted_install_first, cli_teardown),
         cmocka_unit_test_teardown(a_newline_in_a_file_name_cannot_forge_a_line, cli_teardown),
         cmocka_unit_test_teardown(the_command_line_in_a_report_is_utf8, cli_teardown),
     };

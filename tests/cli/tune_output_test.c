@@ -11,6 +11,7 @@
 #include "strata/decode.h"
 #include "strata/tools/model.h"
 #include "strata/tools/tuner.h"
+#include "out_manifest.h"
 #include "table_internal.h"
 #include "tune_out.h"
 
@@ -444,6 +445,25 @@ static char *find_named(const char *dir, const char *end, const char *not)
  * the table slower) leaves the installed table's report as it was: its
  * own report goes beside it as strata-<model>.not-installed.autotune.json, and
  * tables.json still lists the installed table's report as its own. */
+/* Whether the manifest beside REPORT (out_manifest.h) lists the file at
+ * PATH in ROLE with the bytes it has now. */
+static bool manifest_lists(const char *report, st_mf_role role, const char *path)
+{
+    char *mp = st_manifest_path_for(report), *text = NULL, *bytes = NULL, hex[ST_SHA256_HEX];
+    size_t n = 0, bn = 0;
+    st_manifest m;
+    bool ok = mp && st_read_file(mp, &text, &n) == ST_OK && st_manifest_parse(text, n, &m) == ST_OK &&
+              st_read_file(path, &bytes, &bn) == ST_OK;
+    if (ok) {
+        st_sha256_buf(bytes, bn, hex);
+        ok = st_manifests_prove(&m, 1, role, strrchr(path, '/') + 1, hex) == 0;
+    }
+    free(mp);
+    free(text);
+    free(bytes);
+    return ok;
+}
+
 static void a_re_tune_that_installs_nothing_keeps_the_installed_report(void **state)
 {
     (void)state;
@@ -461,6 +481,12 @@ static void a_re_tune_that_installs_nothing_keeps_the_installed_report(void **st
     char *table = find_named(dir, ".table", NULL), *report = find_named(dir, ".autotune.json", NULL);
     size_t nt = 0, nr = 0;
     char *t0 = slurp(table, &nt), *r0 = slurp(report, &nr);
+    /* the run's manifest lists every file it left, with their bytes */
+    char page[4096];
+    snprintf(page, sizeof page, "%.*s.html", (int)strlen(report) - 5, report);
+    if (!manifest_lists(report, ST_MF_TABLE, table) || !manifest_lists(report, ST_MF_REPORT, report) ||
+        !manifest_lists(report, ST_MF_PAGE, page))
+        fail_msg("the manifest beside %s does not list the run's files", report);
     r = cli(LONG, "--backend", "cpu", "tune", MODEL, "--shapes", "expert", "--ntok-mix", "1", "--quick", "--gate-budget",
             "0.01", "--out", dir, NULL);
     if (r.status == -1 || !WIFEXITED(r.status) || (WEXITSTATUS(r.status) != 3 && WEXITSTATUS(r.status) != 4))
@@ -471,6 +497,9 @@ static void a_re_tune_that_installs_nothing_keeps_the_installed_report(void **st
     if (nr1 != nr || memcmp(r0, r1, nr)) fail_msg("the installed table's report was overwritten");
     char *refused = find_named(dir, ".not-installed.autotune.json", NULL);
     assert_non_null(strstr(r.out, "not-installed")); /* the run names the report it wrote */
+    /* its manifest lists what it wrote; the installed run's still lists its files */
+    assert_true(manifest_lists(refused, ST_MF_REPORT, refused));
+    assert_true(manifest_lists(report, ST_MF_TABLE, table) && manifest_lists(report, ST_MF_REPORT, report));
     char *ixp = cli_join(dir, "tables.json"), *ixs = slurp(ixp, NULL);
     cJSON *ix = cJSON_Parse(ixs);
     assert_non_null(ix);
@@ -689,10 +718,7 @@ static void no_signal_leaves_a_candidate_or_temporary_file(void **state)
         }
         const int left = leftovers(dir);
         if (left) {
-            DIR *d = opendir(dir);
-            struct dirent *e;
-            while ((e = readdir(d)) != NULL) print_message("  %s\n", e->d_name);
-            closedir(d);
+            cli_print_dir(dir);
             fail_msg("%s at %s left %d files", strsignal(cases[i].sig), phase_name(cases[i].at), left);
         }
         if (cases[i].kind != IGNORED) { /* stopped: the old table, byte for byte */

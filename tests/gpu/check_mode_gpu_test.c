@@ -1,11 +1,18 @@
 /* The checking mode on the GPU (STRATA_CHECK=1, src/runtime/ctx.c): a host
  * pointer given to a decode call (x, y, ids, wts, out) and an expert id
- * outside 0..n_expert-1 held in device memory are each refused before
- * anything is queued, in one line naming the argument, and the context
- * stays usable: the next correct calls give the CPU reference's bytes.
- * Without the variable the mode is off. Prints what the mode costs per
- * call (the pointer queries and, for expert_grouped, the ids' copy). */
+ * outside 0..n_expert-1 held in device memory are each refused before the
+ * call's kernels are queued, in one line naming the argument
+ * (ids[token][slot]), and the context stays usable: the next correct calls
+ * give the CPU reference's bytes. The ids are range-checked on the device
+ * (kernels/check.hip): with a token stride the padding between rows is
+ * never read as an id; a call captured into a graph is checked when the
+ * graph is replayed and the next uncaptured call says so. Without the
+ * variable the mode is off. Prints what the mode costs per call (the
+ * pointer queries, the check kernel and the wait for its answer) as the
+ * "STRATA_CHECK cost" line. */
 #include "parity_util.h"
+
+#include "strata/probe.h"
 
 #include <time.h>
 
@@ -102,6 +109,35 @@ static void wrong_arguments_are_one_line_and_the_context_stays_usable(void **sta
     expect_refused(st_expert_grouped(g.c, &g.ex, xed, idd, wd, NT, TOPK, out), "expert_grouped: out is host memory");
     expect_refused(st_expert_grouped(g.c, &g.ex, xed, badd, wd, NT, TOPK, od), "ids[0][1] = 99 is outside 0..7");
 
+    /* strided ids (st_expert_ffn, 3 ids per token row, the third a pad
+     * holding garbage): the bad one is named by token and slot, the pads
+     * are never taken for ids */
+    {
+        int32_t sids[NT * 3] = {1, 5, 1000, 42, 7, -5}, good[NT * 3] = {1, 5, 1000, 3, 7, -5};
+        int32_t *sd = dev_copy(g.c, sids, sizeof sids), *gd = dev_copy(g.c, good, sizeof good);
+        st_ffn_options fo;
+        st_ffn_options_init(&fo);
+        fo.ids_stride = 3;
+        expect_refused(st_expert_ffn(g.c, &g.ex, &fo, xed, sd, wd, NT, TOPK, od), "ids[1][0] = 42 is outside 0..7");
+        CHECK_OK(st_expert_ffn(g.c, &g.ex, &fo, xed, gd, wd, NT, TOPK, od));
+        st_ctx_free(g.c, sd);
+        st_ctx_free(g.c, gd);
+    }
+    /* captured into a graph: the check goes into the graph (no wait while
+     * capturing); a replay that meets the bad id is reported by the next
+     * uncaptured call, once */
+    {
+        st_ctx_graph *graph = NULL;
+        CHECK_OK(st_ctx_capture_begin(g.c));
+        const st_status cs = st_expert_grouped(g.c, &g.ex, xed, badd, wd, NT, TOPK, od);
+        CHECK_OK(st_ctx_capture_end(g.c, &graph));
+        CHECK_OK(cs);
+        CHECK_OK(st_ctx_graph_launch(g.c, graph));
+        expect_refused(st_expert_grouped(g.c, &g.ex, xed, idd, wd, NT, TOPK, od),
+                       "a call captured into a graph and replayed before this one had ids[0][1] = 99");
+        st_ctx_graph_destroy(g.c, graph);
+    }
+
     /* still usable, and exact */
     CHECK_OK(st_iq_mmvq(g.c, g.w, xd, NT, yd));
     CHECK_OK(st_expert_grouped(g.c, &g.ex, xed, idd, wd, NT, TOPK, od));
@@ -136,8 +172,9 @@ static void wrong_arguments_are_one_line_and_the_context_stays_usable(void **sta
             st_ctx_free(s->c, w2); st_ctx_free(s->c, i2); st_ctx_free(s->c, o2);
         }
     }
-    print_message("STRATA_CHECK=1 costs %.1f us per mmvq + expert_grouped pair (%.1f us with it, %.1f without, %d pairs)\n",
-                  1e3 * (ms[0] - ms[1]) / reps, 1e3 * ms[0] / reps, 1e3 * ms[1] / reps, reps);
+    print_message("STRATA_CHECK cost: %.1f us per mmvq + expert_grouped pair (%.1f us with STRATA_CHECK=1, %.1f without, "
+                  "%d pairs, host-timed, %d tokens, top-%d)\n",
+                  1e3 * (ms[0] - ms[1]) / reps, 1e3 * ms[0] / reps, 1e3 * ms[1] / reps, reps, NT, TOPK);
     drop(&off);
     st_ctx_free(g.c, xd); st_ctx_free(g.c, xed); st_ctx_free(g.c, wd); st_ctx_free(g.c, idd);
     st_ctx_free(g.c, badd); st_ctx_free(g.c, yd); st_ctx_free(g.c, od);

@@ -78,6 +78,42 @@ static void an_expert_id_out_of_range_is_one_line_naming_it(void **state)
     assert_non_null(strstr(msg, "ids[0][1] = -1"));
 }
 
+/* Token rows STRIDE apart (st_expert_ffn's ids_stride): the bad id is named
+ * by its token and slot, and the pads between rows are never taken for ids. */
+static void strided_ids_are_checked_by_token_and_slot(void **state)
+{
+    (void)state;
+    setenv("STRATA_CHECK", "1", 1);
+    st_ctx *c = NULL;
+    assert_int_equal(st_ctx_create(ST_BACKEND_CPU, 0, &c), ST_OK);
+    unsetenv("STRATA_CHECK");
+    st_rng r;
+    st_rng_seed(&r, 4);
+    void *g = rand_rows(&r, ST_IQ3_S, (int64_t)NEXP * FF, EMBD), *u = rand_rows(&r, ST_IQ3_S, (int64_t)NEXP * FF, EMBD);
+    void *d = rand_rows(&r, ST_IQ4_NL, (int64_t)NEXP * EMBD, FF);
+    st_matrix *gm = NULL, *um = NULL, *dm = NULL;
+    assert_int_equal(st_matrix_create(c, ST_IQ3_S, (int64_t)NEXP * FF, EMBD, g, &gm), ST_OK);
+    assert_int_equal(st_matrix_create(c, ST_IQ3_S, (int64_t)NEXP * FF, EMBD, u, &um), ST_OK);
+    assert_int_equal(st_matrix_create(c, ST_IQ4_NL, (int64_t)NEXP * EMBD, FF, d, &dm), ST_OK);
+    const st_experts ex = {gm, um, dm, NEXP};
+    float x[2 * EMBD], out[2 * EMBD], wts[2 * TOPK] = {0.5f, 0.5f, 0.25f, 0.75f};
+    for (int i = 0; i < 2 * EMBD; i++) x[i] = (float)(i % 5) - 2.0f;
+    int32_t bad[2 * 3] = {1, 2, 1000, 42, 3, -7}, good[2 * 3] = {1, 2, 1000, 4, 3, -7}; /* the third of a row: a pad */
+    st_ffn_options o;
+    st_ffn_options_init(&o);
+    o.ids_stride = 3;
+    assert_int_equal(st_expert_ffn(c, &ex, &o, x, bad, wts, 2, TOPK, out), ST_ERR_INVALID_ARG);
+    if (!strstr(st_last_error(), "ids[1][0] = 42 is outside 0..7")) fail_msg("the line: %s", st_last_error());
+    assert_int_equal(st_expert_ffn(c, &ex, &o, x, good, wts, 2, TOPK, out), ST_OK);
+    st_matrix_destroy(gm);
+    st_matrix_destroy(um);
+    st_matrix_destroy(dm);
+    st_ctx_destroy(c);
+    free(g);
+    free(u);
+    free(d);
+}
+
 static void the_mode_is_off_unless_strata_check_is_1(void **state)
 {
     (void)state;
@@ -93,6 +129,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(an_expert_id_out_of_range_is_one_line_naming_it),
+        cmocka_unit_test(strided_ids_are_checked_by_token_and_slot),
         cmocka_unit_test(the_mode_is_off_unless_strata_check_is_1),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,6 +15,7 @@
 
 #include "strata/table_meta.h"
 #include "file_write.h"
+#include "out_manifest.h"
 #include "sha256.h"
 #include "strata/decode.h"
 #include "strata/table.h"
@@ -423,13 +424,19 @@ static void list_shows_three_identities_and_prunes_only_superseded(void **state)
     static const char *const files[] = {"strata-m-cpu.table", "strata-m-gfx1100-60342131.table", "strata-m-sm_90-12080.table",
                                         "strata-m-cpu-oldbuild.table"};
     for (int i = 0; i < 4; i++) assert_true(file_exists(path_in(dir, files[i])));
-    /* --prune removes the superseded one, says so, keeps the foreign ones and the one that engages */
+    /* --prune removes the superseded one a manifest proves ours (the tune
+     * that made it wrote one), says so, keeps the foreign ones and the one
+     * that engages */
+    const char *mine[1] = {"strata-m-cpu-oldbuild.table"};
+    const st_mf_role role[1] = {ST_MF_TABLE};
+    assert_int_equal(st_manifest_write_files(dir, path_in(dir, "old.autotune.manifest"), mine, role, 1), ST_OK);
     char *const prune[] = {CLI, "--backend", "cpu", "table", "list", (char *)dir, "--prune", NULL};
     assert_int_equal(run_cli(prune, &out, NULL), 0);
     if (!strstr(out, "prune: removed strata-m-cpu-oldbuild.table (superseded by strata-m-cpu.table)"))
         fail_msg("--prune did not name the table it removed:\n%s", out);
     free(out);
     assert_false(file_exists(path_in(dir, "strata-m-cpu-oldbuild.table")));
+    assert_false(file_exists(path_in(dir, "old.autotune.manifest"))); /* it proves nothing any more */
     for (int i = 0; i < 3; i++) assert_true(file_exists(path_in(dir, files[i])));
     assert_true(file_exists(path_in(dir, "strata-m.autotune.json"))); /* it describes another table: kept */
     /* the index was rewritten without it */

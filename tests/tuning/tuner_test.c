@@ -419,15 +419,18 @@ static void tune_writes_a_table_that_engages_and_a_report_listing_every_candidat
     cJSON_Delete(root);
     free(text);
 
-    /* only the table, the report (JSON and its HTML page) and the folder's
-     * index are left: no candidate or temporary file */
-    char names[16][256], html[1100];
+    /* only the table, the report (JSON and its HTML page), the run's
+     * manifest and the folder's index are left: no candidate or temporary
+     * file */
+    char names[16][256], html[1100], manifest[1100];
     snprintf(html, sizeof html, "%.*s.html", (int)(strlen(base_name(res.report_path)) - 5), base_name(res.report_path));
+    snprintf(manifest, sizeof manifest, "%.*s.manifest", (int)(strlen(base_name(res.report_path)) - 5),
+             base_name(res.report_path));
     const int n = dir_entries(dir, names, 16);
-    assert_int_equal(n, 4);
+    assert_int_equal(n, 5);
     for (int i = 0; i < n; i++)
         assert_true(!strcmp(names[i], base_name(res.table_path)) || !strcmp(names[i], base_name(res.report_path)) ||
-                    !strcmp(names[i], html) || !strcmp(names[i], "tables.json"));
+                    !strcmp(names[i], html) || !strcmp(names[i], manifest) || !strcmp(names[i], "tables.json"));
     st_ctx_destroy(ctx);
 
     /* the table engages in a fresh context, with one line */

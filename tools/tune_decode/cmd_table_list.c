@@ -22,8 +22,10 @@ static const char LIST_HELP[] =
     "Then the table this process would engage, with the loader's line (the line `table check DIR`\n"
     "prints), the loader's line for every other table, and each table's provenance (tool,\n"
     "source commit, model file and SHA-256, token mix, report files).\n"
-    "Nothing is deleted unless --prune is given; --prune removes the superseded tables (and the\n"
-    "report files that describe them), names each, and rewrites the index.\n"
+    "Nothing is deleted unless --prune is given; --prune takes the folder's lock (refused while a\n"
+    "tune holds it), settles what an interrupted tune left, then removes the superseded tables\n"
+    "(and the report files that describe them) that a run's manifest in DIR (*.manifest) lists\n"
+    "with their bytes now, names each file removed or kept, and rewrites the index.\n"
     "Exit status: 0 a table of DIR engages here, 1 none does (or an error), 2 usage.\n"
     "--json: {\"index_state\", \"index_written\", \"this_process\", \"engages\", \"load_line\",\n"
     "\"pruned\": [...], \"index\": <tables.json for this process>}\n";
@@ -98,8 +100,10 @@ static void print_text_to(FILE *out, const char *dir, const st_tables_index *ix,
         if (!header) fprintf(out, "why the others do not:\n");
         header = true;
         if (e->status == ST_TSTATUS_SUPERSEDED)
-            fprintf(out, "  %s: superseded by %s (table list %s --prune removes it); %s\n", SH(e->file),
-                    SH(e->superseded_by), SH(dir), SH(e->status_line));
+            fprintf(out,
+                    "  %s: superseded by %s (table list %s --prune removes it when a manifest of the folder lists "
+                    "it); %s\n",
+                    SH(e->file), SH(e->superseded_by), SH(dir), SH(e->status_line));
         else
             fprintf(out, "  %s: %s\n", SH(e->file), SH(e->status_line));
     }

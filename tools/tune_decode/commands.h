@@ -100,6 +100,11 @@ void td_signals_begin(volatile int *stop);
 void td_signals_end(void);
 /* The first stop signal caught since begin, or 0. */
 int td_signals_caught(void);
+/* Every signal td_signals_begin handles, into SIG[0..CAP) with its KIND
+ * (what it does between begin and end); returns the count. For the tests
+ * that raise each one at every instant of a tune (tests/cli/signals_test.c). */
+typedef enum { TD_SIG_STOP, TD_SIG_IGNORED, TD_SIG_FAULT } td_sig_kind;
+size_t td_signals_all(int *sig, td_sig_kind *kind, size_t cap);
 
 /* ---- output (td_text.c) ---- */
 /* One line (no trailing newline in FMT) to stdout / stderr, with control

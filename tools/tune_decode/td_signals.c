@@ -79,6 +79,26 @@ static size_t rt_signals(int *out, size_t cap)
     return n;
 }
 
+size_t td_signals_all(int *sig, td_sig_kind *kind, size_t cap)
+{
+    const int *lists[3] = {STOP_SIGNALS, IGNORED_SIGNALS, FAULT_SIGNALS};
+    const size_t ns[3] = {N_(STOP_SIGNALS), N_(IGNORED_SIGNALS), N_(FAULT_SIGNALS)};
+    const td_sig_kind kinds[3] = {TD_SIG_STOP, TD_SIG_IGNORED, TD_SIG_FAULT};
+    size_t n = 0;
+    for (int l = 0; l < 3; l++)
+        for (size_t i = 0; i < ns[l] && n < cap; i++, n++) {
+            sig[n] = lists[l][i];
+            kind[n] = kinds[l];
+        }
+    int rt[MAX_SIG];
+    const size_t nrt = rt_signals(rt, MAX_SIG);
+    for (size_t i = 0; i < nrt && n < cap; i++, n++) {
+        sig[n] = rt[i];
+        kind[n] = TD_SIG_STOP;
+    }
+    return n;
+}
+
 void td_signals_begin(volatile int *stop)
 {
     g_stop_flag = stop;

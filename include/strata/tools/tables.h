@@ -121,14 +121,22 @@ ST_API st_status st_tables_index_update(const char *dir, const st_identity *id, 
                                  st_tables_index **out, st_index_state *before, bool *wrote);
 
 /* Removes the superseded tables of IX from DIR (and their report files when
- * those are proven theirs), then rewrites the index. Only plain names of
- * regular files in DIR are removed (the file rule, docs/DESIGN.md): never the table
- * that engages, never a name with a path in it, never a link, folder or
- * FIFO; a report goes only when it ends in .json or .html, no other table
- * of IX names it, and its JSON (for a page, the JSON of the same name)
- * says it describes the removed table. Each file kept for these reasons
- * gets a "kept NAME: ..." line. REMOVED receives one line
- * per removed file (may be NULL); returns the count in *N_REMOVED. */
+ * those are proven theirs), then rewrites the index. It works under DIR's
+ * lock (the tune's, DIR/.strata-tune.lock: ST_ERR_EXISTS at once while a
+ * tune holds it) and first settles the folder as the next tune would (an
+ * interrupted install completed or rolled back, dead runs' temporary files
+ * removed). A table goes only when it is still superseded with the bytes
+ * IX saw and a run's manifest in DIR (*.manifest: every file a tune left,
+ * with its SHA-256) lists it with those bytes. Only plain names of regular
+ * files in DIR are removed (the file rule, docs/DESIGN.md): never the
+ * table that engages, the lock or tables.json, never a name with a path in
+ * it, never a link, folder or FIFO; a report goes only when it ends in
+ * .json or .html, no other table of IX names it, its JSON (for a page, the
+ * JSON of the same name) says it describes the removed table and a
+ * manifest lists it with its bytes now; a manifest that then proves
+ * nothing goes too. Each file kept for these reasons gets a "kept NAME:
+ * ..." line. NOTE receives one line per removed or kept file (may be
+ * NULL); returns the count of removed tables in *N_REMOVED. */
 typedef void (*st_prune_note)(void *user, const char *line);
 ST_API st_status st_tables_prune(const char *dir, const st_identity *id, const st_dispatch_config *cfg, const st_tables_index *ix,
                           st_prune_note note, void *user, int *n_removed);

@@ -118,6 +118,23 @@ static st_status cpu_expert_mat(void *b, const st_bmatrix *w, int n_expert, cons
                                   c->pool, c->scratch);
 }
 
+/* The checking mode: the ids are host memory here. */
+static st_status cpu_check_ids(void *b, const int32_t *ids, int64_t stride, int nt, int topk, int n_expert,
+                               bool captured, st_bad_id *bad)
+{
+    (void)b;
+    (void)captured;
+    for (int t = 0; t < nt; t++)
+        for (int k = 0; k < topk; k++) {
+            const int32_t v = ids[t * stride + k];
+            if (v < 0 || v >= n_expert) {
+                *bad = (st_bad_id){true, false, t, k, v};
+                return ST_OK;
+            }
+        }
+    return ST_OK;
+}
+
 /* Host memory has no streams: NULL only (ctx.c refuses the rest). */
 static st_status cpu_set_stream(void *b, void *stream)
 {
@@ -177,6 +194,7 @@ static st_status cpu_probe_loads(void *b, const st_bmatrix *w, float *sink)
 }
 
 static const st_backend_ops CPU_OPS = {
+    .check_ids = cpu_check_ids,
     .close = cpu_close,
     .stream = cpu_stream,
     .alloc = cpu_alloc,

@@ -15,3 +15,5 @@ size_t st_gpu_workspace_bytes(const st_ctx_limits *lim, const st_dispatch_config
 size_t st_gpu_layout_bytes(st_qtype t, int64_t rows, int64_t cols) { return 0; }
 
 int st_gpu_device_count(void) { return 0; }
+
+void st_gpu_fail_launch_at(long n) { (void)n; }

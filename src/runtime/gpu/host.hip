@@ -33,7 +33,7 @@ size_t align_up(size_t n) { return (n + ALIGN - 1) & ~(ALIGN - 1); }
 /* The scratch of one decode call, carved from the workspace (sizes for the
  * context's limits; see plan_workspace). */
 struct ws_layout {
-    size_t xq, xblocks, h, hq, y, tickets, groups, partial, total;
+    size_t xq, xblocks, h, hq, y, tickets, groups, check, partial, total;
 };
 
 struct gpu_backend {
@@ -70,6 +70,20 @@ st_status rt_fail(st_rt_error e, const char *what)
         st_rt_error e_ = (expr);                           \
         if (e_ != ST_RT_SUCCESS) return rt_fail(e_, what); \
     } while (0)
+
+/* st_gpu_fail_launch_at (backend.h): the launch to fail, counted down */
+long g_fail_launch_in = 0;
+
+/* A kernel launch's result, or the injected failure: a launch the runtime
+ * refuses, made on stream S in its place. */
+st_rt_error launched(st_rt_error e, st_rt_stream s)
+{
+    if (g_fail_launch_in > 0 && --g_fail_launch_in == 0 && e == ST_RT_SUCCESS) e = st_probe_bad_launch(s);
+    return e;
+}
+
+/* RT_TRY for a kernel launch queued on stream S. */
+#define LAUNCH_TRY(s, expr, what) RT_TRY(launched((expr), (s)), what)
 
 /* Makes DEVICE current for the scope and restores the caller's device. */
 struct dev_guard {
@@ -113,17 +127,18 @@ ws_layout plan_workspace(const st_ctx_limits *l, const st_dispatch_config *cfg)
     w.y = align_up(sizeof(float) * np * (size_t)d);
     w.tickets = align_up(sizeof(uint32_t) * (size_t)d);
     w.groups = align_up(sizeof(int32_t) * ST_GROUPS_WORDS);
+    w.check = align_up(2 * sizeof(unsigned long long)); /* the checking mode's answers (gpu_check_ids) */
     /* the k-split partials: reserved when the knob is set at creation, or
      * when they are small enough not to matter (contexts sized for a model;
      * a knob can also be switched on later with st_ctx_set_dispatch) */
     const size_t partial = align_up(sizeof(float) * 64 * np * (size_t)d);
     w.partial = cfg->active[ST_KNOB_EXPERT_V2K] || partial <= ((size_t)64 << 20) ? partial : 0;
-    w.total = w.xq + w.xblocks + w.h + w.hq + w.y + w.tickets + w.groups + w.partial;
+    w.total = w.xq + w.xblocks + w.h + w.hq + w.y + w.tickets + w.groups + w.check + w.partial;
     return w;
 }
 
 struct ws_ptrs {
-    uint8_t *xq, *xblocks, *h, *hq, *y, *tickets, *groups, *partial;
+    uint8_t *xq, *xblocks, *h, *hq, *y, *tickets, *groups, *check, *partial;
 };
 
 ws_ptrs carve(const gpu_backend *g)
@@ -144,6 +159,8 @@ ws_ptrs carve(const gpu_backend *g)
     at += g->wl.tickets;
     p.groups = at;
     at += g->wl.groups;
+    p.check = at;
+    at += g->wl.check;
     p.partial = g->wl.partial ? at : nullptr;
     return p;
 }
@@ -334,12 +351,12 @@ st_status gpu_mmvq(void *b, const st_bmatrix *w, const float *x, int64_t xs, int
         xp = xplanes(p.xq, w->cols, tiled ? st_xtile_tokens(nt) : nt);
         xp.tiled = tiled;
     }
-    RT_TRY(st_launch_quantize(g->L, x, w->cols, nt, xp, blocks, xs), "q8_1 launch");
+    LAUNCH_TRY(g->L.stream, st_launch_quantize(g->L, x, w->cols, nt, xp, blocks, xs), "q8_1 launch");
     const st_mat_dev m = mat_dev(w);
     st_rt_error e = by_type(w, [&](auto tc) {
         return st_launch_mmvq<decltype(tc)::value>(g->L, m, xp, blocks, nt, y, rows, stage, legacy);
     });
-    RT_TRY(e, "iq_mmvq launch");
+    LAUNCH_TRY(g->L.stream, e, "iq_mmvq launch");
     return ST_OK;
 }
 
@@ -372,16 +389,16 @@ st_status gpu_ffn_composed(gpu_backend *g, const st_bexperts *ex, const st_ffn_o
     m.ids_stride = o->ids_stride ? o->ids_stride : topk;
     m.x_slots = 1;
     m.x = xplanes(p.xq, ex->n_embd, nt);
-    RT_TRY(st_launch_quantize(L, x, ex->n_embd, nt, m.x, nullptr, o->x_stride), "q8_1 launch");
+    LAUNCH_TRY(L.stream, st_launch_quantize(L, x, ex->n_embd, nt, m.x, nullptr, o->x_stride), "q8_1 launch");
     m.rows = ex->n_ff;
     m.y_slot_stride = ex->n_ff;
     m.y_token_stride = (int64_t)ex->n_ff * topk;
     m.w = mat_dev(ex->gate);
     m.y = (float *)p.h;
-    RT_TRY(launch_expert_mat(L, ex->gate, m, stage), "gate launch");
+    LAUNCH_TRY(L.stream, launch_expert_mat(L, ex->gate, m, stage), "gate launch");
     m.w = mat_dev(ex->up);
     m.y = (float *)p.y;
-    RT_TRY(launch_expert_mat(L, ex->up, m, stage), "up launch");
+    LAUNCH_TRY(L.stream, launch_expert_mat(L, ex->up, m, stage), "up launch");
     st_ffn_args f;
     memset(&f, 0, sizeof f);
     f.n_expert = ex->n_expert;
@@ -402,20 +419,20 @@ st_status gpu_ffn_composed(gpu_backend *g, const st_bexperts *ex, const st_ffn_o
     f.g = (const float *)p.h;
     f.u = (const float *)p.y;
     f.h = (float *)p.h;
-    RT_TRY(st_launch_ffn_combine(L, f), "combine launch");
+    LAUNCH_TRY(L.stream, st_launch_ffn_combine(L, f), "combine launch");
     m.x_slots = topk;
     m.x = xplanes(p.hq, ex->n_ff, np);
-    RT_TRY(st_launch_quantize(L, f.h, ex->n_ff, np, m.x, nullptr), "q8_1 launch");
+    LAUNCH_TRY(L.stream, st_launch_quantize(L, f.h, ex->n_ff, np, m.x, nullptr), "q8_1 launch");
     m.rows = ex->n_embd;
     m.y_slot_stride = ex->n_embd;
     m.y_token_stride = (int64_t)ex->n_embd * topk;
     m.w = mat_dev(ex->down);
     m.y = (float *)p.y;
-    RT_TRY(launch_expert_mat(L, ex->down, m, stage), "down launch");
+    LAUNCH_TRY(L.stream, launch_expert_mat(L, ex->down, m, stage), "down launch");
     f.y = (const float *)p.y;
     f.out = out;
     f.out_stride = o->out_stride ? o->out_stride : ex->n_embd;
-    RT_TRY(st_launch_ffn_sum(L, f), "top-k sum launch");
+    LAUNCH_TRY(L.stream, st_launch_ffn_sum(L, f), "top-k sum launch");
     return ST_OK;
 }
 
@@ -483,16 +500,16 @@ st_status gpu_expert_grouped(void *b, const st_bexperts *ex, const st_ffn_option
      * are many, so blocks are not dominated by their set-up */
     a.ppb = np <= 8 ? 1 : np <= 16 ? 2 : 4;
     const st_launch &L = g->L;
-    RT_TRY(st_launch_quantize(L, x, ex->n_embd, nt, a.xq, nullptr, xs), "q8_1 launch");
-    if (pl.grouped_v1) RT_TRY(st_launch_group_v1(L, a), "grouping launch");
-    if (pl.mma) RT_TRY(st_launch_expert_pairs(L, a), "pair grouping launch");
+    LAUNCH_TRY(L.stream, st_launch_quantize(L, x, ex->n_embd, nt, a.xq, nullptr, xs), "q8_1 launch");
+    if (pl.grouped_v1) LAUNCH_TRY(L.stream, st_launch_group_v1(L, a), "grouping launch");
+    if (pl.mma) LAUNCH_TRY(L.stream, st_launch_expert_pairs(L, a), "pair grouping launch");
     st_rt_error e = by_type(ex->gate, [&](auto tc) { return st_launch_gate_up<decltype(tc)::value>(L, a, pl); });
-    RT_TRY(e, "gate-up launch");
-    if (pl.v2k) RT_TRY(st_launch_combine_v2k(L, a), "k-split combine launch");
-    RT_TRY(st_launch_quantize(L, a.h, ex->n_ff, np, a.hq, nullptr, 0, ids, ex->n_expert), "q8_1 launch");
+    LAUNCH_TRY(L.stream, e, "gate-up launch");
+    if (pl.v2k) LAUNCH_TRY(L.stream, st_launch_combine_v2k(L, a), "k-split combine launch");
+    LAUNCH_TRY(L.stream, st_launch_quantize(L, a.h, ex->n_ff, np, a.hq, nullptr, 0, ids, ex->n_expert), "q8_1 launch");
     e = by_type(ex->down, [&](auto tc) { return st_launch_down<decltype(tc)::value>(L, a, pl); });
-    RT_TRY(e, "down launch");
-    if (pl.tsum || pl.mma) RT_TRY(st_launch_topk_sum(L, a), "top-k sum launch");
+    LAUNCH_TRY(L.stream, e, "down launch");
+    if (pl.tsum || pl.mma) LAUNCH_TRY(L.stream, st_launch_topk_sum(L, a), "top-k sum launch");
     return ST_OK;
 }
 
@@ -623,6 +640,31 @@ st_status gpu_check_ptr(void *b, const void *p, const char *call, const char *ar
                    "st_ctx_upload into st_ctx_alloc'd memory", call, arg, g->device);
 }
 
+/* The ids range-checked by a kernel (kernels/check.hip) into the
+ * workspace's two answer words: [0] for an uncaptured call, [1] for calls
+ * captured into a graph (what a replay finds waits there for the next
+ * uncaptured check). Only the 16 bytes come back. */
+st_status gpu_check_ids(void *b, const int32_t *ids, int64_t stride, int nt, int topk, int n_expert, bool captured,
+                        st_bad_id *bad)
+{
+    gpu_backend *g = G(b);
+    dev_guard dg(g->device);
+    memset(bad, 0, sizeof *bad);
+    unsigned long long *ans = (unsigned long long *)carve(g).check;
+    LAUNCH_TRY(g->L.stream, st_launch_check_ids(g->L, ids, stride, nt, topk, n_expert, ans + (captured ? 1 : 0)),
+               "ids check launch");
+    if (captured) return ST_OK;
+    unsigned long long h[2] = {ST_BAD_ID_NONE, ST_BAD_ID_NONE};
+    RT_TRY(st_rt_memcpy_dtoh(h, ans, sizeof h, g->L.stream), "copy the ids check");
+    RT_TRY(st_rt_stream_sync(g->L.stream), "wait for the ids check");
+    const int which = h[0] != ST_BAD_ID_NONE ? 0 : h[1] != ST_BAD_ID_NONE ? 1 : -1;
+    if (which < 0) return ST_OK;
+    RT_TRY(st_rt_memset(ans, 0xff, sizeof h, g->L.stream), "clear the ids check");
+    const unsigned long long k = h[which];
+    *bad = st_bad_id{true, which == 1, (int)(k >> 44), (int)((k >> 32) & 0xfff), (int32_t)(uint32_t)k};
+    return ST_OK;
+}
+
 bool gpu_capturing(void *b)
 {
     gpu_backend *g = G(b);
@@ -669,19 +711,20 @@ st_status gpu_expert_mat(void *b, const st_bmatrix *w, int n_expert, const float
     m.y_token_stride = yts;
     if (x_slots == 1) {
         m.x = xplanes(p.xq, k, nt);
-        RT_TRY(st_launch_quantize(g->L, x, k, nt, m.x, nullptr, xts), "q8_1 launch");
+        LAUNCH_TRY(g->L.stream, st_launch_quantize(g->L, x, k, nt, m.x, nullptr, xts), "q8_1 launch");
     } else {
         m.x = xplanes(p.hq, k, nt * topk);
         if (xts == xss * topk) {
-            RT_TRY(st_launch_quantize(g->L, x, k, nt * topk, m.x, nullptr, xss), "q8_1 launch");
+            LAUNCH_TRY(g->L.stream, st_launch_quantize(g->L, x, k, nt * topk, m.x, nullptr, xss), "q8_1 launch");
         } else {
             for (int t = 0; t < nt; t++)
-                RT_TRY(st_launch_quantize(g->L, x + t * xts, k, topk, xplanes_from(m.x, t * topk), nullptr, xss),
-                       "q8_1 launch");
+                LAUNCH_TRY(g->L.stream,
+                           st_launch_quantize(g->L, x + t * xts, k, topk, xplanes_from(m.x, t * topk), nullptr, xss),
+                           "q8_1 launch");
         }
     }
     const bool stage = !cfg->active[ST_KNOB_IQ_STAGE_GRID_OFF];
-    RT_TRY(launch_expert_mat(g->L, w, m, stage), "expert_mat launch");
+    LAUNCH_TRY(g->L.stream, launch_expert_mat(g->L, w, m, stage), "expert_mat launch");
     return ST_OK;
 }
 
@@ -715,7 +758,7 @@ const st_backend_ops GPU_OPS = {
     gpu_probe_read,   gpu_probe_copy,     gpu_probe_empty,   gpu_probe_loads,
     gpu_capture_begin, gpu_capture_end,   gpu_graph_launch,  gpu_graph_destroy,
     gpu_check_ptr,    gpu_capturing,
-    gpu_set_stream,   gpu_expert_mat,
+    gpu_set_stream,   gpu_check_ids,    gpu_expert_mat,
 };
 
 st_status open_device(int device, st_identity *id)
@@ -791,11 +834,14 @@ st_status setup(gpu_backend *g, const st_ctx_params *p, const st_dispatch_config
     /* the fused down's tickets start at zero; the kernel leaves them so */
     const ws_ptrs wp = carve(g);
     RT_TRY(st_rt_memset(wp.tickets, 0, g->wl.tickets, g->L.stream), "clear the workspace");
+    RT_TRY(st_rt_memset(wp.check, 0xff, g->wl.check, g->L.stream), "clear the workspace"); /* ST_BAD_ID_NONE */
     RT_TRY(st_rt_stream_sync(g->L.stream), "clear the workspace");
     return ST_OK;
 }
 
 } // namespace
+
+extern "C" void st_gpu_fail_launch_at(long n) { g_fail_launch_in = n > 0 ? n : 0; }
 
 extern "C" size_t st_gpu_workspace_bytes(const st_ctx_limits *lim, const st_dispatch_config *cfg)
 {
