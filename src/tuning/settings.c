@@ -328,7 +328,10 @@ static st_status decide(st_settings_run_state *s)
     r->previous = -1;
     for (int i = 0; i < s->n_points; i++) {
         st_settings_point *p = &s->p[i];
-        snprintf(r->cand[i].name, sizeof r->cand[i].name, "%s", p->label);
+        /* the tuner's name field is short; the verdicts here name the full label */
+        const size_t ln = strlen(p->label) < sizeof r->cand[i].name - 1 ? strlen(p->label) : sizeof r->cand[i].name - 1;
+        memcpy(r->cand[i].name, p->label, ln);
+        r->cand[i].name[ln] = '\0';
         r->cand[i].bytes_match = p->state == ST_POINT_MEASURED && p->n_ms == r->n_rounds;
         for (int k = 0; k < p->n_ms; k++) r->cand[i].round_us[k] = p->ms[k];
         if (p->n_ms) {

@@ -55,9 +55,15 @@ void st_engine_last_words(const char *log_path, char *buf, size_t n)
     const size_t got = fread(tail, 1, sizeof tail - 1, f);
     fclose(f);
     tail[got] = '\0';
+    /* of the last 40 lines, the first naming an error (the cause: "error
+     * loading model: ...", before the "exiting due to ... error" that
+     * follows it), else the last non-empty one */
+    int n_lines = 0;
+    for (const char *c = tail; *c; c++) n_lines += *c == '\n';
     const char *last = NULL, *err = NULL;
     size_t last_n = 0, err_n = 0;
-    for (char *p = tail; *p;) {
+    int line_no = 0;
+    for (char *p = tail; *p; line_no++) {
         char *e = strchr(p, '\n');
         size_t len = e ? (size_t)(e - p) : strlen(p);
         while (len && (p[len - 1] == '\r' || p[len - 1] == ' ')) len--;
@@ -68,8 +74,9 @@ void st_engine_last_words(const char *log_path, char *buf, size_t n)
             const size_t m = len < sizeof line - 1 ? len : sizeof line - 1;
             memcpy(line, p, m);
             line[m] = '\0';
-            if (strcasestr(line, "error") || strcasestr(line, "failed") || strcasestr(line, "invalid") ||
-                strcasestr(line, "cannot") || strcasestr(line, "abort")) {
+            if (!err && line_no + 40 >= n_lines &&
+                (strcasestr(line, "error") || strcasestr(line, "failed") || strcasestr(line, "invalid") ||
+                 strcasestr(line, "cannot") || strcasestr(line, "abort"))) {
                 err = p;
                 err_n = len;
             }

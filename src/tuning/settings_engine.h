@@ -47,8 +47,8 @@ st_status st_engine_complete(st_engine *e, const char *prompt, int n_predict, do
  * call on one that is not running. */
 void st_engine_stop(st_engine *e);
 
-/* The line of the log that says why it stopped: the last one naming an
- * error, else the last non-empty one ("" when none). */
+/* The line of the log that says why it stopped: of its last 40 lines the
+ * first naming an error, else the last non-empty one ("" when none). */
 void st_engine_last_words(const char *log_path, char *buf, size_t n);
 
 /* The engine build's identity: the lines `BIN --version` prints (version
