@@ -36,7 +36,7 @@ typedef struct {
 } axis;
 
 /* The short names of the speculative settings and threads, and the flags
- * of llama.cpp (common/arg.cpp of the tree in ../shared/engines) they
+ * of llama.cpp (its common_arg option table, in the tree of ../shared/engines) they
  * stand for; any other name is the engine's own flag without its dashes. */
 static const char *const FLAG_MAP[][2] = {
     {"spec-type", "--spec-type"},
