@@ -18,6 +18,7 @@
 #include "tuner_decide.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -347,6 +348,16 @@ static st_status decide(st_settings_run_state *s)
     st_tune_decide(r, s->threshold);
     s->best = r->best;
     const double thr = 100 * s->threshold;
+    /* the confidence st_tune_decide asks of each interval (95% split over
+     * the points compared), and whether N samples can reach it at all: the
+     * widest interval, [min, max], covers the median with 1 - 2^(1-N) */
+    int m = 0;
+    for (int i = 1; i < s->n_points; i++) m += r->cand[i].bytes_match;
+    const double conf = 1 - 0.05 / (m > 0 ? m : 1);
+    const bool few = 1 - ldexp(1.0, 1 - r->n_rounds) < conf;
+    char few_why[200];
+    snprintf(few_why, sizeof few_why, "%d samples are too few for a %.4g%% interval (%d settings compared): run more "
+             "--rounds", r->n_rounds, 100 * conf, m);
     int best_alt = -1;
     for (int i = 1; i < s->n_points; i++) {
         st_settings_point *p = &s->p[i];
@@ -367,7 +378,10 @@ static st_status decide(st_settings_run_state *s)
                      "faster than the defaults beyond the threshold (time change %+.1f%%, interval %+.1f%%..%+.1f%%), "
                      "not the fastest",
                      c, lo, hi);
-        else if (p->change < -s->threshold) {
+        else if (p->change < -s->threshold && few) {
+            p->noisy = true;
+            snprintf(p->why, sizeof p->why, "cannot decide: measured %.1f%% faster, but %s", -c, few_why);
+        } else if (p->change < -s->threshold) {
             p->noisy = true;
             snprintf(p->why, sizeof p->why,
                      "cannot decide: measured %.1f%% faster, but its interval %+.1f%%..%+.1f%% reaches inside the "
@@ -389,6 +403,9 @@ static st_status decide(st_settings_run_state *s)
         snprintf(tail, sizeof tail, " (%d refused: tokens differ; %d failed)", refused, failed);
     if (r->best)
         snprintf(s->verdict, sizeof s->verdict, "adopted %s: %s%s", s->p[r->best].label, s->p[r->best].why + 9, tail);
+    else if (s->undecided && few)
+        snprintf(s->verdict, sizeof s->verdict, "cannot decide: %s measured %.1f%% faster, but %s; the defaults are "
+                 "kept%s", s->p[best_alt].label, -100 * s->p[best_alt].change, few_why, tail);
     else if (s->undecided)
         snprintf(s->verdict, sizeof s->verdict, "cannot decide: %s measured %.1f%% faster, but its interval "
                  "%+.1f%%..%+.1f%% (%d samples) reaches inside the %.1f%% threshold; the defaults are kept%s",
