@@ -36,6 +36,7 @@ cJSON *st_settings_report_json(const st_settings_run_state *s)
     cJSON_AddStringToObject(id, "model_sha256", s->model_sha);
     cJSON_AddStringToObject(id, "device", s->device);
     cJSON_AddStringToObject(id, "strata_table", s->table);
+    cJSON_AddStringToObject(id, "strata_log", s->strata_log);
     cJSON *op = cJSON_AddObjectToObject(j, "options");
     cJSON_AddNumberToObject(op, "rounds", s->rounds);
     cJSON_AddNumberToObject(op, "prompts", s->n_prompts);
@@ -144,7 +145,8 @@ void st_page_settings(st_html *h, const cJSON *root)
                                           {"model", "model"},
                                           {"model_sha256", "model sha256"},
                                           {"device", "device"},
-                                          {"strata_table", "strata table (STRATA_DECODE_TUNING)"}};
+                                          {"strata_table", "strata table (STRATA_DECODE_TUNING)"},
+                                          {"strata_log", "what the engine said of strata-tune"}};
     for (size_t k = 0; k < sizeof KEYS / sizeof KEYS[0]; k++) st_page_kv(h, KEYS[k][1], st_j_str(id, KEYS[k][0], ""));
     const cJSON *op = st_j_obj(root, "options");
     char b[160];

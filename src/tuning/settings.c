@@ -14,6 +14,7 @@
 #include "settings_internal.h"
 #include "sha256.h"
 #include "strata/tools/output.h"
+#include "strata/table.h"
 #include "strata/tools/report.h"
 #include "tuner_decide.h"
 
@@ -307,6 +308,10 @@ static st_status run_point(st_settings_run_state *s, run_io *io, int i, int r)
         p->draft_accepted += rep.draft_accepted;
     }
     st_engine_stop(&e);
+    if (i == 0 && r == 0) { /* an engine with strata-tune inside says whether its table engaged */
+        st_engine_log_lines(io->log, "ggml_strata: strata-tune", s->strata_log, sizeof s->strata_log);
+        st_engine_log_lines(io->log, ST_TABLE_MSG_PREFIX, s->strata_log, sizeof s->strata_log);
+    }
     if (st == ST_ERR_INTERRUPTED) return st;
     if (st != ST_OK) {
         if (i == 0) return st; /* the defaults must run: the message carries the engine's last words */

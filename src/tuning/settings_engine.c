@@ -92,6 +92,27 @@ void st_engine_last_words(const char *log_path, char *buf, size_t n)
     buf[m] = '\0';
 }
 
+void st_engine_log_lines(const char *log_path, const char *needle, char *out, size_t n)
+{
+    size_t at = strlen(out);
+    FILE *f = fopen(log_path, "rb");
+    if (!f) return;
+    char line[4096];
+    while (fgets(line, sizeof line, f)) {
+        char *hit = strstr(line, needle);
+        if (!hit) continue;
+        hit[strcspn(hit, "\r\n")] = '\0';
+        if (strlen(hit) > 300) hit[300] = '\0';
+        const int w = snprintf(out + at, at < n ? n - at : 0, "%s%s", at ? " | " : "", hit);
+        if (w < 0 || (size_t)w >= n - at) {
+            out[at] = '\0';
+            break;
+        }
+        at += (size_t)w;
+    }
+    fclose(f);
+}
+
 /* A port the kernel says is free now (bound to port 0, then released). */
 static int free_port(void)
 {

@@ -51,6 +51,11 @@ void st_engine_stop(st_engine *e);
  * first naming an error, else the last non-empty one ("" when none). */
 void st_engine_last_words(const char *log_path, char *buf, size_t n);
 
+/* The lines of the log holding NEEDLE (each cut to 300 bytes), joined
+ * by " | " into OUT ("" when none): what an engine with strata-tune inside
+ * said about its table ("decode tuning: ...", "ggml_strata: ..."). */
+void st_engine_log_lines(const char *log_path, const char *needle, char *out, size_t n);
+
 /* The engine build's identity: the lines `BIN --version` prints (version
  * and compiler, joined by "; ") and the sha256 of the binary and of every
  * lib*.so* beside it (one hash over their hashes in name order). */

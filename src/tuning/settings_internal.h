@@ -39,6 +39,7 @@ typedef struct {
     char engine_version[512], engine_sha[65];
     char device[256];
     char table[4096];                        /* STRATA_DECODE_TUNING when set ("" otherwise) */
+    char strata_log[1024];                   /* what the engine said of strata-tune and its table */
     char date[32];
     int n_prompts, n_predict, rounds;
     double threshold;

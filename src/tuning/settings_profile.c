@@ -47,6 +47,7 @@ cJSON *st_settings_profile_json(const st_settings_run_state *s)
         cJSON_AddStringToObject(id, "strata_table", s->table);
     else
         cJSON_AddNullToObject(id, "strata_table");
+    cJSON_AddStringToObject(id, "strata_log", s->strata_log);
     cJSON_AddStringToObject(j, "decision", s->best ? "adopted" : s->undecided ? "cannot decide" : "defaults kept");
     cJSON_AddStringToObject(j, "verdict", s->verdict);
     cJSON *set = cJSON_AddObjectToObject(j, "settings");

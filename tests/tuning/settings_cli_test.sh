@@ -73,7 +73,7 @@ out=$dir/out/c
 mkdir -p "$out"
 FAKE_LLAMA_SPEED="--spec-type=ngram-mod:0.9" FAKE_LLAMA_NOISE=0.5 \
   "$td" -q settings "$model" --engine "$fake" --prompts "$dir/prompts.txt" --sweep spec-type=ngram-mod \
-  --n-predict 8 --rounds 3 --out "$out" > "$dir/c.out" 2> "$dir/c.err"
+  --n-predict 8 --rounds 2 --out "$out" > "$dir/c.out" 2> "$dir/c.err"
 rc=$?
 [ $rc = 3 ] || fail "run c: exit $rc, not 3 (cannot decide): $(cat "$dir/c.out" "$dir/c.err")"
 grep -q '^settings: cannot decide: spec-type=ngram-mod measured 10.0% faster, but its interval .* reaches inside the 1.0% threshold' "$dir/c.out" || fail "run c: $(head -1 "$dir/c.out")"
