@@ -443,12 +443,12 @@ static void safe_name(const char *model, char *out, size_t n)
  * disk always has its report. */
 static st_status write_outputs(st_settings_run_state *s, st_settings_summary *sum)
 {
-    const char *dir = s->o->out_dir ? s->o->out_dir : ".";
+    const char *dir = s->o->out_dir ? s->o->out_dir : "", *sep = dir[0] ? "/" : "";
     char base[300];
     safe_name(s->o->model, base, sizeof base);
-    snprintf(sum->profile_path, sizeof sum->profile_path, "%s/strata-settings-%s.profile.json", dir, base);
-    snprintf(sum->json_path, sizeof sum->json_path, "%s/strata-settings-%s.json", dir, base);
-    snprintf(sum->html_path, sizeof sum->html_path, "%s/strata-settings-%s.html", dir, base);
+    snprintf(sum->profile_path, sizeof sum->profile_path, "%s%sstrata-settings-%s.profile.json", dir, sep, base);
+    snprintf(sum->json_path, sizeof sum->json_path, "%s%sstrata-settings-%s.json", dir, sep, base);
+    snprintf(sum->html_path, sizeof sum->html_path, "%s%sstrata-settings-%s.html", dir, sep, base);
     cJSON *rep = st_settings_report_json(s);
     cJSON *prof = st_settings_profile_json(s);
     char *rt = rep ? cJSON_Print(rep) : NULL, *pt = prof ? cJSON_Print(prof) : NULL;
