@@ -378,15 +378,15 @@ static st_status decide(st_settings_run_state *s)
                      "adopted: %.1f%% faster than the defaults (time change %+.1f%%, interval %+.1f%%..%+.1f%%: all of "
                      "it beyond the %.1f%% threshold)",
                      -c, c, lo, hi, thr);
-        else if (p->change_hi < -s->threshold)
+        else if (p->change < -s->threshold && few) {
+            p->noisy = true;
+            snprintf(p->why, sizeof p->why, "cannot decide: measured %.1f%% faster, but %s", -c, few_why);
+        } else if (p->change_hi < -s->threshold)
             snprintf(p->why, sizeof p->why,
                      "faster than the defaults beyond the threshold (time change %+.1f%%, interval %+.1f%%..%+.1f%%), "
                      "not the fastest",
                      c, lo, hi);
-        else if (p->change < -s->threshold && few) {
-            p->noisy = true;
-            snprintf(p->why, sizeof p->why, "cannot decide: measured %.1f%% faster, but %s", -c, few_why);
-        } else if (p->change < -s->threshold) {
+        else if (p->change < -s->threshold) {
             p->noisy = true;
             snprintf(p->why, sizeof p->why,
                      "cannot decide: measured %.1f%% faster, but its interval %+.1f%%..%+.1f%% reaches inside the "

@@ -113,7 +113,7 @@ mkdir -p "$out"
 busy=()
 for _ in 1 2 3; do (while :; do :; done) & busy+=($!); done
 "$td" settings "$m" --engine "$server" --prompts "$dir/prompts.txt" --engine-args "${eargs/-t 1 /-t 2 }" \
-  --sweep threads=default,1 --sweep spec-type=default,ngram-mod --n-predict 32 --rounds 1 --out "$out" \
+  --sweep threads=default,1 --sweep spec-type=default,ngram-mod --n-predict 16 --rounds 1 --out "$out" \
   > "$dir/c.out" 2> "$dir/c.err" < /dev/null
 rc=$?
 kill "${busy[@]}" 2> /dev/null
