@@ -361,8 +361,8 @@ static st_status decide(st_settings_run_state *s)
     const double conf = 1 - 0.05 / (m > 0 ? m : 1);
     const bool few = 1 - ldexp(1.0, 1 - r->n_rounds) < conf;
     char few_why[200];
-    snprintf(few_why, sizeof few_why, "%d samples are too few for a %.4g%% interval (%d settings compared): run more "
-             "--rounds", r->n_rounds, 100 * conf, m);
+    snprintf(few_why, sizeof few_why, "%d samples are too few for a %.4g%% interval (%d setting%s compared): run more "
+             "--rounds", r->n_rounds, 100 * conf, m, m == 1 ? "" : "s");
     int best_alt = -1;
     for (int i = 1; i < s->n_points; i++) {
         st_settings_point *p = &s->p[i];

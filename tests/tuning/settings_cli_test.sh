@@ -80,6 +80,17 @@ grep -q '^settings: cannot decide: spec-type=ngram-mod measured 10.0% faster, bu
 grep -q "^command: $fake -m $model$" "$dir/c.out" || fail "run c: the command is not the defaults'"
 [ "$(json "$out/strata-settings-tiny-moe.profile.json" 'j["decision"]')" = "cannot decide" ] || fail "run c: profile decision"
 
+# 3b. too few samples for a 95% interval (one round of three prompts): a
+#     setting 30% faster is not adopted; cannot decide, and why
+out=$dir/out/c2
+mkdir -p "$out"
+FAKE_LLAMA_SPEED="--spec-type=ngram-mod:0.7" \
+  "$td" -q settings "$model" --engine "$fake" --prompts "$dir/prompts.txt" --sweep spec-type=ngram-mod \
+  --n-predict 8 --rounds 1 --out "$out" > "$dir/c2.out" 2> "$dir/c2.err"
+rc=$?
+[ $rc = 3 ] && grep -q '^settings: cannot decide: spec-type=ngram-mod measured 30.0% faster, but 3 samples are too few for a 95% interval (1 setting compared): run more --rounds' "$dir/c2.out" ||
+  fail "run c2: exit $rc: $(head -1 "$dir/c2.out")"
+
 # 4. a setting the engine fails on: named with the engine's last words;
 #    the run goes on
 out=$dir/out/d
