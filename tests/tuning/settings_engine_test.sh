@@ -52,8 +52,8 @@ table() {
 state() { json "$1" "[s['state'] for s in j['settings'] if s['label'] == '$2'][0]"; }
 # one thread for the target and the draft: on a machine shared with other
 # work (CI), ggml's threads spin at their barrier while a peer is
-# descheduled: -t 2 measured 27x and 66x slower than -t 1 in two runs here
-# (2026-12-03)
+# descheduled: -t 2 measured 27x to 134x slower than -t 1 in three runs
+# here (2026-12-03)
 eargs="-c 1024 -np 1 --no-webui -t 1 -td 1"
 start=$(date +%s)
 
