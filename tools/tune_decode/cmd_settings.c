@@ -14,7 +14,8 @@
 static const char SETTINGS_HELP[] =
     "usage: tune_decode settings MODEL.gguf --engine PATH --prompts FILE --sweep NAME=V1,V2,...\n"
     "                            [--sweep ...] [--draft-model M.gguf] [--n-predict N] [--rounds N]\n"
-    "                            [--threshold 1%] [--engine-args 'ARGS'] [--device-name TEXT] [--out DIR]\n"
+    "                            [--threshold 1%] [--engine-args 'ARGS'] [--device-name TEXT]\n"
+    "                            [--start-timeout SECONDS] [--out DIR]\n"
     "       tune_decode settings apply PROFILE MODEL.gguf --engine PATH\n"
     "\n"
     "Sweeps the settings an engine runs with and adopts only what keeps every token. The\n"
