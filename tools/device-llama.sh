@@ -17,7 +17,8 @@
 # "build" (both builds, the models, and with "gputests" the gpu tests and
 # the in-place bench meanwhile), then "backend bench batched greedy" (a
 # second call on the same warm machine may run these on the first call's
-# builds under build/). Logs under $OUT.
+# builds under build/), and "settings" (tune_decode settings on the
+# integrated llama-server: not in the default STEPS). Logs under $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/device-logs}
@@ -43,7 +44,7 @@ if has build; then
     rm -rf "$L" && mkdir -p "$L" && tar -xJf "$T" -C "$L" && integrations/llama.cpp/apply.sh "$L/llama.cpp" &&
     cmake -S "$L/llama.cpp" -B "$L/build" -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DGGML_CUDA=ON -DGGML_CUDA_STRATA=ON \
       -DGGML_CUDA_FA=OFF -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=OFF -DCMAKE_PREFIX_PATH="$P;/tmp/deps/usr" &&
-    cmake --build "$L/build" -j"$(nproc)" --target test-backend-ops llama-bench llama-batched-bench llama-simple
+    cmake --build "$L/build" -j"$(nproc)" --target test-backend-ops llama-bench llama-batched-bench llama-simple llama-server
   ) > "$OUT/llama-build.txt" 2>&1 &
   lb=$!
   ( "$B/tests/gguf_gen" --llama "$PWD/build/qwen3moe-tiny.gguf" "$V" 2 256 256 8 2 &&
@@ -137,5 +138,39 @@ if has greedy; then
     grep -E "decode tuning|ggml_strata: a context ends" "$OUT/greedy-table.log" | head -4
   fi
   grep -E "ggml_strata|model buffer|CUDA0 compute|decode|eval time" "$OUT/greedy-strata1-1.log" | head -12
+fi
+if has settings; then
+  # the settings layer (tune_decode settings) on the integrated llama-server
+  # (GGML_STRATA=1; SETTINGS_STOCK=1 adds the same sweep on stock ggml):
+  # the n-gram kinds and a K cache of q8_0, then the tiny model as a draft
+  # with the draft length and floor; the report and profile under $OUT
+  printf '%s\n' 'The quick brown fox jumps over the lazy dog. The quick brown fox' \
+    'def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n\ndef fib' \
+    'One, two, three, four, five, six, seven, eight, nine, ten, one, two, three,' > "$OUT/prompts.txt"
+  ea="-ngl 99 -c 4096 -np 1 --no-webui"
+  for on in 1 ${SETTINGS_STOCK:+0}; do
+    mkdir -p "$OUT/settings-strata$on"
+    GGML_STRATA=$on timeout 280 "$B/tools/tune_decode" settings "$M" --engine "$bin/llama-server" --prompts "$OUT/prompts.txt" \
+      --engine-args "$ea" --sweep spec-type=default,ngram-simple,ngram-map-k,ngram-mod --sweep cache-type-k=default,q8_0 \
+      --n-predict ${SETTINGS_NPREDICT:-96} --rounds ${SETTINGS_ROUNDS:-3} --device-name H200 --out "$OUT/settings-strata$on" \
+      > "$OUT/settings-ngram-strata$on.txt" 2> "$OUT/settings-ngram-strata$on.log"
+    el "settings n-gram GGML_STRATA=$on: rc=$?"; cat "$OUT/settings-ngram-strata$on.txt"
+    mkdir -p "$OUT/settings-draft-strata$on"
+    GGML_STRATA=$on timeout 280 "$B/tools/tune_decode" settings "$M" --engine "$bin/llama-server" --prompts "$OUT/prompts.txt" \
+      --engine-args "$ea -ngld 99" --draft-model "$PWD/build/qwen3moe-tiny.gguf" --sweep spec-type=draft-simple \
+      --sweep draft-max=4,16 --sweep draft-p-min=default,0.7 --n-predict ${SETTINGS_NPREDICT:-96} \
+      --rounds ${SETTINGS_ROUNDS:-3} --device-name H200 --out "$OUT/settings-draft-strata$on" \
+      > "$OUT/settings-draft-strata$on.txt" 2> "$OUT/settings-draft-strata$on.log"
+    el "settings draft GGML_STRATA=$on: rc=$?"; cat "$OUT/settings-draft-strata$on.txt"
+  done
+  python3 - "$OUT"/settings-*strata*/strata-settings-*.json <<'PY' 2> /dev/null
+import json, sys
+for f in sys.argv[1:]:
+    if f.endswith(".profile.json"): continue
+    j = json.load(open(f))
+    print("==", f, "|", j["identity"].get("strata_log", ""))
+    for s in j["settings"]:
+        print("  %-50s %-8s %8s tok/s  %s" % (s["label"], s["state"], "%.1f" % s["tok_s"] if "tok_s" in s else "-", s["why"]))
+PY
 fi
 el "done"

@@ -16,4 +16,5 @@
 #include "strata/tools/report.h"
 #include "strata/tools/vectors.h"
 #include "strata/tools/bench.h"
+#include "strata/tools/settings.h"
 #endif

@@ -222,6 +222,7 @@ st_status st_report_html_render(const char *json, size_t len, const char *name, 
     void (*body)(st_html *, const cJSON *) = !strcmp(kind, "autotune") ? st_page_autotune
                                              : !strcmp(kind, "verify")  ? st_page_verify
                                              : !strcmp(kind, "bench")   ? st_page_bench
+                                             : !strcmp(kind, "settings") ? st_page_settings
                                                                         : NULL;
     if (!body) {
         cJSON_Delete(root);

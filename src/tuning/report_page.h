@@ -37,5 +37,6 @@ const char *st_page_basename(const char *path);
 void st_page_autotune(st_html *h, const cJSON *root);
 void st_page_verify(st_html *h, const cJSON *root);
 void st_page_bench(st_html *h, const cJSON *root);
+void st_page_settings(st_html *h, const cJSON *root); /* report_settings.c */
 
 #endif

@@ -5,8 +5,8 @@
  * "<script" in it would have come from the input, so there must be none. An
  * index that parses must format and parse again to the same text.
  *
- * Seeds: tests/fuzz/corpus/report/ (an autotune report, verify and bench
- * reports, a tables.json). */
+ * Seeds: tests/fuzz/corpus/report/ (an autotune report, verify, bench and
+ * settings reports, a tables.json). */
 #include "fuzz_target.h"
 #include "strata/tools/report.h"
 #include "strata/status.h"

@@ -57,6 +57,7 @@ int cmd_tune(int argc, char **argv, const td_global *g);      /* tune [MODEL.ggu
 int cmd_verify(int argc, char **argv, const td_global *g);    /* verify MODEL.gguf TABLE */
 int cmd_coverage(int argc, char **argv, const td_global *g);  /* coverage MODEL.gguf TABLE|DIR */
 int cmd_bench(int argc, char **argv, const td_global *g);     /* bench */
+int cmd_settings(int argc, char **argv, const td_global *g);  /* settings MODEL.gguf ..., settings apply */
 
 /* The command line as reports record it: "tune_decode ARGS..." (malloc'd;
  * NULL when out of memory). */

@@ -32,6 +32,9 @@ static const char USAGE[] =
     "  coverage MODEL TABLE  which shapes the model needs that the table lacks; would it engage?\n"
     "  bench                 bandwidth probes, iq_mmvq, expert_grouped and decode-step figures\n"
     "                        (--html FILE: the figures as a page)\n"
+    "  settings MODEL.gguf   sweep an engine's settings (llama-server: speculative decoding,\n"
+    "                        draft length and floor, threads) on your prompts, adopting only what\n"
+    "                        keeps every greedy token; writes a profile and a report\n"
     "\n"
     "Options:\n"
     "  -q, --quiet           no progress output\n"
@@ -66,7 +69,7 @@ static const td_command COMMANDS[] = {
     {"table", cmd_table},       {"variants", cmd_variants}, {"identity", cmd_identity},
     {"vectors", cmd_vectors},   {"shapes", cmd_shapes},     {"tune", cmd_tune},
     {"verify", cmd_verify},     {"coverage", cmd_coverage}, {"bench", cmd_bench},
-    {"report", cmd_report},
+    {"report", cmd_report},     {"settings", cmd_settings},
 };
 
 static bool is_help_arg(int argc, char **argv)

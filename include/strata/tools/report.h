@@ -1,9 +1,10 @@
 /* strata-tune tools library: the reports. The HTML reports: one self-contained page (inline CSS and SVG, no
  * scripts, nothing fetched) rendered from a report's JSON alone, so
  * `tune_decode report FILE.json` gives the same page the tuner wrote.
- * Three kinds of JSON are understood: the tuner's autotune report
- * (strata-<model>.autotune.json), and the verify and bench reports
- * (`"report": "verify"` / `"bench"`). */
+ * Four kinds of JSON are understood: the tuner's autotune report
+ * (strata-<model>.autotune.json), the verify and bench reports
+ * (`"report": "verify"` / `"bench"`) and the settings report
+ * (`"report": "settings"`, strata/tools/settings.h). */
 #ifndef STRATA_TOOLS_REPORT_H
 #define STRATA_TOOLS_REPORT_H
 
@@ -20,7 +21,7 @@ extern "C" {
 
 /* Renders JSON[0..LEN) into a malloc'd page (*HTML, *HTML_LEN; the caller
  * frees). NAME is the JSON's file name, printed in the page. Input that is
- * not JSON or not one of the three reports is refused with one line
+ * not JSON or not one of the four reports is refused with one line
  * (st_last_error) and nothing is returned. */
 ST_API st_status st_report_html_render(const char *json, size_t len, const char *name, char **html, size_t *html_len);
 

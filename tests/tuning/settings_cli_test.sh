@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# tune_decode settings against a stand-in for llama-server
+# (fake_llama_server.py, told through its environment what to do): token
+# identity, the refusal of a setting whose tokens differ with its first
+# differing position, adoption only beyond the threshold, "cannot decide"
+# under noise, the profile, the report and its page, the profile refused
+# for another engine build or model, Ctrl-C (engine ended, nothing
+# written), a missing and a failing engine (one line with its last words),
+# a setting the engine fails on.
+# Usage: settings_cli_test.sh TUNE_DECODE FAKE_SERVER MODEL WORKDIR
+set -uo pipefail
+td=${1:?usage: settings_cli_test.sh TUNE_DECODE FAKE_SERVER MODEL WORKDIR}
+fake_src=${2:?fake server}
+model=${3:?model file}
+dir=${4:?work directory}
+command -v python3 > /dev/null || { echo "SKIP: python3 is missing (the fake server is a Python script)"; exit 77; }
+rm -rf "$dir"
+mkdir -p "$dir/bin" "$dir/out"
+fake=$dir/bin/llama-server
+cp "$fake_src" "$fake"
+chmod +x "$fake"
+printf 'The quick brown fox\nOnce upon a time\nIn the beginning\n' > "$dir/prompts.txt"
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# json FILE EXPR: the Python expression EXPR on the document j
+json() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+# 1. one setting faster (ngram-mod: 0.7 of the time), draft-max=8 changes
+#    prompt 2's token at position 5: adopted ngram-mod, the two draft-max=8
+#    points refused with the position, ngram-simple kept out (no faster)
+out=$dir/out/a
+mkdir -p "$out"
+FAKE_LLAMA_SPEED="--spec-type=ngram-mod:0.7" FAKE_LLAMA_CHANGE="--spec-draft-n-max=8@2:5" \
+  "$td" settings "$model" --engine "$fake" --prompts "$dir/prompts.txt" --sweep spec-type=ngram-simple,ngram-mod \
+  --sweep draft-max=default,8 --n-predict 16 --rounds 3 --out "$out" > "$dir/a.out" 2> "$dir/a.err"
+rc=$?
+[ $rc = 0 ] || { fail "run a: exit $rc"; cat "$dir/a.out" "$dir/a.err"; }
+grep -q '^settings: adopted spec-type=ngram-mod: 30.0% faster' "$dir/a.out" || fail "run a: not adopted: $(head -1 "$dir/a.out")"
+grep -q "^command: $fake -m $model --spec-type ngram-mod$" "$dir/a.out" || fail "run a: command line: $(grep ^command "$dir/a.out")"
+grep -q 'ETA' "$dir/a.err" || fail "run a: no progress line with an ETA"
+grep -q 'refused: its tokens differ from the defaults. on prompt 2 at position 5' "$dir/a.err" ||
+  fail "run a: the refusal names no position"
+p=$out/strata-settings-tiny-moe.profile.json
+r=$out/strata-settings-tiny-moe.json
+h=$out/strata-settings-tiny-moe.html
+for f in "$p" "$r" "$h"; do [ -s "$f" ] || fail "run a: $f missing"; done
+[ "$(json "$p" 'j["decision"], j["settings"]["flags"], j["identity"]["model"], len(j["identity"]["engine_sha256"]), j["identity"]["engine_version"][:13]')" = \
+  "adopted ['--spec-type', 'ngram-mod'] tiny-moe.gguf 64 version: 9999" ] || fail "run a: profile: $(cat "$p")"
+[ "$(json "$r" '[(s["label"], s["state"], s.get("first_difference", {}).get("position")) for s in j["settings"]]')" = \
+  "[('defaults', 'measured', None), ('spec-type=ngram-simple', 'measured', None), ('spec-type=ngram-simple draft-max=8', 'refused', 5), ('spec-type=ngram-mod', 'measured', None), ('spec-type=ngram-mod draft-max=8', 'refused', 5)]" ] ||
+  fail "run a: report settings: $(json "$r" 'j["settings"]')"
+[ "$(grep -c '<figure class="shape setting"' "$h")" = 4 ] || fail "run a: the page has not one chart per setting"
+grep -q 'refused: its tokens differ' "$h" || fail "run a: the page does not say why a setting was refused"
+ls "$out" | grep -q tmp && fail "run a: a temporary file was left: $(ls "$out")"
+"$td" report "$r" -o "$dir/again.html" > /dev/null || fail "report: the settings JSON is not rendered again"
+cmp -s "$h" "$dir/again.html" || fail "report: the page rendered again differs"
+
+# 2. the profile applies to this engine and model, and is refused for
+#    another build (one byte more) or another model, with one line
+cmd=$("$td" settings apply "$p" "$model" --engine "$fake") || fail "apply: refused its own engine and model"
+[ "$cmd" = "$fake -m $model --spec-type ngram-mod" ] || fail "apply: command '$cmd'"
+cp "$fake" "$dir/bin/llama-server-other"
+echo "# another build" >> "$dir/bin/llama-server-other"
+"$td" settings apply "$p" "$model" --engine "$dir/bin/llama-server-other" > /dev/null 2> "$dir/apply.err" && fail "apply: another engine build accepted"
+[ "$(wc -l < "$dir/apply.err")" = 1 ] && grep -q 'made for another engine build' "$dir/apply.err" || fail "apply: $(cat "$dir/apply.err")"
+head -c 4096 "$model" > "$dir/other.gguf"
+"$td" settings apply "$p" "$dir/other.gguf" --engine "$fake" > /dev/null 2> "$dir/apply2.err" && fail "apply: another model accepted"
+[ "$(wc -l < "$dir/apply2.err")" = 1 ] && grep -q 'made for the model tiny-moe.gguf' "$dir/apply2.err" || fail "apply: $(cat "$dir/apply2.err")"
+
+# 3. noise wider than the threshold: the candidate measures 10% faster but
+#    its samples spread +-50%: cannot decide (exit 3), the defaults kept
+out=$dir/out/c
+mkdir -p "$out"
+FAKE_LLAMA_SPEED="--spec-type=ngram-mod:0.9" FAKE_LLAMA_NOISE=0.5 \
+  "$td" -q settings "$model" --engine "$fake" --prompts "$dir/prompts.txt" --sweep spec-type=ngram-mod \
+  --n-predict 8 --rounds 2 --out "$out" > "$dir/c.out" 2> "$dir/c.err"
+rc=$?
+[ $rc = 3 ] || fail "run c: exit $rc, not 3 (cannot decide): $(cat "$dir/c.out" "$dir/c.err")"
+grep -q '^settings: cannot decide: spec-type=ngram-mod measured 10.0% faster, but its interval .* reaches inside the 1.0% threshold' "$dir/c.out" || fail "run c: $(head -1 "$dir/c.out")"
+grep -q "^command: $fake -m $model$" "$dir/c.out" || fail "run c: the command is not the defaults'"
+[ "$(json "$out/strata-settings-tiny-moe.profile.json" 'j["decision"]')" = "cannot decide" ] || fail "run c: profile decision"
+
+# 3b. too few samples for a 95% interval (one round of three prompts): a
+#     setting 30% faster is not adopted; cannot decide, and why
+out=$dir/out/c2
+mkdir -p "$out"
+FAKE_LLAMA_SPEED="--spec-type=ngram-mod:0.7" \
+  "$td" -q settings "$model" --engine "$fake" --prompts "$dir/prompts.txt" --sweep spec-type=ngram-mod \
+  --n-predict 8 --rounds 1 --out "$out" > "$dir/c2.out" 2> "$dir/c2.err"
+rc=$?
+[ $rc = 3 ] && grep -q '^settings: cannot decide: spec-type=ngram-mod measured 30.0% faster, but 3 samples are too few for a 95% interval (1 setting compared): run more --rounds' "$dir/c2.out" ||
+  fail "run c2: exit $rc: $(head -1 "$dir/c2.out")"
+
+# 4. a setting the engine fails on: named with the engine's last words;
+#    the run goes on
+out=$dir/out/d
+mkdir -p "$out"
+FAKE_LLAMA_DIE="--spec-type=ngram-cache" \
+  "$td" -q settings "$model" --engine "$fake" --prompts "$dir/prompts.txt" --sweep spec-type=ngram-cache,ngram-mod \
+  --n-predict 8 --rounds 1 --out "$out" > "$dir/d.out" 2> "$dir/d.err"
+[ "$(json "$out/strata-settings-tiny-moe.json" '[s["why"] for s in j["settings"] if s["state"] == "failed"][0]')" = \
+  "failed: engine $fake ended while starting: llama_model_load: error loading model: fake failure for this setting" ] ||
+  fail "run d: $(cat "$dir/d.out" "$dir/d.err")"
+
+# 5. a missing engine and one that fails on the defaults: one line each,
+#    the second with the engine's own last words; nothing written
+out=$dir/out/e
+mkdir -p "$out"
+"$td" -q settings "$model" --engine "$dir/bin/none" --prompts "$dir/prompts.txt" --sweep threads=1 --out "$out" \
+  > /dev/null 2> "$dir/e.err"
+rc=$?
+[ $rc = 1 ] && [ "$(wc -l < "$dir/e.err")" = 1 ] && grep -q "engine $dir/bin/none: not found" "$dir/e.err" ||
+  fail "missing engine: exit $rc: $(cat "$dir/e.err")"
+FAKE_LLAMA_DIE_ALL=1 "$td" -q settings "$model" --engine "$fake" --prompts "$dir/prompts.txt" --sweep threads=1 \
+  --out "$out" > /dev/null 2> "$dir/e2.err"
+rc=$?
+[ $rc = 1 ] && [ "$(wc -l < "$dir/e2.err")" = 1 ] && grep -q 'error loading model: fake failure' "$dir/e2.err" ||
+  fail "failing engine: exit $rc: $(cat "$dir/e2.err")"
+[ -z "$(ls "$out")" ] || fail "a failed run wrote $(ls "$out")"
+
+# 6. Ctrl-C while a completion runs: exit 130, the engine ended, nothing
+#    written (no profile, no report, no temporary file)
+out=$dir/out/f
+mkdir -p "$out"
+pids=$dir/pids
+: > "$pids"
+FAKE_LLAMA_SLOW=30 FAKE_LLAMA_PIDFILE="$pids" \
+  "$td" -q settings "$model" --engine "$fake" --prompts "$dir/prompts.txt" --sweep threads=1 --out "$out" \
+  > /dev/null 2> "$dir/f.err" &
+tdpid=$!
+for _ in $(seq 200); do [ -s "$pids" ] && break; sleep 0.1; done
+sleep 0.5
+kill -INT $tdpid
+wait $tdpid
+rc=$?
+[ $rc = 130 ] || fail "Ctrl-C: exit $rc, not 130: $(cat "$dir/f.err")"
+grep -q 'interrupted by Interrupt; the engine was ended, nothing was written' "$dir/f.err" || fail "Ctrl-C: $(cat "$dir/f.err")"
+epid=$(head -1 "$pids")
+[ -n "$epid" ] && kill -0 "$epid" 2> /dev/null && { fail "Ctrl-C: the engine $epid still runs"; kill "$epid"; }
+[ -z "$(ls "$out")" ] || fail "Ctrl-C: files were written: $(ls "$out")"
+
+# 7. usage: a sweep that is no NAME=V list, a grid too large
+"$td" settings "$model" --engine "$fake" --prompts "$dir/prompts.txt" --sweep threads > /dev/null 2> "$dir/g.err"
+[ $? = 1 ] && grep -q "expected NAME=V1,V2" "$dir/g.err" || fail "bad sweep: $(cat "$dir/g.err")"
+"$td" settings "$model" --engine "$fake" --prompts "$dir/prompts.txt" --sweep threads=1,2,3,4,5 --sweep draft-max=1,2,3,4,5 \
+  > /dev/null 2> "$dir/g2.err"
+[ $? = 1 ] && grep -q "more than 23" "$dir/g2.err" || fail "large grid: $(cat "$dir/g2.err")"
+
+[ $fails = 0 ] && echo "settings_cli_test: ok"
+exit $((fails > 0))
