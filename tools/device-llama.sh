@@ -9,8 +9,10 @@
 # integration off and on: test-backend-ops -o MUL_MAT / MUL_MAT_ID,
 # llama-bench -p 0 -n 128, llama-batched-bench (1..32 sequences) and a
 # greedy generation of 128 tokens (the tokens compared). Step "tune" makes
-# a table for the generated model with `tune_decode tune --in-place` (the
-# layout the integration runs); "bench" and "greedy" then also run with it
+# a table for the generated model with `tune_decode tune --in-place
+# --ntok-mix 1` (the layout the integration runs, the token count its plain
+# decoding runs; TUNE_MIX=1,2,4,8 for another mix, which the gate may
+# refuse); "bench" and "greedy" then also run with it
 # engaged (STRATA_DECODE_TUNING): llama-bench alternates no table / table
 # (the gate in the real engine: the paired change of tokens per second),
 # greedy compares the tokens with and without it. STEPS picks parts:
@@ -68,7 +70,7 @@ bin=$L/build/bin
 TD=$PWD/build/llama-tables
 if has tune; then
   rm -rf "$TD"
-  timeout ${TUNE_TIMEOUT:-300} "$B/tools/tune_decode" tune "$M" --in-place --out "$TD" > "$OUT/tune-in-place.txt" 2>&1
+  timeout ${TUNE_TIMEOUT:-300} "$B/tools/tune_decode" tune "$M" --in-place --ntok-mix ${TUNE_MIX:-1} --out "$TD" > "$OUT/tune-in-place.txt" 2>&1
   el "tune --in-place: rc=$?"; grep -vE "^tune: \[" "$OUT/tune-in-place.txt" | tail -25
 fi
 TAB=$(ls "$TD"/*.table 2> /dev/null | head -1)
