@@ -9,7 +9,7 @@
 # after the folders (-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 for the
 # H200; LLAMA_O3=1 in the environment compiles with -O3, as for measuring).
 #
-# Usage: tools/build-llama-server.sh TARBALL|TREE BUILD_DIR [-j N] [CMAKE_ARGS...]
+# Usage: tools/build-llama-server.sh TARBALL|TREE BUILD_DIR [-j N|-jN] [CMAKE_ARGS...]
 # Prints the bin folder (LLAMA_CPP_BIN for the tests) on its last line.
 # Measured on the 2-core CI machine, 2026-12-03, -j2, a fresh tree: 11 min
 # 33 s with a load average of 2.6-4 from other work (655 s user + 138 s
@@ -20,10 +20,10 @@ src=${1:?usage: build-llama-server.sh TARBALL|TREE BUILD_DIR [-j N] [CMAKE_ARGS.
 out=${2:?build folder}
 shift 2
 jobs=2
-if [ "${1:-}" = "-j" ]; then
-  jobs=$2
-  shift 2
-fi
+case "${1:-}" in
+  -j) jobs=$2; shift 2 ;;
+  -j[0-9]*) jobs=${1#-j}; shift ;;
+esac
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 if [ -d "$src" ]; then
@@ -44,8 +44,8 @@ cmake -S "$tree" -B "$out/build" -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_C_FLAGS_RELEASE="$opt" -DCMAKE_CXX_FLAGS_RELEASE="$opt" -DCMAKE_CUDA_FLAGS_RELEASE="-O3 -DNDEBUG" \
   -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
   -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_APP=OFF "$@" > "$out/configure.log" 2>&1 ||
-  { tail -20 "$out/configure.log"; exit 1; }
-cmake --build "$out/build" -j"$jobs" --target llama-server > "$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+  { tail -20 "$out/configure.log" >&2; exit 1; }
+cmake --build "$out/build" -j"$jobs" --target llama-server > "$out/build.log" 2>&1 || { tail -30 "$out/build.log" >&2; exit 1; }
 end=$(date +%s)
 echo "build-llama-server: llama-server built in $(( (end - start) / 60 )) min $(( (end - start) % 60 )) s (-j$jobs)" >&2
 echo "$out/build/bin"
