@@ -9,7 +9,15 @@
 #
 #   tools/device-sanitize.sh [--no-build] [--tools "memcheck racecheck ..."]
 #       [--tests "iq_parity_test ..."] [--timeout S] [--timeout-for TEST=S]...
-#       [--deadline S] [--jobs N]
+#       [--shards TEST=N]... [--deadline S] [--jobs N]
+#
+# Shards. --shards TEST=N runs TEST as N runs per tool, each with
+# STRATA_GPU_TEST_SHARD=k/N (tests/common/gpu_test_size.h: the test runs its
+# k-th slice of formats or shapes; the N slices together are the whole
+# test), so a long test's sanitizer runs go side by side; the default
+# shards the four parity sweeps (batch invariance 4, iq_multi_parity 4,
+# native_grouped 2, iq_parity 2). Each run also sees STRATA_SANITIZER_TOOL,
+# the tool's name.
 #
 # Scheduling. gpu_faults_test runs first and alone, its four tools one
 # after the other: it allocates the device's memory away and provokes
@@ -43,6 +51,7 @@ JOBS=4
 BUILD=1
 ALONE="gpu_faults_test"
 declare -A TFOR=()
+declare -A SHARDS=([batch_invariance_gpu_test]=4 [iq_multi_parity_test]=4 [native_grouped_parity_test]=2 [iq_parity_test]=2)
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-build) BUILD=0 ;;
@@ -52,9 +61,12 @@ while [ $# -gt 0 ]; do
     --timeout-for)
       case "$2" in *=*) TFOR[${2%%=*}]=${2#*=} ;; *) echo "device-sanitize: --timeout-for TEST=SECONDS" >&2; exit 2 ;; esac
       shift ;;
+    --shards)
+      case "$2" in *=[1-9]*) SHARDS[${2%%=*}]=${2#*=} ;; *) echo "device-sanitize: --shards TEST=N (N >= 1)" >&2; exit 2 ;; esac
+      shift ;;
     --deadline) DEADLINE="$2"; shift ;;
     --jobs) JOBS="$2"; shift ;;
-    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "device-sanitize: unknown option '$1'" >&2; exit 2 ;;
   esac
   shift
@@ -72,13 +84,27 @@ if [ -z "$TESTS" ]; then
   TESTS=$(cd "$B" && ctest -N -L gpu | sed -n 's/^ *Test *#[0-9]*: *\([A-Za-z0-9_]*\).*/\1/p' | sort | tr '\n' ' ')
 fi
 [ -n "$TESTS" ] || { echo "device-sanitize: ctest -N -L gpu lists no test in $B" >&2; exit 1; }
+# the runs: each test, or its shards
+RUNS=""
+for test in $TESTS; do
+  n=${SHARDS[$test]:-1}
+  if [ "$n" -gt 1 ] && [ "$test" != "$ALONE" ]; then
+    for k in $(seq 0 $((n - 1))); do RUNS="$RUNS $test@$k/$n"; done
+  else
+    RUNS="$RUNS $test"
+  fi
+done
 L="$OUT/sanitize"
 rm -rf "$L"
 mkdir -p "$L"
 
-# One run: TOOL TEST -> $L/TOOL.TEST.log, its exit status in .rc, its seconds in .s
+# One run: TOOL TEST -> $L/TOOL.TEST.log, its exit status in .rc, its seconds
+# in .s; TEST is a ctest name or NAME@k/n, the k-th of n shards of NAME
+# (logs NAME.shard-k-of-n)
 run_one() {
-  local tool=$1 test=$2 log="$L/$1.$2.log" extra=() limit=${TFOR[$2]:-$TIMEOUT}
+  local tool=$1 spec=$2 test=${2%%@*} shard="" tag=$2 extra=()
+  case "$spec" in *@*) shard=${spec#*@}; tag="$test.shard-${shard%/*}-of-${shard#*/}" ;; esac
+  local log="$L/$tool.$tag.log" limit=${TFOR[$test]:-$TIMEOUT}
   local left=$((DEADLINE_AT - $(date +%s) - 5))
   if [ "$left" -lt 15 ]; then echo "not run (deadline)" > "$log"; echo 125 > "$log.rc"; echo 0 > "$log.s"; return; fi
   [ "$limit" -gt "$left" ] && limit=$left
@@ -90,8 +116,8 @@ run_one() {
   local t0
   t0=$(date +%s)
   if [ -x "$B/tests/$test" ]; then
-    (cd "$B/tests" && STRATA_GPU_TEST_SIZE=sanitizer CMOCKA_MESSAGE_OUTPUT=STDOUT \
-       timeout -k 10 "$limit" "$CS" --tool "$tool" "${extra[@]}" --print-limit 20 "./$test") > "$log" 2>&1
+    (cd "$B/tests" && STRATA_GPU_TEST_SIZE=sanitizer STRATA_GPU_TEST_SHARD=$shard STRATA_SANITIZER_TOOL=$tool \
+       CMOCKA_MESSAGE_OUTPUT=STDOUT timeout -k 10 "$limit" "$CS" --tool "$tool" "${extra[@]}" --print-limit 20 "./$test") > "$log" 2>&1
     echo $? > "$log.rc"
   else
     echo "no executable $B/tests/$test" > "$log"
@@ -115,17 +141,18 @@ for test in $TESTS; do
   for tool in $TOOLS; do run_listed "$tool" "$test"; done
 done
 # 2. the rest, JOBS at a time, the tests with the longest limits first
-for test in $TESTS; do
-  [ "$test" = "$ALONE" ] && continue
-  for tool in $TOOLS; do echo "${TFOR[$test]:-$TIMEOUT} $tool $test"; done
+for run in $RUNS; do
+  [ "$run" = "$ALONE" ] && continue
+  for tool in $TOOLS; do echo "${TFOR[${run%%@*}]:-$TIMEOUT} $tool $run"; done
 done | sort -rn -s -k1,1 | cut -d' ' -f2- | xargs -P "$JOBS" -L 1 bash -c 'run_listed "$0" "$1"'
 
 # the summary: one line per tool and test
 bad=0
 {
-  printf '%-10s %-32s %5s  %-58s %s\n' tool test secs "sanitizer summary" "test / verdict"
+  printf '%-10s %-42s %5s  %-58s %s\n' tool test secs "sanitizer summary" "test / verdict"
   for tool in $TOOLS; do
-    for test in $TESTS; do
+    for run in $RUNS; do
+      case "$run" in *@*) s=${run#*@}; test="${run%%@*}.shard-${s%/*}-of-${s#*/}" ;; *) test=$run ;; esac
       log="$L/$tool.$test.log"
       rc=$(cat "$log.rc" 2>/dev/null || echo 1)
       secs=$(cat "$log.s" 2>/dev/null || echo 0)
@@ -140,7 +167,7 @@ bad=0
         *) verdict="FAILED (exit $rc)" ;;
       esac
       [ "$verdict" = clean ] || bad=$((bad + 1))
-      printf '%-10s %-32s %5s  %-58s %s\n' "$tool" "$test" "$secs" "$sum" "${tv:-no cmocka verdict} / $verdict"
+      printf '%-10s %-42s %5s  %-58s %s\n' "$tool" "$test" "$secs" "$sum" "${tv:-no cmocka verdict} / $verdict"
     done
   done
   echo "device-sanitize: $(( $(date +%s) - T_START )) s; tools [$TOOLS] over [$TESTS]; $ALONE alone with" \

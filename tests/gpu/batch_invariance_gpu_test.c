@@ -9,7 +9,10 @@ static void a_token_does_not_depend_on_the_other_tokens(void **state)
     (void)state;
     int nts[ST_MAX_TOKENS];
     int n = 0;
-    for (int i = 2; i <= ST_MAX_TOKENS; i++) nts[n++] = i;
+    for (int i = 2; i <= ST_MAX_TOKENS; i++)
+        /* sanitizer size: the dp4a counts 2 and 8, the matrix units' first
+         * (9), a 3-tile count and the most */
+        if (!sanitizer_size() || i == 2 || i == 8 || i == 9 || i == 17 || i == ST_MAX_TOKENS) nts[n++] = i;
     bi_run(ST_BACKEND_GPU, nts, n);
 }
 

@@ -24,6 +24,7 @@ extern "C" {
 
 extern "C" {
 #include "ctx_internal.h"
+#include "gpu_test_size.h"
 #include "randgen.h"
 #include "strata/tools.h"
 #include "vmodel.h"
@@ -137,14 +138,9 @@ static void step_three_ways(const st_verify_options *o, const int *nts, int n_nt
     CHECK_RT(st_rt_stream_destroy(s));
 }
 
-/* STRATA_GPU_TEST_SIZE=sanitizer (tools/device-sanitize.sh, under
- * compute-sanitizer): 2 layers instead of 48 and the token counts 1, 2, 5,
- * 8 (each token bucket); every kernel and the capture still run. */
-static bool sanitizer_size(void)
-{
-    const char *v = getenv("STRATA_GPU_TEST_SIZE");
-    return v && !strcmp(v, "sanitizer");
-}
+/* sanitizer size (gpu_test_size.h): 2 layers instead of 48 and the token
+ * counts 1, 2, 5, ST_MAX_TOKENS (each token bucket); every kernel and the
+ * capture still run. */
 
 static int token_counts(int *nts)
 {

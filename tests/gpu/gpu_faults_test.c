@@ -93,7 +93,15 @@ static void exhausted_memory_is_a_status_and_the_context_stays_usable(void **sta
     size_t free1 = 0;
     CHECK_OK(st_ctx_mem_info(g, &free1, &total));
     print_message("free memory before %.1f MiB, after %.1f MiB\n", free0 / 1048576.0, free1 / 1048576.0);
-    assert_true(free1 + ((size_t)64 << 20) >= free0); /* the runtime's own bookkeeping moves a little */
+    /* under initcheck (tools/device-sanitize.sh names the tool) the
+     * tool's shadow of what was allocated stays on the device after the
+     * frees (about 1/8 of it: 15.7 GiB on the H200), so the free memory
+     * says nothing there; memcheck's run of this test compares it */
+    const char *tool = getenv("STRATA_SANITIZER_TOOL");
+    if (tool && !strcmp(tool, "initcheck"))
+        print_message("free memory not compared under initcheck (its shadow memory stays allocated)\n");
+    else
+        assert_true(free1 + ((size_t)64 << 20) >= free0); /* the runtime's own bookkeeping moves a little */
 
     /* the context is usable and exact; the matrix can now be made */
     CHECK_OK(st_iq_mmvq(g, w, xd, NT, yd));

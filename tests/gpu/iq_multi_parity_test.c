@@ -19,6 +19,7 @@ static void iq_mmvq_multi_token_gpu_matches_cpu_bitwise(void **state)
     const int n_buckets = (int)(sizeof buckets / sizeof buckets[0]);
     const bool small = sanitizer_size();
     for (size_t i = 0; i < sizeof ALL_TYPES / sizeof ALL_TYPES[0]; i++) {
+        if (!test_shard_next()) continue;
         const st_qtype t = ALL_TYPES[i];
         const int big = st_qtype_block_values(t) == 256;
         /* 8192 rows: the default's two-rows-per-lane-group kernels
@@ -49,8 +50,8 @@ static void iq_mmvq_multi_token_gpu_matches_cpu_bitwise(void **state)
         st_ctx_destroy(cw);
         st_ctx_destroy(gw);
     }
-    printf("iq_multi_parity%s: %zu comparisons (%d types x %d shapes x %d token counts x every path), %zu mismatches\n",
-           small ? " (sanitizer size)" : "", g_compares, N_ALL_TYPES, (int)g_shapes, small ? n_buckets : ST_MAX_TOKENS,
+    printf("iq_multi_parity%s%s: %zu comparisons (%d types x %d shapes x %d token counts x every path), %zu mismatches\n",
+           small ? " (sanitizer size)" : "", test_shard_label(), g_compares, N_ALL_TYPES, (int)g_shapes, small ? n_buckets : ST_MAX_TOKENS,
            g_bad);
     st_ctx_destroy(cpu);
     st_ctx_destroy(gpu);

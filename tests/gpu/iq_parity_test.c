@@ -12,6 +12,7 @@ static void iq_mmvq_gpu_matches_cpu_bitwise(void **state)
     const int nts[] = {1, 3, 8};
     const bool small = sanitizer_size();
     for (size_t i = 0; i < sizeof ALL_TYPES / sizeof ALL_TYPES[0]; i++) {
+        if (!test_shard_next()) continue;
         const st_qtype t = ALL_TYPES[i];
         const int big = st_qtype_block_values(t) == 256;
         const int shapes[][2] = {{1, big ? 256 : 32}, {77, big ? 256 : 64}, {999, big ? 2560 : 640},
@@ -22,8 +23,8 @@ static void iq_mmvq_gpu_matches_cpu_bitwise(void **state)
         for (size_t s = 0; s < ns; s++)
             sweep(cpu, gpu, t, small ? few[s][0] : shapes[s][0], small ? few[s][1] : shapes[s][1], nts, 3);
     }
-    printf("iq_parity%s: %zu comparisons (%d types x %d shapes x 3 token counts x every path), %zu mismatches\n",
-           small ? " (sanitizer size)" : "", g_compares, N_ALL_TYPES, small ? 3 : 6, g_bad);
+    printf("iq_parity%s%s: %zu comparisons (%d types x %d shapes x 3 token counts x every path), %zu mismatches\n",
+           small ? " (sanitizer size)" : "", test_shard_label(), g_compares, N_ALL_TYPES, small ? 3 : 6, g_bad);
     st_ctx_destroy(cpu);
     st_ctx_destroy(gpu);
     assert_int_equal(g_bad, 0);

@@ -132,16 +132,16 @@ static void expert_grouped_gpu_matches_cpu_bitwise(void **state)
      * fits their 32-value blocks), small shape, every token count */
     for (int i = 0; i < N_ALL_TYPES; i++) {
         eshape s = {ALL_TYPES[i], i % 2 ? ST_Q8_0 : ST_IQ4_NL, 256, 64, 8};
-        expert_sweep(cpu, gpu, &s, nts, n_nts, 2);
+        if (test_shard_next()) expert_sweep(cpu, gpu, &s, nts, n_nts, 2);
     }
     /* every format as down (n_ff 256 fits every block), IQ3_S gate-up */
     for (int i = 0; i < N_ALL_TYPES; i++) {
         eshape s = {ST_IQ3_S, ALL_TYPES[i], 512, 256, 4};
-        expert_sweep(cpu, gpu, &s, small ? ends : few, small ? 1 : 3, 2);
+        if (test_shard_next()) expert_sweep(cpu, gpu, &s, small ? ends : few, small ? 1 : 3, 2);
     }
     /* the campaign shape: 2560/640, 64 experts, top-8 */
     eshape big = {ST_IQ3_S, ST_IQ4_NL, 2560, 640, small ? 16 : 64};
-    expert_sweep(cpu, gpu, &big, small ? ends : few, small ? 2 : 3, 8);
+    if (test_shard_next()) expert_sweep(cpu, gpu, &big, small ? ends : few, small ? 2 : 3, 8);
     /* a gate-up row of 256 units (an expert row keeps the 32 canonical
      * streams at any length, where an iq_mmvq row this long takes 128), on
      * contexts that take 8192 values per row and 8192 rows per expert (the
@@ -149,7 +149,7 @@ static void expert_grouped_gpu_matches_cpu_bitwise(void **state)
     {
         st_ctx *cpu8 = make_ctx_dims(ST_BACKEND_CPU, 8192, 8192), *gpu8 = make_ctx_dims(ST_BACKEND_GPU, 8192, 8192);
         eshape wide_row = {ST_IQ3_S, ST_IQ4_NL, 8192, 64, 4};
-        expert_sweep(cpu8, gpu8, &wide_row, small ? ends : few, small ? 2 : 3, 2);
+        if (test_shard_next()) expert_sweep(cpu8, gpu8, &wide_row, small ? ends : few, small ? 2 : 3, 2);
         st_ctx_destroy(cpu8);
         st_ctx_destroy(gpu8);
     }
@@ -157,9 +157,10 @@ static void expert_grouped_gpu_matches_cpu_bitwise(void **state)
      * (token, slot) pairs (ST_MAX_TOKENS x ST_MAX_TOPK), and Qwen3-Next's
      * 512 experts with top-10 (the sanitizer size: the end token counts) */
     eshape wide = {ST_IQ3_S, ST_IQ4_NL, 256, 64, ST_MAX_EXPERTS};
-    expert_sweep(cpu, gpu, &wide, small ? ends : few, small ? 2 : 3, ST_MAX_TOPK);
-    expert_sweep(cpu, gpu, &wide, small ? ends : few, small ? 2 : 3, 10);
-    printf("native_grouped_parity%s: %zu comparisons, %zu mismatches\n", small ? " (sanitizer size)" : "", g_cmp, g_mis);
+    if (test_shard_next()) expert_sweep(cpu, gpu, &wide, small ? ends : few, small ? 2 : 3, ST_MAX_TOPK);
+    if (test_shard_next()) expert_sweep(cpu, gpu, &wide, small ? ends : few, small ? 2 : 3, 10);
+    printf("native_grouped_parity%s%s: %zu comparisons, %zu mismatches\n", small ? " (sanitizer size)" : "",
+           test_shard_label(), g_cmp, g_mis);
     st_ctx_destroy(cpu);
     st_ctx_destroy(gpu);
     assert_int_equal(g_mis, 0);

@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 
+#include "gpu_test_size.h"
 #include "randgen.h"
 #include "strata/limits.h"
 #include "strata/tools.h"
@@ -29,16 +30,6 @@
         if (s_ != ST_OK) fail_msg("%s: %s (%s)", #expr, st_status_str(s_), st_last_error()); \
     } while (0)
 
-/* STRATA_GPU_TEST_SIZE=sanitizer: the variant of each GPU test that
- * tools/device-sanitize.sh runs under compute-sanitizer (which slows
- * kernels 10-100x): fewer shapes, token counts and rows, chosen so that
- * every kernel the full run launches is still launched (every type, lane
- * count, token bucket, rows variant, knob path and grouping). */
-static bool __attribute__((unused)) sanitizer_size(void)
-{
-    const char *v = getenv("STRATA_GPU_TEST_SIZE");
-    return v && !strcmp(v, "sanitizer");
-}
 
 /* A context sized for the tests' shapes (at most MAX_ROWS x MAX_COLS), as an
  * engine sizes one for its model: small enough that every knob path's

@@ -1,0 +1,65 @@
+/* How much of a GPU test runs. STRATA_GPU_TEST_SIZE=sanitizer: the variant
+ * of each GPU test that tools/device-sanitize.sh runs under
+ * compute-sanitizer (which slows kernels 10-100x): fewer shapes, token
+ * counts and rows, chosen so that every kernel the full run launches is
+ * still launched (every type, lane count, token bucket, rows variant, knob
+ * path and grouping).
+ *
+ * STRATA_GPU_TEST_SHARD=k/n (tools/device-sanitize.sh --shards TEST=N): a
+ * long test runs only its k-th of n slices, so that a sanitizer's runs of
+ * it fit a device call side by side. A test numbers its independent units
+ * of work in a fixed order (a format, a shape) and asks test_shard_next()
+ * before each; the n shards together run every unit exactly once. Unset, a
+ * test runs whole. A malformed value fails the test rather than run a part
+ * of it unnoticed. */
+#ifndef ST_GPU_TEST_SIZE_H
+#define ST_GPU_TEST_SIZE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+__attribute__((unused)) static bool sanitizer_size(void)
+{
+    const char *v = getenv("STRATA_GPU_TEST_SIZE");
+    return v && !strcmp(v, "sanitizer");
+}
+
+static int test_shard_k_ = -1, test_shard_n_ = 1;
+static long test_shard_unit_ = 0;
+
+__attribute__((unused)) static void test_shard_init_(void)
+{
+    if (test_shard_k_ >= 0) return;
+    test_shard_k_ = 0;
+    const char *v = getenv("STRATA_GPU_TEST_SHARD");
+    if (!v || !*v) return;
+    int k = -1, n = 0;
+    char tail = 0;
+    if (sscanf(v, "%d/%d%c", &k, &n, &tail) != 2 || n < 1 || k < 0 || k >= n) {
+        fprintf(stderr, "STRATA_GPU_TEST_SHARD='%s': expected k/n with 0 <= k < n\n", v);
+        exit(2);
+    }
+    test_shard_k_ = k;
+    test_shard_n_ = n;
+}
+
+/* whether the next unit of work is this shard's */
+__attribute__((unused)) static bool test_shard_next(void)
+{
+    test_shard_init_();
+    return test_shard_unit_++ % test_shard_n_ == test_shard_k_;
+}
+
+/* " (shard k/n)" for a test's summary line, "" when whole */
+__attribute__((unused)) static const char *test_shard_label(void)
+{
+    static char s[48];
+    test_shard_init_();
+    if (test_shard_n_ == 1) return "";
+    snprintf(s, sizeof s, " (shard %d/%d)", test_shard_k_, test_shard_n_);
+    return s;
+}
+
+#endif
