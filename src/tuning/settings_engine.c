@@ -14,6 +14,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+
+extern char **environ;
 
 static double now_s(void)
 {
@@ -304,9 +307,26 @@ st_status st_engine_start(st_engine *e, const char *bin, const char *const *args
     argv[k++] = "--port";
     argv[k++] = port;
     argv[k] = NULL;
+    /* the engine's environment: the tool's, plus llama.cpp's log threshold
+     * at trace (LLAMA_ARG_LOG_VERBOSITY=4, unless the user set one): its
+     * common log drops ggml's info lines below that, and ggml-strata says
+     * there whether strata-tune decodes (st_engine_log_lines reads it into
+     * the profile's identity). Made here: the child only calls execve. */
+    size_t ne = 0;
+    bool has_lv = false;
+    for (char **v = environ; *v; v++, ne++) has_lv |= !strncmp(*v, "LLAMA_ARG_LOG_VERBOSITY=", 24);
+    char **envp = calloc(ne + 2, sizeof *envp);
+    if (!envp) {
+        free(argv);
+        return st_fail(ST_ERR_NOMEM, "engine: out of memory");
+    }
+    memcpy(envp, environ, ne * sizeof *envp);
+    if (!has_lv) envp[ne++] = "LLAMA_ARG_LOG_VERBOSITY=4";
+    envp[ne] = NULL;
     const int logfd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (logfd < 0) {
         free(argv);
+        free(envp);
         return st_fail(ST_ERR_IO, "engine log %s: %s", log_path, strerror(errno));
     }
     const pid_t parent = getpid();
@@ -315,6 +335,7 @@ st_status st_engine_start(st_engine *e, const char *bin, const char *const *args
         const int err = errno;
         close(logfd);
         free(argv);
+        free(envp);
         return st_fail(ST_ERR_IO, "engine: cannot start %s: %s", bin, strerror(err));
     }
     if (pid == 0) {
@@ -333,7 +354,7 @@ st_status st_engine_start(st_engine *e, const char *bin, const char *const *args
         dup2(logfd, 2);
         const int nul = open("/dev/null", O_RDONLY);
         if (nul >= 0) dup2(nul, 0);
-        execv(bin, (char *const *)argv);
+        execve(bin, (char *const *)argv, envp);
         dprintf(2, "error: cannot run %s: %s\n", bin, strerror(errno));
         _exit(127);
     }
@@ -341,6 +362,7 @@ st_status st_engine_start(st_engine *e, const char *bin, const char *const *args
     e->pid = pid;
     close(logfd);
     free(argv);
+    free(envp);
     const double t0 = now_s();
     for (;;) {
         if (stopped(stop)) {
