@@ -76,6 +76,12 @@ if has tune; then
   el "tune --in-place: rc=$?"; grep -vE "^tune: \[" "$OUT/tune-in-place.txt" | tail -25
 fi
 TAB=$(ls "$TD"/*.table 2> /dev/null | head -1)
+# with GGML_STRATA_FFN=1: did the fused FFN run (the context-end counter)?
+ffn_taken() {
+  [ "$2" = 1 ] || return 0
+  n=$(grep -oE "[0-9]+ MoE FFN" "$1" | awk '{s += $1} END {print s + 0}')
+  [ "$n" -gt 0 ] && el "fused FFN taken $n times ($(basename "$1"))" || el "FUSED FFN NOT TAKEN ($(basename "$1"))"
+}
 if has backend; then
   # MOE_FFN (the patch's test case): the FFN subgraph, with the fused call
   # (GGML_STRATA_FFN=1) and without
@@ -86,6 +92,7 @@ if has backend; then
           > "$OUT/backend-ops-$op-strata$on-ffn$ffn.txt" 2>&1
         el "test-backend-ops -o $op GGML_STRATA=$on GGML_STRATA_FFN=$ffn: rc=$? $(grep -E 'tests passed' "$OUT/backend-ops-$op-strata$on-ffn$ffn.txt" | tail -1)"
         grep -E "FAIL|ggml_strata: a context ends" "$OUT/backend-ops-$op-strata$on-ffn$ffn.txt" | head -5
+        ffn_taken "$OUT/backend-ops-$op-strata$on-ffn$ffn.txt" $ffn
       done
     done
   done
@@ -148,6 +155,7 @@ if has greedy; then
   done
   cmp -s "$OUT/greedy-ffn-1.txt" "$OUT/greedy-ffn-2.txt" && el "fused FFN: two greedy runs identical" || el "fused FFN: greedy runs DIFFER"
   grep -E "ggml_strata: a context ends" "$OUT/greedy-ffn-1.log" | head -2
+  ffn_taken "$OUT/greedy-ffn-1.log" 1
   if [ -n "$TAB" ]; then
     STRATA_DECODE_TUNING=$TAB timeout 60 "$bin/llama-simple" -m "$M" -n 128 "The quick brown fox" > "$OUT/greedy-table.txt" \
       2> "$OUT/greedy-table.log"

@@ -258,15 +258,42 @@ bool ggml_strata_match_moe_ffn(const ggml_cgraph * cg, int i, ggml_strata_ffn_ma
     return true;
 }
 
-int ggml_strata_moe_ffn(int device, void * stream, const ggml_cgraph * cg, int i) {
-    // GGML_STRATA_FFN=1 turns it on: not yet run on a GPU (the per-op hooks
-    // serve the FFN meanwhile)
+namespace {
+
+// GGML_STRATA_FFN=1 turns the fused FFN on: not yet run on a GPU (the
+// per-op hooks serve the FFN meanwhile).
+bool ffn_on() {
     static const bool on = [] {
         const char * v = getenv("GGML_STRATA_FFN");
         return v && !strcmp(v, "1");
     }();
+    return on;
+}
+
+} // namespace
+
+void ggml_strata_graph_optimize(ggml_cgraph * cg, void (*add_dep)(void *, ggml_tensor *, ggml_tensor *), void * user) {
+    if (!enabled() || !ffn_on() || !add_dep) {
+        return;
+    }
+    for (int i = 0; i < cg->n_nodes; i++) {
+        ggml_strata_ffn_match m;
+        if (cg->nodes[i]->op != GGML_OP_MUL_MAT_ID || !ggml_strata_match_moe_ffn(cg, i, m)) {
+            continue;
+        }
+        // the inputs live until the output is made: ggml's allocator would
+        // otherwise give the first ADD (the output, the later ADDs in place)
+        // the input x's memory, which it frees after the up MUL_MAT_ID
+        add_dep(user, const_cast<ggml_tensor *>(m.x), m.out);
+        add_dep(user, const_cast<ggml_tensor *>(m.ids), m.out);
+        add_dep(user, const_cast<ggml_tensor *>(m.weights), m.out);
+        i += m.n_nodes - 1;
+    }
+}
+
+int ggml_strata_moe_ffn(int device, void * stream, const ggml_cgraph * cg, int i) {
     ggml_strata_ffn_match m;
-    if (!enabled() || !on || cg->nodes[i]->op != GGML_OP_MUL_MAT_ID || !ggml_strata_match_moe_ffn(cg, i, m)) {
+    if (!enabled() || !ffn_on() || cg->nodes[i]->op != GGML_OP_MUL_MAT_ID || !ggml_strata_match_moe_ffn(cg, i, m)) {
         return 0;
     }
     const ggml_tensor * g = m.gate, * u = m.up, * d = m.down, * x = m.x, * ids = m.ids, * w = m.weights;
@@ -276,13 +303,22 @@ int ggml_strata_moe_ffn(int device, void * stream, const ggml_cgraph * cg, int i
     if (!weights_ok(g) || !weights_ok(u) || !weights_ok(d) || g->type != u->type || !ggml_are_same_shape(g, u) ||
         d->ne[0] != n_ff || d->ne[1] != n_embd || d->ne[2] != n_expert || n_expert > ST_MAX_EXPERTS ||
         x->ne[0] != n_embd || x->ne[1] != 1 || x->ne[2] != nt || x->ne[3] != 1 || x->nb[0] != sizeof(float) ||
-        x->nb[2] % sizeof(float) != 0 || ids->nb[0] != sizeof(int32_t) || ids->nb[1] % sizeof(int32_t) != 0 ||
-        nt < 1 || nt > ST_MAX_TOKENS || topk > ST_MAX_TOPK || m.out->nb[1] % sizeof(float) != 0) {
+        x->nb[2] % sizeof(float) != 0 || x->nb[2] < n_embd * sizeof(float) || ids->nb[0] != sizeof(int32_t) ||
+        ids->nb[1] % sizeof(int32_t) != 0 || ids->nb[1] < topk * sizeof(int32_t) || nt < 1 || nt > ST_MAX_TOKENS ||
+        topk > ST_MAX_TOPK || m.out->nb[1] % sizeof(float) != 0) {
         return 0;
     }
-    // the output is written while the inputs are read: ggml's allocator may
-    // have put it over memory the inputs still hold
+    // the output is written while the inputs are read: only when ggml's
+    // allocator kept them apart (ggml_strata_graph_optimize asks it to)
     if (overlaps(m.out, x) || overlaps(m.out, ids) || overlaps(m.out, w)) {
+        static bool said = false;
+        if (!said) {
+            said = true;
+            GGML_LOG_WARN("%s: %s: the MoE FFN's output shares memory with its inputs; ggml runs it (and every such "
+                          "one: counted as left to ggml)\n", __func__, m.out->name);
+        }
+        std::lock_guard<std::mutex> lock(S().mu);
+        S().declined++;
         return 0;
     }
     std::lock_guard<std::mutex> lock(S().mu);

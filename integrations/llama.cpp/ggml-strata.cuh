@@ -40,6 +40,12 @@ bool ggml_strata_match_moe_ffn(const ggml_cgraph * cgraph, int i, ggml_strata_ff
 // the environment (not yet run on a GPU): the per-op hooks serve the FFN.
 int ggml_strata_moe_ffn(int device, void * stream, const ggml_cgraph * cgraph, int i);
 
+// ggml-cuda's graph_optimize: for each FFN the fused call will take, the
+// inputs (x, ids, weights) are kept allocated until its output is made
+// (ADD_DEP(USER, tensor, until): the scheduler's add_alloc_dep), so the
+// output never lands on their memory.
+void ggml_strata_graph_optimize(ggml_cgraph * cgraph, void (*add_dep)(void *, ggml_tensor *, ggml_tensor *), void * user);
+
 // Whether ggml_strata_mul_mat(_id) takes NODE, so ggml's own fusions leave
 // it alone.
 bool ggml_strata_takes(const ggml_tensor * node);

@@ -36,6 +36,6 @@ fi
 # shellcheck disable=SC2086 # the flags are words
 g++ -std=c++17 -Wall -Wextra -Werror $flags -DGGML_CUDA_STRATA -isystem "$t/ggml/include" -isystem "$t/ggml/src" \
   -I"$src/include" -I"$src/integrations/llama.cpp" -x c++ "$src/integrations/llama.cpp/ggml-strata.cu" \
-  -x c++ "$src/tests/integrations/llama_ffn_match_test.cpp" -x none -L"$bin" -lggml-base -Wl,-rpath,"$bin" \
+  -x c++ "$src/tests/integrations/llama_ffn_match_test.cpp" -x none -L"$bin" -lggml-base -lggml-cpu -Wl,-rpath,"$bin" \
   "$lib" -Wl,-rpath,"$(dirname "$lib")" -o "$work/ffn_match" || { echo "FAIL: the matcher test does not build"; exit 1; }
 "$work/ffn_match"

@@ -451,27 +451,6 @@ st_status gpu_expert_grouped(void *b, const st_bexperts *ex, const st_ffn_option
     if (!fused) return gpu_ffn_composed(g, ex, o, x, ids, wts, nt, topk, out, cfg);
     const int64_t xs = o->x_stride ? o->x_stride : ex->n_embd;
     dev_guard dg(g->device);
-    /* strided ids or weights (llama.cpp's top-k is a view of the whole
-     * argsort: its token rows are n_expert apart) are packed dense into the
-     * scratch first, by a 2D copy on the stream each (graph-capturable) */
-    {
-        const ws_ptrs q = carve(g);
-        int32_t *pid = (int32_t *)q.packed;
-        float *pw = (float *)(q.packed + sizeof(int32_t) * (size_t)g->lim.max_tokens * (size_t)g->lim.max_topk);
-        const size_t row = (size_t)topk;
-        if (o->ids_stride && o->ids_stride != topk) {
-            RT_TRY(st_rt_memcpy2d_dtod(pid, row * sizeof(int32_t), ids, (size_t)o->ids_stride * sizeof(int32_t),
-                                       row * sizeof(int32_t), (size_t)nt, g->L.stream),
-                   "pack the ids");
-            ids = pid;
-        }
-        if (o->wts_stride && o->wts_stride != topk) {
-            RT_TRY(st_rt_memcpy2d_dtod(pw, row * sizeof(float), wts, (size_t)o->wts_stride * sizeof(float),
-                                       row * sizeof(float), (size_t)nt, g->L.stream),
-                   "pack the weights");
-            wts = pw;
-        }
-    }
     const int np = nt * topk;
     st_expert_args a;
     memset(&a, 0, sizeof a);
@@ -513,6 +492,29 @@ st_status gpu_expert_grouped(void *b, const st_bexperts *ex, const st_ffn_option
     if (pl.v2k && !p.partial)
         return st_fail(ST_ERR_UNSUPPORTED, "expert_grouped: STRATA_EXPERT_V2K needs k-split scratch this context did not "
                        "reserve (the knob was not set when it was created)");
+    /* strided ids or weights (llama.cpp's top-k is a view of the whole
+     * argsort: its token rows are n_expert apart) are packed dense into the
+     * scratch first, by a 2D copy on the stream each (graph-capturable; one
+     * token's row is dense as it is); after every refusal, so a refused call
+     * queues nothing */
+    {
+        const ws_ptrs q = carve(g);
+        int32_t *pid = (int32_t *)q.packed;
+        float *pw = (float *)(q.packed + sizeof(int32_t) * (size_t)g->lim.max_tokens * (size_t)g->lim.max_topk);
+        const size_t row = (size_t)topk;
+        if (o->ids_stride && o->ids_stride != topk && nt > 1) {
+            RT_TRY(st_rt_memcpy2d_dtod(pid, row * sizeof(int32_t), ids, (size_t)o->ids_stride * sizeof(int32_t),
+                                       row * sizeof(int32_t), (size_t)nt, g->L.stream),
+                   "pack the ids");
+            a.ids = pid;
+        }
+        if (o->wts_stride && o->wts_stride != topk && nt > 1) {
+            RT_TRY(st_rt_memcpy2d_dtod(pw, row * sizeof(float), wts, (size_t)o->wts_stride * sizeof(float),
+                                       row * sizeof(float), (size_t)nt, g->L.stream),
+                   "pack the weights");
+            a.wts = pw;
+        }
+    }
     a.xq = xplanes(p.xq, ex->n_embd, nt);
     a.h = (float *)p.h;
     a.hq = xplanes(p.hq, ex->n_ff, np);
@@ -530,7 +532,7 @@ st_status gpu_expert_grouped(void *b, const st_bexperts *ex, const st_ffn_option
     st_rt_error e = by_type(ex->gate, [&](auto tc) { return st_launch_gate_up<decltype(tc)::value>(L, a, pl); });
     LAUNCH_TRY(L.stream, e, "gate-up launch");
     if (pl.v2k) LAUNCH_TRY(L.stream, st_launch_combine_v2k(L, a), "k-split combine launch");
-    LAUNCH_TRY(L.stream, st_launch_quantize(L, a.h, ex->n_ff, np, a.hq, nullptr, 0, ids, ex->n_expert), "q8_1 launch");
+    LAUNCH_TRY(L.stream, st_launch_quantize(L, a.h, ex->n_ff, np, a.hq, nullptr, 0, a.ids, ex->n_expert), "q8_1 launch");
     e = by_type(ex->down, [&](auto tc) { return st_launch_down<decltype(tc)::value>(L, a, pl); });
     LAUNCH_TRY(L.stream, e, "down launch");
     if (pl.tsum || pl.mma) LAUNCH_TRY(L.stream, st_launch_topk_sum(L, a), "top-k sum launch");
