@@ -41,6 +41,7 @@ typedef hipEvent_t st_rt_event;
 #define st_rt_memcpy_htod(d, s, n, st) hipMemcpyAsync(d, s, n, hipMemcpyHostToDevice, st)
 #define st_rt_memcpy_dtoh(d, s, n, st) hipMemcpyAsync(d, s, n, hipMemcpyDeviceToHost, st)
 #define st_rt_memcpy_dtod(d, s, n, st) hipMemcpyAsync(d, s, n, hipMemcpyDeviceToDevice, st)
+#define st_rt_memcpy2d_dtod(d, dp, s, sp, w, h, st) hipMemcpy2DAsync(d, dp, s, sp, w, h, hipMemcpyDeviceToDevice, st)
 #define st_rt_memset(d, v, n, st) hipMemsetAsync(d, v, n, st)
 #define st_rt_stream_create(s) hipStreamCreateWithFlags(s, hipStreamNonBlocking)
 #define st_rt_stream_destroy hipStreamDestroy
@@ -102,6 +103,7 @@ typedef cudaEvent_t st_rt_event;
 #define st_rt_memcpy_htod(d, s, n, st) cudaMemcpyAsync(d, s, n, cudaMemcpyHostToDevice, st)
 #define st_rt_memcpy_dtoh(d, s, n, st) cudaMemcpyAsync(d, s, n, cudaMemcpyDeviceToHost, st)
 #define st_rt_memcpy_dtod(d, s, n, st) cudaMemcpyAsync(d, s, n, cudaMemcpyDeviceToDevice, st)
+#define st_rt_memcpy2d_dtod(d, dp, s, sp, w, h, st) cudaMemcpy2DAsync(d, dp, s, sp, w, h, cudaMemcpyDeviceToDevice, st)
 #define st_rt_memset(d, v, n, st) cudaMemsetAsync(d, v, n, st)
 #define st_rt_stream_create(s) cudaStreamCreateWithFlags(s, cudaStreamNonBlocking)
 #define st_rt_stream_destroy cudaStreamDestroy

@@ -8,7 +8,9 @@
 # a tiny one and one of realistic layer sizes); then, each with the
 # integration off and on: test-backend-ops -o MUL_MAT / MUL_MAT_ID,
 # llama-bench -p 0 -n 128, llama-batched-bench (1..32 sequences) and a
-# greedy generation of 128 tokens (the tokens compared). Step "tune" makes
+# greedy generation of 128 tokens (the tokens compared); test-backend-ops
+# -o MOE_FFN, llama-bench and greedy also with the fused FFN
+# (GGML_STRATA_FFN=1). Step "tune" makes
 # a table for the generated model with `tune_decode tune --in-place
 # --ntok-mix 1` (the layout the integration runs, the token count its plain
 # decoding runs; TUNE_MIX=1,2,4,8 for another mix, which the gate may
@@ -74,18 +76,32 @@ if has tune; then
   el "tune --in-place: rc=$?"; grep -vE "^tune: \[" "$OUT/tune-in-place.txt" | tail -25
 fi
 TAB=$(ls "$TD"/*.table 2> /dev/null | head -1)
+# with GGML_STRATA_FFN=1: did the fused FFN run (the context-end counter)?
+ffn_taken() {
+  [ "$2" = 1 ] || return 0
+  n=$(grep -oE "[0-9]+ MoE FFN" "$1" | awk '{s += $1} END {print s + 0}')
+  [ "$n" -gt 0 ] && el "fused FFN taken $n times ($(basename "$1"))" || el "FUSED FFN NOT TAKEN ($(basename "$1"))"
+}
 if has backend; then
-  for op in MUL_MAT MUL_MAT_ID; do
+  # MOE_FFN (the patch's test case): the FFN subgraph, with the fused call
+  # (GGML_STRATA_FFN=1) and without
+  for op in MUL_MAT MUL_MAT_ID MOE_FFN; do
     for on in ${BACKEND_STRATA:-1}; do
-      GGML_STRATA=$on timeout ${BACKEND_TIMEOUT:-120} "$bin/test-backend-ops" -o $op -b CUDA0 > "$OUT/backend-ops-$op-strata$on.txt" 2>&1
-      el "test-backend-ops -o $op GGML_STRATA=$on: rc=$? $(grep -E 'tests passed' "$OUT/backend-ops-$op-strata$on.txt" | tail -1)"
-      grep -E "FAIL" "$OUT/backend-ops-$op-strata$on.txt" | head -5
+      for ffn in $([ $op = MOE_FFN ] && echo "0 1" || echo 0); do
+        GGML_STRATA=$on GGML_STRATA_FFN=$ffn timeout ${BACKEND_TIMEOUT:-120} "$bin/test-backend-ops" -o $op -b CUDA0 \
+          > "$OUT/backend-ops-$op-strata$on-ffn$ffn.txt" 2>&1
+        el "test-backend-ops -o $op GGML_STRATA=$on GGML_STRATA_FFN=$ffn: rc=$? $(grep -E 'tests passed' "$OUT/backend-ops-$op-strata$on-ffn$ffn.txt" | tail -1)"
+        grep -E "FAIL|ggml_strata: a context ends" "$OUT/backend-ops-$op-strata$on-ffn$ffn.txt" | head -5
+        ffn_taken "$OUT/backend-ops-$op-strata$on-ffn$ffn.txt" $ffn
+      done
     done
   done
 fi
 if has bench; then
-  for on in 0 1; do
-    GGML_STRATA=$on timeout 90 "$bin/llama-bench" -m "$M" -p 0 -n 128 -r ${BENCH_REPS:-3} -o md > "$OUT/llama-bench-strata$on.txt" 2>&1
+  # stock, ours per op, ours with the fused FFN (GGML_STRATA_FFN=1)
+  for on in 0 1 ffn; do
+    GGML_STRATA=$([ $on = 0 ] && echo 0 || echo 1) GGML_STRATA_FFN=$([ $on = ffn ] && echo 1 || echo 0) \
+      timeout 90 "$bin/llama-bench" -m "$M" -p 0 -n 128 -r ${BENCH_REPS:-3} -o md > "$OUT/llama-bench-strata$on.txt" 2>&1
     el "llama-bench GGML_STRATA=$on: rc=$?"; grep -E "^\|" "$OUT/llama-bench-strata$on.txt" | tail -2
   done
   if [ -n "$TAB" ]; then
@@ -131,6 +147,15 @@ if has greedy; then
     done
   done
   cmp -s "$OUT/greedy-strata1-1.txt" "$OUT/greedy-strata1-2.txt" && el "integrated: two greedy runs identical" || el "integrated: greedy runs DIFFER"
+  # the fused FFN: its own bytes (its top-k sum is the library's, not ggml's
+  # chain of adds), the same in two runs
+  for i in 1 2; do
+    GGML_STRATA=1 GGML_STRATA_FFN=1 timeout 60 "$bin/llama-simple" -m "$M" -n 128 "The quick brown fox" \
+      > "$OUT/greedy-ffn-$i.txt" 2> "$OUT/greedy-ffn-$i.log"
+  done
+  cmp -s "$OUT/greedy-ffn-1.txt" "$OUT/greedy-ffn-2.txt" && el "fused FFN: two greedy runs identical" || el "fused FFN: greedy runs DIFFER"
+  grep -E "ggml_strata: a context ends" "$OUT/greedy-ffn-1.log" | head -2
+  ffn_taken "$OUT/greedy-ffn-1.log" 1
   if [ -n "$TAB" ]; then
     STRATA_DECODE_TUNING=$TAB timeout 60 "$bin/llama-simple" -m "$M" -n 128 "The quick brown fox" > "$OUT/greedy-table.txt" \
       2> "$OUT/greedy-table.log"

@@ -45,7 +45,7 @@ for f in ggml-strata.cu ggml-strata.cuh; do
 done
 grep -q 'option(GGML_CUDA_STRATA' "$t/ggml/CMakeLists.txt" || fail "no GGML_CUDA_STRATA option"
 n=$(grep -c 'ggml_strata_' "$t/ggml/src/ggml-cuda/ggml-cuda.cu")
-[ "$n" = 4 ] || fail "ggml-cuda.cu has $n hooks, expected 4"
+[ "$n" = 6 ] || fail "ggml-cuda.cu has $n hooks, expected 6"
 after=$(sum)
 out=$("$apply" "$t" 2>&1) && fail "a second apply was accepted"
 echo "$out" | grep -q "already has the integration" || fail "second apply: '$out'"

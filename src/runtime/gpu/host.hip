@@ -33,7 +33,7 @@ size_t align_up(size_t n) { return (n + ALIGN - 1) & ~(ALIGN - 1); }
 /* The scratch of one decode call, carved from the workspace (sizes for the
  * context's limits; see plan_workspace). */
 struct ws_layout {
-    size_t xq, xblocks, h, hq, y, tickets, groups, check, partial, total;
+    size_t xq, xblocks, h, hq, y, tickets, groups, check, packed, partial, total;
 };
 
 struct gpu_backend {
@@ -128,17 +128,18 @@ ws_layout plan_workspace(const st_ctx_limits *l, const st_dispatch_config *cfg)
     w.tickets = align_up(sizeof(uint32_t) * (size_t)d);
     w.groups = align_up(sizeof(int32_t) * ST_GROUPS_WORDS);
     w.check = align_up(2 * sizeof(unsigned long long)); /* the checking mode's answers (gpu_check_ids) */
+    w.packed = align_up((sizeof(int32_t) + sizeof(float)) * np); /* strided ids and weights, packed dense */
     /* the k-split partials: reserved when the knob is set at creation, or
      * when they are small enough not to matter (contexts sized for a model;
      * a knob can also be switched on later with st_ctx_set_dispatch) */
     const size_t partial = align_up(sizeof(float) * 64 * np * (size_t)d);
     w.partial = cfg->active[ST_KNOB_EXPERT_V2K] || partial <= ((size_t)64 << 20) ? partial : 0;
-    w.total = w.xq + w.xblocks + w.h + w.hq + w.y + w.tickets + w.groups + w.check + w.partial;
+    w.total = w.xq + w.xblocks + w.h + w.hq + w.y + w.tickets + w.groups + w.check + w.packed + w.partial;
     return w;
 }
 
 struct ws_ptrs {
-    uint8_t *xq, *xblocks, *h, *hq, *y, *tickets, *groups, *check, *partial;
+    uint8_t *xq, *xblocks, *h, *hq, *y, *tickets, *groups, *check, *packed, *partial;
 };
 
 ws_ptrs carve(const gpu_backend *g)
@@ -161,6 +162,8 @@ ws_ptrs carve(const gpu_backend *g)
     at += g->wl.groups;
     p.check = at;
     at += g->wl.check;
+    p.packed = at;
+    at += g->wl.packed;
     p.partial = g->wl.partial ? at : nullptr;
     return p;
 }
@@ -441,9 +444,9 @@ st_status gpu_expert_grouped(void *b, const st_bexperts *ex, const st_ffn_option
                              const st_dispatch_config *cfg)
 {
     gpu_backend *g = G(b);
-    /* the fused kernels: silu, no bias, dense ids, weights and outputs */
+    /* the fused kernels: silu, no bias, dense outputs (x, ids and weights
+     * may be strided) */
     const bool fused = o->act == ST_ACT_SILU && !o->gate_bias && !o->up_bias && !o->down_bias &&
-                       (!o->ids_stride || o->ids_stride == topk) && (!o->wts_stride || o->wts_stride == topk) &&
                        (!o->out_stride || o->out_stride == ex->n_embd);
     if (!fused) return gpu_ffn_composed(g, ex, o, x, ids, wts, nt, topk, out, cfg);
     const int64_t xs = o->x_stride ? o->x_stride : ex->n_embd;
@@ -489,6 +492,29 @@ st_status gpu_expert_grouped(void *b, const st_bexperts *ex, const st_ffn_option
     if (pl.v2k && !p.partial)
         return st_fail(ST_ERR_UNSUPPORTED, "expert_grouped: STRATA_EXPERT_V2K needs k-split scratch this context did not "
                        "reserve (the knob was not set when it was created)");
+    /* strided ids or weights (llama.cpp's top-k is a view of the whole
+     * argsort: its token rows are n_expert apart) are packed dense into the
+     * scratch first, by a 2D copy on the stream each (graph-capturable; one
+     * token's row is dense as it is); after every refusal, so a refused call
+     * queues nothing */
+    {
+        const ws_ptrs q = carve(g);
+        int32_t *pid = (int32_t *)q.packed;
+        float *pw = (float *)(q.packed + sizeof(int32_t) * (size_t)g->lim.max_tokens * (size_t)g->lim.max_topk);
+        const size_t row = (size_t)topk;
+        if (o->ids_stride && o->ids_stride != topk && nt > 1) {
+            RT_TRY(st_rt_memcpy2d_dtod(pid, row * sizeof(int32_t), ids, (size_t)o->ids_stride * sizeof(int32_t),
+                                       row * sizeof(int32_t), (size_t)nt, g->L.stream),
+                   "pack the ids");
+            a.ids = pid;
+        }
+        if (o->wts_stride && o->wts_stride != topk && nt > 1) {
+            RT_TRY(st_rt_memcpy2d_dtod(pw, row * sizeof(float), wts, (size_t)o->wts_stride * sizeof(float),
+                                       row * sizeof(float), (size_t)nt, g->L.stream),
+                   "pack the weights");
+            a.wts = pw;
+        }
+    }
     a.xq = xplanes(p.xq, ex->n_embd, nt);
     a.h = (float *)p.h;
     a.hq = xplanes(p.hq, ex->n_ff, np);
@@ -506,7 +532,7 @@ st_status gpu_expert_grouped(void *b, const st_bexperts *ex, const st_ffn_option
     st_rt_error e = by_type(ex->gate, [&](auto tc) { return st_launch_gate_up<decltype(tc)::value>(L, a, pl); });
     LAUNCH_TRY(L.stream, e, "gate-up launch");
     if (pl.v2k) LAUNCH_TRY(L.stream, st_launch_combine_v2k(L, a), "k-split combine launch");
-    LAUNCH_TRY(L.stream, st_launch_quantize(L, a.h, ex->n_ff, np, a.hq, nullptr, 0, ids, ex->n_expert), "q8_1 launch");
+    LAUNCH_TRY(L.stream, st_launch_quantize(L, a.h, ex->n_ff, np, a.hq, nullptr, 0, a.ids, ex->n_expert), "q8_1 launch");
     e = by_type(ex->down, [&](auto tc) { return st_launch_down<decltype(tc)::value>(L, a, pl); });
     LAUNCH_TRY(L.stream, e, "down launch");
     if (pl.tsum || pl.mma) LAUNCH_TRY(L.stream, st_launch_topk_sum(L, a), "top-k sum launch");
