@@ -6,9 +6,10 @@
 # It copies ggml-strata.cu / ggml-strata.cuh into ggml/src/ggml-cuda/ (ggml-hip
 # compiles that folder too) and applies llama.cpp-80fb11a.patch: the CMake
 # option GGML_CUDA_STRATA (default OFF: the tree then builds as stock) and
-# the five hooks in ggml-cuda.cu (MUL_MAT, MUL_MAT_ID, ggml's own mmvq fusion
+# the six hooks in ggml-cuda.cu (MUL_MAT, MUL_MAT_ID, ggml's own mmvq fusion
 # leaves what strata-tune takes, the MoE FFN as one call at the top of
-# ggml_cuda_try_fuse, a stream's context ends with the stream), and a test
+# ggml_cuda_try_fuse, graph_optimize keeps that FFN's inputs allocated until
+# its output is made, a stream's context ends with the stream), and a test
 # case of test-backend-ops, MOE_FFN (the FFN subgraph llama.cpp builds).
 # --check only tells whether it applies (nothing changes). Applying twice
 # is refused with one line; nothing is changed when the patch does not apply.
