@@ -320,6 +320,11 @@ static st_status journal_check(const char *dir, const st_identity *id, const cha
             char hex[ST_SHA256_HEX];
             sha_of(it[i].tmp, hex);
             if (strcmp(hex, it[i].sha)) why = "a temporary file does not hold the bytes the journal records";
+        } else if (!it[i].old && regular(it[i].target)) {
+            /* renamed in (nothing stood there before): it holds the run's bytes */
+            char hex[ST_SHA256_HEX];
+            sha_of(it[i].target, hex);
+            if (strcmp(hex, it[i].sha)) why = "it holds bytes the journal does not record";
         }
         if (why)
             s = st_fail(ST_ERR_PARSE, "tune: %s does not describe an install of this tool (%s: %s): it was left as "
