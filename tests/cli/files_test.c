@@ -726,6 +726,70 @@ static void table_list_escapes_its_folder(void **state)
     free(dir);
 }
 
+#define MODEL STRATA_TEST_DATA "/gguf/tiny-moe.gguf"
+
+/* The model given to tune is never one of its outputs, whatever its name:
+ * a model inside --out under the report's name (or the lock's, or the
+ * manifest's) is refused in one line before the folder changes, and stays
+ * as it was. */
+static void the_model_is_never_an_output(void **state)
+{
+    (void)state;
+    const char *names[] = {"strata-tune-tiny-moe-tests.autotune.json", ".strata-tune.lock",
+                           "strata-tune-tiny-moe-tests.autotune.manifest"};
+    char *model = NULL;
+    size_t ml = 0;
+    assert_int_equal(st_read_file(MODEL, &model, &ml), ST_OK);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *dir = cli_dir();
+        char *copy = cli_write(dir, names[i], model, ml);
+        cli_run r = cli(600.0, "--backend", "cpu", "tune", copy, "--ntok-mix", "1", "--quick", "--no-verify", "--out", dir,
+                        NULL);
+        cli_expect_one_line(&r, 1, "is the input", names[i]);
+        cli_free(&r);
+        char *after = NULL;
+        size_t l = 0;
+        assert_int_equal(st_read_file(copy, &after, &l), ST_OK);
+        if (l != ml || memcmp(after, model, ml)) fail_msg("%s: the model was changed", names[i]);
+        free(after);
+        if (cli_count(dir, NULL) != 1) { /* nothing else written */
+            cli_print_dir(dir);
+            fail_msg("%s: files were written beside the model", names[i]);
+        }
+        free(copy);
+    }
+    free(model);
+}
+
+/* The reservation counts what tables.json takes: it is rewritten beside
+ * itself, so a folder holding a large index and too little room for its
+ * new copy is refused before the sweep (it used to reserve a fixed 32 KiB,
+ * rename the set in, then fail on tables.json). Root only (a tmpfs). */
+static void the_reservation_counts_the_index(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    if (!cli_tmpfs(dir, 768 << 10, false)) {
+        print_message("no tmpfs here: not tested\n");
+        return;
+    }
+    const size_t n = 560 << 10;
+    char *big = malloc(n);
+    assert_non_null(big);
+    memset(big, ' ', n);
+    big[0] = '{';
+    big[n - 1] = '}';
+    free(cli_write(dir, "tables.json", big, n));
+    free(big);
+    cli_run r = cli(600.0, "--backend", "cpu", "-q", "tune", "--shape", "mmvq q8_0 64 64", "--ntok-mix", "1", "--quick",
+                    "--no-verify", "--out", dir, NULL);
+    cli_expect_one_line(&r, 1, strerror(ENOSPC), "tune beside a 560 KiB tables.json into 768 KiB");
+    assert_non_null(strstr(r.err, "probe"));
+    assert_int_equal(cli_count(dir, NULL), 1); /* the index, nothing else */
+    cli_free(&r);
+    cli_umount(dir);
+}
+
 /* ---- the command line in a report's JSON ------------------------------------------------ */
 
 /* An argument that is not UTF-8 (here the page's own name) is recorded
@@ -770,6 +834,8 @@ int main(void)
         cmocka_unit_test_teardown(the_lock_is_never_a_link_or_a_fifo, cli_teardown),
         cmocka_unit_test_teardown(a_planted_journal_is_refused_and_changes_nothing, cli_teardown),
         cmocka_unit_test_teardown(table_list_escapes_its_folder, cli_teardown),
+        cmocka_unit_test_teardown(the_model_is_never_an_output, cli_teardown),
+        cmocka_unit_test_teardown(the_reservation_counts_the_index, cli_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
