@@ -513,6 +513,7 @@ st_status st_tune_out_install(st_tune_out *o, const st_identity *id, const st_di
      * arrived before it installs nothing */
     st_file_step();
     if (s == ST_OK && o->stop && *o->stop) s = st_fail(ST_ERR_INTERRUPTED, "interrupted before the install's commit point");
+    if (s == ST_OK) st_file_commit_step = st_file_steps;
     char *jt = s == ST_OK ? journal_text(it, n, false) : NULL;
     if (s == ST_OK && !jt) s = st_fail(ST_ERR_NOMEM, "tune: out of memory");
     if (s == ST_OK) s = st_file_write_atomic(o->journal_path, jt, strlen(jt));
@@ -525,7 +526,6 @@ st_status st_tune_out_install(st_tune_out *o, const st_identity *id, const st_di
         items_free(it, n);
         return st_fail(s, "%s; the table was not installed", why);
     }
-    st_file_commit_step = st_file_steps;
     /* The journal stands: from here a kill leaves the new set (the next run
      * completes the renames). */
     for (int i = 0; i < n && s == ST_OK; i++) {
