@@ -790,6 +790,41 @@ static void the_reservation_counts_the_index(void **state)
     cli_umount(dir);
 }
 
+/* A report's JSON and its page are one pair: when the page cannot be
+ * written (a full disk: here the write hook fails every file past the
+ * JSON's size), neither is left, nor a temporary file; an old pair stays
+ * as it was. */
+static void a_report_and_its_page_are_written_together(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    const char *json = "{\"report\": \"verify\", \"steps\": []}";
+    char *page = cli_join(dir, "p.html"), *pj = cli_join(dir, "p.json");
+    st_table_write_fail_after_bytes = (long)strlen(json) + 1; /* the JSON fits, the page does not */
+    const st_status s = st_report_write(json, page);
+    st_table_write_fail_after_bytes = -1;
+    assert_int_not_equal(s, ST_OK);
+    if (cli_exists(pj) || cli_exists(page) || cli_count(dir, NULL) != 0) {
+        cli_print_dir(dir);
+        fail_msg("a failed page left files: %s", st_last_error());
+    }
+    free(cli_write(dir, "p.json", "old json", 8));
+    free(cli_write(dir, "p.html", "old html", 8));
+    st_table_write_fail_after_bytes = (long)strlen(json) + 1;
+    assert_int_not_equal(st_report_write(json, page), ST_OK);
+    st_table_write_fail_after_bytes = -1;
+    char *a = slurp(pj), *b = slurp(page);
+    assert_string_equal(a, "old json");
+    assert_string_equal(b, "old html");
+    free(a);
+    free(b);
+    assert_int_equal(cli_count(dir, NULL), 2);
+    assert_int_equal(st_report_write(json, page), ST_OK); /* and the pair when it fits */
+    assert_int_equal(cli_count(dir, NULL), 2);
+    free(page);
+    free(pj);
+}
+
 /* ---- the command line in a report's JSON ------------------------------------------------ */
 
 /* An argument that is not UTF-8 (here the page's own name) is recorded
@@ -836,6 +871,7 @@ int main(void)
         cmocka_unit_test_teardown(table_list_escapes_its_folder, cli_teardown),
         cmocka_unit_test_teardown(the_model_is_never_an_output, cli_teardown),
         cmocka_unit_test_teardown(the_reservation_counts_the_index, cli_teardown),
+        cmocka_unit_test_teardown(a_report_and_its_page_are_written_together, cli_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
