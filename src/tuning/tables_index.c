@@ -8,6 +8,7 @@
 #include "tune_out.h"
 #include "strata/files.h"
 #include "strata/table.h"
+#include "strata/tools/text.h"
 #include "report_json.h"
 #include "sha256.h"
 
@@ -348,8 +349,13 @@ st_status st_tables_index_read(const char *dir, st_tables_index **out, st_index_
     bool same = n == ix->n;
     for (int i = 0; same && i < n; i++) {
         const st_tables_entry *e = NULL;
+        /* the index holds each name as it was written (st_text_utf8_dup: a
+         * name that is not UTF-8 escaped), so compare it so, or such a name
+         * never matches and the index is rewritten on every listing */
+        char *u = st_text_utf8_dup(names[i]);
         for (int k = 0; k < ix->n; k++)
-            if (!strcmp(ix->e[k].file, names[i])) e = &ix->e[k];
+            if (!strcmp(ix->e[k].file, u ? u : names[i])) e = &ix->e[k];
+        free(u);
         char *p = join(dir, names[i]), *tb = NULL;
         size_t tl = 0;
         char hex[ST_SHA256_HEX] = "";

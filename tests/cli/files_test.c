@@ -825,6 +825,30 @@ static void a_report_and_its_page_are_written_together(void **state)
     free(pj);
 }
 
+/* table list: a table whose name is not UTF-8 keeps the index up to date
+ * (it was rewritten on every listing), and a journal an interrupted install
+ * left is said, not hidden behind a mixed set. */
+static void table_list_index_and_interrupted_install(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    size_t l = 0;
+    char *t = table_text(2, NULL, &l);
+    free(cli_write(dir, "\xff-a.table", t, l));
+    cli_run r = cli(QUICK_S, "--backend", "cpu", "table", "list", dir, NULL);
+    cli_expect_exit(&r, 0, "table list (first)");
+    cli_free(&r);
+    r = cli(QUICK_S, "--backend", "cpu", "table", "list", dir, NULL);
+    cli_expect_exit(&r, 0, "table list (second)");
+    if (!strstr(r.out, "tables.json: up to date, 1 table")) fail_msg("the index was not kept:\n%s", r.out);
+    cli_free(&r);
+    free(cli_write(dir, ".strata-tune.journal", "strata-tune journal 1 forward\n", 30));
+    r = cli(QUICK_S, "--backend", "cpu", "table", "list", dir, NULL);
+    if (!strstr(r.out, "holds the journal of an interrupted install")) fail_msg("no word of the journal:\n%s", r.out);
+    cli_free(&r);
+    free(t);
+}
+
 /* ---- the command line in a report's JSON ------------------------------------------------ */
 
 /* An argument that is not UTF-8 (here the page's own name) is recorded
@@ -872,6 +896,7 @@ int main(void)
         cmocka_unit_test_teardown(the_model_is_never_an_output, cli_teardown),
         cmocka_unit_test_teardown(the_reservation_counts_the_index, cli_teardown),
         cmocka_unit_test_teardown(a_report_and_its_page_are_written_together, cli_teardown),
+        cmocka_unit_test_teardown(table_list_index_and_interrupted_install, cli_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
