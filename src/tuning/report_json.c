@@ -74,7 +74,34 @@ char *st_identity_json(const st_identity *id)
     return text;
 }
 
+/* The page and its JSON are at least this big together: reserved before a
+ * long run (a verify of 14 token counts writes a JSON and page of tens of
+ * KB; the rounds it records make it grow). */
+#define REPORT_RESERVE ((size_t)256 << 10)
+
+static st_status check_paths(const char *html_path, const char *const *inputs, int n_inputs);
+
 st_status st_report_write_check(const char *html_path, const char *const *inputs, int n_inputs)
+{
+    ST_TRY(check_paths(html_path, inputs, n_inputs));
+    /* room for the pair, before the run: a probe beside the page (a
+     * temporary file of the file rule), written, synced and removed */
+    static const char zeros[REPORT_RESERVE];
+    char *tmp = NULL;
+    int slot = -1;
+    const st_status s = st_file_write_temp(html_path, zeros, sizeof zeros, &tmp, &slot);
+    if (s != ST_OK) {
+        char why[4096];
+        snprintf(why, sizeof why, "%s", st_last_error());
+        return st_fail(s, "%s (the room its page and JSON need, checked before the run)", why);
+    }
+    unlink(tmp);
+    st_tmpfile_untrack(slot);
+    free(tmp);
+    return ST_OK;
+}
+
+static st_status check_paths(const char *html_path, const char *const *inputs, int n_inputs)
 {
     if (!html_path || (n_inputs > 0 && !inputs)) return st_fail(ST_ERR_INVALID_ARG, "report: NULL argument");
     const size_t l = strlen(html_path);
@@ -97,7 +124,7 @@ st_status st_report_write_check(const char *html_path, const char *const *inputs
 st_status st_report_write(const char *json, const char *html_path)
 {
     if (!json || !html_path) return st_fail(ST_ERR_INVALID_ARG, "report: NULL argument");
-    ST_TRY(st_report_write_check(html_path, NULL, 0));
+    ST_TRY(check_paths(html_path, NULL, 0));
     const size_t l = strlen(html_path);
     char *json_path = malloc(l + 1);
     if (!json_path) return st_fail(ST_ERR_NOMEM, "report: out of memory");

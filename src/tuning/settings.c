@@ -465,7 +465,7 @@ static st_status check_outputs(const st_settings_run_state *s)
     for (int i = 0; i < 3 && st == ST_OK; i++) {
         st = st_out_target_check(paths[i]);
         if (st == ST_OK) st = st_out_not_input(paths[i], s->o->model);
-        if (st != ST_OK) st = st_fail(st, "settings: %s", st_last_error());
+        if (st != ST_OK) st = st_fail_prefixed(st, "settings");
     }
     free(sum);
     return st;

@@ -352,7 +352,7 @@ st_status st_tune_out_open_input(st_tune_out *o, const char *dir, const char *na
             free(rh);
             free(rm);
         }
-        if (s != ST_OK) s = st_fail(s, "tune: %s", st_last_error());
+        if (s != ST_OK) s = st_fail_prefixed(s, "tune");
     }
     if (s == ST_OK && mkdir(o->dir, 0777) != 0 && errno != EEXIST)
         s = st_fail(ST_ERR_IO, "tune: cannot create the output folder %s: %s", o->dir, strerror(errno));
@@ -380,7 +380,7 @@ st_status st_tune_out_open_input(st_tune_out *o, const char *dir, const char *na
     if (s == ST_OK && found && input) {
         s = st_out_not_input(found, input);
         if (s != ST_OK) {
-            s = st_fail(s, "tune: %s", st_last_error());
+            s = st_fail_prefixed(s, "tune");
             free(found);
             found = NULL;
         }

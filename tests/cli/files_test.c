@@ -849,6 +849,33 @@ static void table_list_index_and_interrupted_install(void **state)
     free(t);
 }
 
+/* verify --html checks the room for its page and JSON before the gate
+ * runs: a folder too full is refused in one line at once, and nothing is
+ * left (the gate used to run, then the page failed, leaving the JSON
+ * alone). Root only (a tmpfs). */
+static void verify_html_reserves_its_room_before_the_run(void **state)
+{
+    (void)state;
+    const char *top = cli_dir(), *full = cli_dir();
+    if (!cli_tmpfs(full, 64 << 10, false)) {
+        print_message("no tmpfs here: not tested\n");
+        return;
+    }
+    size_t tl = 0;
+    char *tt = table_text(2, NULL, &tl);
+    char *table = cli_write(top, "t.table", tt, tl);
+    char *page = cli_join(full, "p.html");
+    cli_run r = cli(120.0, "--backend", "cpu", "verify", MODEL, table, "--html", page, NULL);
+    cli_expect_one_line(&r, 1, strerror(ENOSPC), "verify --html into 64 KiB");
+    assert_null(strstr(r.out, "PASS"));
+    assert_int_equal(cli_count(full, NULL), 0);
+    cli_free(&r);
+    cli_umount(full);
+    free(tt);
+    free(table);
+    free(page);
+}
+
 /* ---- the command line in a report's JSON ------------------------------------------------ */
 
 /* An argument that is not UTF-8 (here the page's own name) is recorded
@@ -897,6 +924,7 @@ int main(void)
         cmocka_unit_test_teardown(the_reservation_counts_the_index, cli_teardown),
         cmocka_unit_test_teardown(a_report_and_its_page_are_written_together, cli_teardown),
         cmocka_unit_test_teardown(table_list_index_and_interrupted_install, cli_teardown),
+        cmocka_unit_test_teardown(verify_html_reserves_its_room_before_the_run, cli_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
