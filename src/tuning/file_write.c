@@ -23,6 +23,7 @@ long st_table_write_fail_after_bytes = -1;
 long st_file_kill_at_step = -1;
 int st_file_kill_signal = SIGKILL;
 long st_file_steps;
+long st_file_commit_step = -1;
 const char *st_file_fail_rename_of;
 
 void st_file_step(void)

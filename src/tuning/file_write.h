@@ -47,6 +47,10 @@ extern int st_file_kill_signal;
  * default) in production. */
 extern const char *st_file_fail_rename_of;
 extern long st_file_steps;
+/* Test hook: the value of st_file_steps when an install wrote its journal
+ * (its commit point: a stop before it installs nothing, one after it
+ * lets the install complete); -1 until one did. */
+extern long st_file_commit_step;
 void st_file_step(void);
 
 /* Writes LEN bytes of TEXT to a new temporary file beside PATH

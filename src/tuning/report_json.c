@@ -3,6 +3,9 @@
  * public faces (strata/tools/report.h). */
 #include "report_json.h"
 #include "file_write.h"
+#include "report_page.h"
+#include "tmpfiles.h"
+#include "strata/tools/report.h"
 #include "st_source_commit.h"
 #include "strata/tools/text.h"
 #include "tools_internal.h"
@@ -11,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 const char *st_source_commit(void) { return ST_SOURCE_COMMIT; }
 
@@ -70,7 +74,34 @@ char *st_identity_json(const st_identity *id)
     return text;
 }
 
+/* The page and its JSON are at least this big together: reserved before a
+ * long run (a verify of 14 token counts writes a JSON and page of tens of
+ * KB; the rounds it records make it grow). */
+#define REPORT_RESERVE ((size_t)256 << 10)
+
+static st_status check_paths(const char *html_path, const char *const *inputs, int n_inputs);
+
 st_status st_report_write_check(const char *html_path, const char *const *inputs, int n_inputs)
+{
+    ST_TRY(check_paths(html_path, inputs, n_inputs));
+    /* room for the pair, before the run: a probe beside the page (a
+     * temporary file of the file rule), written, synced and removed */
+    static const char zeros[REPORT_RESERVE];
+    char *tmp = NULL;
+    int slot = -1;
+    const st_status s = st_file_write_temp(html_path, zeros, sizeof zeros, &tmp, &slot);
+    if (s != ST_OK) {
+        char why[4096];
+        snprintf(why, sizeof why, "%s", st_last_error());
+        return st_fail(s, "%s (the room its page and JSON need, checked before the run)", why);
+    }
+    unlink(tmp);
+    st_tmpfile_untrack(slot);
+    free(tmp);
+    return ST_OK;
+}
+
+static st_status check_paths(const char *html_path, const char *const *inputs, int n_inputs)
 {
     if (!html_path || (n_inputs > 0 && !inputs)) return st_fail(ST_ERR_INVALID_ARG, "report: NULL argument");
     const size_t l = strlen(html_path);
@@ -93,13 +124,34 @@ st_status st_report_write_check(const char *html_path, const char *const *inputs
 st_status st_report_write(const char *json, const char *html_path)
 {
     if (!json || !html_path) return st_fail(ST_ERR_INVALID_ARG, "report: NULL argument");
-    ST_TRY(st_report_write_check(html_path, NULL, 0));
+    ST_TRY(check_paths(html_path, NULL, 0));
     const size_t l = strlen(html_path);
     char *json_path = malloc(l + 1);
     if (!json_path) return st_fail(ST_ERR_NOMEM, "report: out of memory");
     snprintf(json_path, l + 1, "%.*s.json", (int)(l - 5), html_path);
-    st_status s = st_file_write_atomic(json_path, json, strlen(json));
-    if (s == ST_OK) s = st_report_html_write(json_path, html_path);
+    /* the JSON and its page as one pair: both written to temporary files
+     * first (a full disk stops here, before either changes), then renamed
+     * in; never a new JSON without its page */
+    char *page = NULL, *tmp[2] = {NULL, NULL};
+    size_t page_len = 0;
+    int slot[2] = {-1, -1};
+    st_status s = st_report_html_render(json, strlen(json), st_page_basename(json_path), &page, &page_len);
+    const char *path[2] = {json_path, html_path};
+    const char *text[2] = {json, page};
+    const size_t len[2] = {strlen(json), page_len};
+    for (int i = 0; i < 2 && s == ST_OK; i++) s = st_file_write_temp(path[i], text[i], len[i], &tmp[i], &slot[i]);
+    for (int i = 0; i < 2 && s == ST_OK; i++) {
+        s = st_file_commit(path[i], tmp[i], slot[i], NULL);
+        free(tmp[i]);
+        tmp[i] = NULL;
+    }
+    for (int i = 0; i < 2; i++)
+        if (tmp[i]) {
+            unlink(tmp[i]);
+            st_tmpfile_untrack(slot[i]);
+            free(tmp[i]);
+        }
+    free(page);
     free(json_path);
     return s;
 }

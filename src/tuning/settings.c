@@ -17,6 +17,8 @@
 #include "strata/table.h"
 #include "strata/tools/report.h"
 #include "tuner_decide.h"
+#include "report_page.h"
+#include "tmpfiles.h"
 
 #include <errno.h>
 #include <math.h>
@@ -439,9 +441,8 @@ static void safe_name(const char *model, char *out, size_t n)
     if (k > 5 && !strcmp(out + k - 5, ".gguf")) out[k - 5] = '\0';
 }
 
-/* The three files, each atomically; the reports first, so a profile on
- * disk always has its report. */
-static st_status write_outputs(st_settings_run_state *s, st_settings_summary *sum)
+/* The three paths, in SUM. */
+static void output_paths(const st_settings_run_state *s, st_settings_summary *sum)
 {
     const char *dir = s->o->out_dir ? s->o->out_dir : "", *sep = dir[0] ? "/" : "";
     char base[300];
@@ -449,16 +450,62 @@ static st_status write_outputs(st_settings_run_state *s, st_settings_summary *su
     snprintf(sum->profile_path, sizeof sum->profile_path, "%s%sstrata-settings-%s.profile.json", dir, sep, base);
     snprintf(sum->json_path, sizeof sum->json_path, "%s%sstrata-settings-%s.json", dir, sep, base);
     snprintf(sum->html_path, sizeof sum->html_path, "%s%sstrata-settings-%s.html", dir, sep, base);
+}
+
+/* Every output path checked before the engine runs (issue 26): a folder,
+ * FIFO, device or socket there, or the model itself, is refused in one
+ * line now, not after the whole sweep. */
+static st_status check_outputs(const st_settings_run_state *s)
+{
+    st_settings_summary *sum = calloc(1, sizeof *sum);
+    if (!sum) return st_fail(ST_ERR_NOMEM, "settings: out of memory");
+    output_paths(s, sum);
+    const char *paths[3] = {sum->json_path, sum->html_path, sum->profile_path};
+    st_status st = ST_OK;
+    for (int i = 0; i < 3 && st == ST_OK; i++) {
+        st = st_out_target_check(paths[i]);
+        if (st == ST_OK) st = st_out_not_input(paths[i], s->o->model);
+        if (st != ST_OK) st = st_fail_prefixed(st, "settings");
+    }
+    free(sum);
+    return st;
+}
+
+/* The three files as one set: all written to temporary files first (a
+ * full disk stops here, before any of them changes), then renamed in, the
+ * profile last, so a profile on disk always has its report. */
+static st_status write_outputs(st_settings_run_state *s, st_settings_summary *sum)
+{
+    output_paths(s, sum);
     cJSON *rep = st_settings_report_json(s);
     cJSON *prof = st_settings_profile_json(s);
-    char *rt = rep ? cJSON_Print(rep) : NULL, *pt = prof ? cJSON_Print(prof) : NULL;
+    char *rt = rep ? cJSON_Print(rep) : NULL, *pt = prof ? cJSON_Print(prof) : NULL, *page = NULL;
+    size_t page_len = 0;
     cJSON_Delete(rep);
     cJSON_Delete(prof);
     st_status st = rt && pt ? ST_OK : st_fail(ST_ERR_NOMEM, "settings: out of memory for the report");
-    if (st == ST_OK) st = st_report_write(rt, sum->html_path);
-    if (st == ST_OK) st = st_file_write_atomic(sum->profile_path, pt, strlen(pt));
+    if (st == ST_OK) st = check_outputs(s);
+    if (st == ST_OK) st = st_report_html_render(rt, strlen(rt), st_page_basename(sum->json_path), &page, &page_len);
+    const char *path[3] = {sum->json_path, sum->html_path, sum->profile_path};
+    const char *text[3] = {rt, page, pt};
+    const size_t len[3] = {rt ? strlen(rt) : 0, page_len, pt ? strlen(pt) : 0};
+    char *tmp[3] = {NULL, NULL, NULL};
+    int slot[3] = {-1, -1, -1};
+    for (int i = 0; i < 3 && st == ST_OK; i++) st = st_file_write_temp(path[i], text[i], len[i], &tmp[i], &slot[i]);
+    for (int i = 0; i < 3 && st == ST_OK; i++) {
+        st = st_file_commit(path[i], tmp[i], slot[i], NULL);
+        free(tmp[i]);
+        tmp[i] = NULL;
+    }
+    for (int i = 0; i < 3; i++)
+        if (tmp[i]) { /* not renamed in: removed */
+            unlink(tmp[i]);
+            st_tmpfile_untrack(slot[i]);
+            free(tmp[i]);
+        }
     free(rt);
     free(pt);
+    free(page);
     return st;
 }
 
@@ -491,6 +538,7 @@ static st_status run(st_settings_run_state *s, run_io *io, st_settings_summary *
     const st_settings_options *o = s->o;
     const char *b = strrchr(o->model, '/');
     snprintf(s->model_name, sizeof s->model_name, "%s", b ? b + 1 : o->model);
+    ST_TRY(check_outputs(s));
     ST_TRY(st_engine_identity(o->engine, s->engine_version, sizeof s->engine_version, s->engine_sha));
     progress(s, "settings: hashing the model %s", s->model_name);
     ST_TRY(st_sha256_file(o->model, s->model_sha));

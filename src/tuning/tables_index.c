@@ -8,6 +8,7 @@
 #include "tune_out.h"
 #include "strata/files.h"
 #include "strata/table.h"
+#include "strata/tools/text.h"
 #include "report_json.h"
 #include "sha256.h"
 
@@ -348,8 +349,13 @@ st_status st_tables_index_read(const char *dir, st_tables_index **out, st_index_
     bool same = n == ix->n;
     for (int i = 0; same && i < n; i++) {
         const st_tables_entry *e = NULL;
+        /* the index holds each name as it was written (st_text_utf8_dup: a
+         * name that is not UTF-8 escaped), so compare it so, or such a name
+         * never matches and the index is rewritten on every listing */
+        char *u = st_text_utf8_dup(names[i]);
         for (int k = 0; k < ix->n; k++)
-            if (!strcmp(ix->e[k].file, names[i])) e = &ix->e[k];
+            if (!strcmp(ix->e[k].file, u ? u : names[i])) e = &ix->e[k];
+        free(u);
         char *p = join(dir, names[i]), *tb = NULL;
         size_t tl = 0;
         char hex[ST_SHA256_HEX] = "";
@@ -510,7 +516,14 @@ static st_status prune_locked(const char *dir, const st_identity *id, const st_d
     /* the folder as it is now (settling may have completed an install):
      * what engages now is never removed, whatever IX said */
     st_tables_index *now = NULL;
-    ST_TRY(st_tables_index_build(dir, id, cfg, &now));
+    /* Engagement is judged as this build engages without dispatch knobs: a
+     * knob (STRATA_EXPERT_V2=1, ...) stops every table from engaging for
+     * as long as it is set, which must not make this build's own table
+     * "superseded" and removable (issue 26). */
+    st_dispatch_config clean;
+    st_dispatch_config_default(&clean);
+    ST_TRY(st_tables_index_build(dir, id, &clean, &now));
+    const int knob = cfg ? st_dispatch_config_first_active(cfg) : -1;
     st_manifest *ms = NULL;
     char **mnames = NULL;
     int nm = 0;
@@ -521,6 +534,11 @@ static st_status prune_locked(const char *dir, const st_identity *id, const st_d
         const st_tables_entry *e = &ix->e[i];
         if (e->status != ST_TSTATUS_SUPERSEDED) continue;
         const st_tables_entry *n = entry_named(now, e->file);
+        if (knob >= 0 && n && n->status == ST_TSTATUS_ENGAGES) {
+            note(fn, user, "kept %s: it engages in this build without dispatch knobs (%s is set)", e->file,
+                 st_knob_label((st_knob)knob));
+            continue;
+        }
         if (!table_prunable(dir, ix, e->file) || !table_prunable(dir, now, e->file)) {
             note(fn, user, "kept %s: not a *.table file of this folder that prune may remove%s", e->file, "");
             continue;

@@ -9,5 +9,16 @@
 #include "st_macros.h"
 #include "st_struct.h"
 
+#include <stdio.h>
+
+/* S with st_last_error() prefixed by "WHO: " (a copy first: st_fail
+ * formats into the buffer st_last_error() returns). */
+static inline st_status st_fail_prefixed(st_status s, const char *who)
+{
+    char why[4096];
+    snprintf(why, sizeof why, "%s", st_last_error());
+    return st_fail(s, "%s: %s", who, why);
+}
+
 
 #endif

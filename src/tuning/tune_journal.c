@@ -10,6 +10,8 @@
 #include "tmpfiles.h"
 #include "tools_internal.h"
 #include "tune_out.h"
+#include "sha256.h"
+#include "strata/table.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -31,6 +33,7 @@
 typedef struct {
     char *target, *tmp, *old; /* old: NULL when nothing stood at the target */
     int slot;
+    char sha[ST_SHA256_HEX]; /* of the new bytes: what a roll back may remove, what a completion may rename */
 } item;
 
 static void sync_dir(const char *dir)
@@ -68,17 +71,37 @@ static bool regular(const char *path)
     return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* The SHA-256 of the regular file at PATH ("" when it is not one or
+ * cannot be read). */
+static void sha_of(const char *path, char hex[ST_SHA256_HEX])
+{
+    hex[0] = '\0';
+    char *buf = NULL;
+    size_t len = 0;
+    if (regular(path) && st_read_file(path, &buf, &len) == ST_OK) st_sha256_buf(buf, len, hex);
+    st_clear_error();
+    free(buf);
+}
+
+/* What stands at PATH: nothing or a regular file (else false). */
+static bool absent_or_regular(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) != 0 ? errno == ENOENT : S_ISREG(st.st_mode);
+}
+
 static char *journal_text(const item *it, int n, bool back)
 {
     size_t cap = 64;
     for (int i = 0; i < n; i++)
-        cap += strlen(base(it[i].tmp)) + strlen(base(it[i].target)) + (it[i].old ? strlen(base(it[i].old)) : 1) + 4;
+        cap += strlen(base(it[i].tmp)) + strlen(base(it[i].target)) + (it[i].old ? strlen(base(it[i].old)) : 1) +
+               ST_SHA256_HEX + 5;
     char *t = malloc(cap);
     if (!t) return NULL;
     size_t at = (size_t)snprintf(t, cap, JOURNAL_HEAD "%s\n", back ? "back" : "forward");
     for (int i = 0; i < n; i++)
-        at += (size_t)snprintf(t + at, cap - at, "%s\t%s\t%s\n", base(it[i].tmp), base(it[i].target),
-                               it[i].old ? base(it[i].old) : "-");
+        at += (size_t)snprintf(t + at, cap - at, "%s\t%s\t%s\t%s\n", base(it[i].tmp), base(it[i].target),
+                               it[i].old ? base(it[i].old) : "-", it[i].sha);
     return t;
 }
 
@@ -94,7 +117,7 @@ static int play(const item *it, int n, bool back)
         const bool tmp_there = regular(it[i].tmp);
         if (!back) {
             st_file_step();
-            if (tmp_there && rename(it[i].tmp, it[i].target) == 0) moved++;
+            if (tmp_there && absent_or_regular(it[i].target) && rename(it[i].tmp, it[i].target) == 0) moved++;
             continue;
         }
         st_file_step();
@@ -102,8 +125,13 @@ static int play(const item *it, int n, bool back)
             if (unlink(it[i].tmp) == 0) moved++;
         } else if (it[i].old) {
             if (regular(it[i].old) && rename(it[i].old, it[i].target) == 0) moved++;
-        } else if (unlink(it[i].target) == 0) {
-            moved++;
+        } else {
+            /* nothing stood there before: the target goes only when it holds
+             * this run's new bytes (never a file the journal does not prove
+             * it wrote) */
+            char hex[ST_SHA256_HEX];
+            sha_of(it[i].target, hex);
+            if (hex[0] && !strcmp(hex, it[i].sha) && unlink(it[i].target) == 0) moved++;
         }
     }
     for (int i = 0; i < n; i++)
@@ -143,7 +171,90 @@ static bool can_complete(const item *it, int n)
     return true;
 }
 
-/* Parses the journal TEXT of DIR into IT[0..*N). */
+/* "<prefix><tag><pid>[.<n>]": the pid (the last TAG in NAME), or -1 when
+ * NAME is not of that form. */
+static long name_pid(const char *name, const char *tag, bool counter)
+{
+    const char *at = strstr(name, tag);
+    if (!at) return -1;
+    while (strstr(at + 1, tag)) at = strstr(at + 1, tag);
+    const char *p = at + strlen(tag);
+    char *end = NULL;
+    errno = 0;
+    const long pid = strtol(p, &end, 10);
+    if (end == p || errno || pid <= 0 || *p < '0' || *p > '9') return -1;
+    if (counter) {
+        if (*end != '.' || !end[1]) return -1;
+        for (p = end + 1; *p; p++)
+            if (*p < '0' || *p > '9') return -1;
+    } else if (*end) {
+        return -1;
+    }
+    return pid;
+}
+
+/* Whether process PID is gone (not this one, not one alive, not one we
+ * may not signal). */
+static bool pid_dead(long pid)
+{
+    return pid > 0 && pid != (long)getpid() && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+/* "<prefix>.<tag><pid>[.<n>]" of a dead run: its pid, else -1. */
+static long dead_run_pid(const char *name, const char *tag, bool counter)
+{
+    const long pid = name_pid(name, tag, counter);
+    return pid_dead(pid) ? pid : -1;
+}
+
+/* The manifests of DIR (read once per settling). */
+typedef struct {
+    st_manifest *ms;
+    char **names;
+    int n;
+} manifests;
+
+static void manifests_load(const char *dir, manifests *m)
+{
+    memset(m, 0, sizeof *m);
+    if (st_manifests_read(dir, &m->ms, &m->names, &m->n) != ST_OK) memset(m, 0, sizeof *m);
+    st_clear_error();
+}
+
+static bool listed(const manifests *m, const char *name)
+{
+    for (int i = 0; i < m->n; i++)
+        for (int k = 0; k < m->ms[i].n; k++)
+            if (!strcmp(m->ms[i].e[k].name, name)) return true;
+    return false;
+}
+
+/* Whether NAME is an output this tool makes in DIR: tables.json, the
+ * journal, a name it gives new outputs ("strata-..." ending in .table,
+ * .json, .html or .manifest), a name a manifest of the folder lists, or
+ * a *.table that is a table for ID (a tune updates it in place). */
+static bool our_output(const char *dir, const st_identity *id, const manifests *m, const char *name)
+{
+    if (!st_out_name_ok(name)) return false;
+    if (!strcmp(name, ST_TABLES_INDEX_NAME) || !strcmp(name, ST_TUNE_JOURNAL_NAME)) return true;
+    if (!output_name(name)) return false;
+    if (!strncmp(name, "strata-", 7) || listed(m, name)) return true;
+    if (!id || !ends_with(name, ".table")) return false;
+    char *p = st_tune_fmt("%s/%s", dir, name);
+    const bool mine = p && regular(p) && st_table_file_is_for(p, id);
+    st_clear_error();
+    free(p);
+    return mine;
+}
+
+/* Parses the journal TEXT of DIR into IT[0..*N) and checks that it
+ * describes an install of this tool, so settling it cannot remove or
+ * replace a file that is not that install's: every temporary file and
+ * link is named after its target and carries the pid of one run, which is
+ * dead; every target is an output of that run (its manifest, in the
+ * journal too, lists it); every target and temporary file is a regular
+ * file or absent; a temporary file to rename in has the bytes the journal
+ * records. Anything else: one line, and nothing in DIR changes. */
 static st_status journal_parse(const char *dir, const char *path, char *text, item *it, int *n, bool *back)
 {
     *n = 0;
@@ -154,86 +265,130 @@ static st_status journal_parse(const char *dir, const char *path, char *text, it
                        path, dir);
     *back = !strcmp(line + strlen(JOURNAL_HEAD), "back");
     int ln = 1;
+    long run = -1;
     while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
         ln++;
-        char *f[3] = {line, NULL, NULL};
-        for (int k = 1; k < 3; k++) {
+        char *f[4] = {line, NULL, NULL, NULL};
+        for (int k = 1; k < 4; k++) {
             f[k] = f[k - 1] ? strchr(f[k - 1], '\t') : NULL;
             if (f[k]) *f[k]++ = '\0';
         }
         const size_t tl = f[1] ? strlen(f[1]) : 0;
-        /* the names a journal of this tool holds, nothing else: a temporary
-         * file and a link beside an output, in this folder */
-        const bool ok = *n < JOURNAL_MAX_ITEMS && f[1] && f[2] && !strchr(f[2], '\t') && output_name(f[1]) &&
-                        st_out_name_ok(f[0]) && !strncmp(f[0], f[1], tl) && !strncmp(f[0] + tl, ".tmp.", 5) &&
-                        (!strcmp(f[2], "-") ||
-                         (st_out_name_ok(f[2]) && !strncmp(f[2], f[1], tl) && !strncmp(f[2] + tl, ".old.", 5)));
+        bool ok = *n < JOURNAL_MAX_ITEMS && f[1] && f[2] && f[3] && !strchr(f[3], '\t') &&
+                  strlen(f[3]) == ST_SHA256_HEX - 1 && output_name(f[1]) && st_out_name_ok(f[0]) &&
+                  !strncmp(f[0], f[1], tl) && !strncmp(f[0] + tl, ".tmp.", 5) &&
+                  (!strcmp(f[2], "-") ||
+                   (st_out_name_ok(f[2]) && !strncmp(f[2], f[1], tl) && !strncmp(f[2] + tl, ".old.", 5)));
+        for (const char *h = f[3]; ok && *h; h++) ok = (*h >= '0' && *h <= '9') || (*h >= 'a' && *h <= 'f');
+        /* one run's names, and that run is gone */
+        const long pid = ok ? name_pid(f[0] + tl, ".tmp.", true) : -1;
+        if (ok) ok = pid > 0 && (run < 0 || pid == run) && (!strcmp(f[2], "-") || name_pid(f[2] + tl, ".old.", false) == pid);
+        if (ok && run < 0) ok = pid_dead(pid);
+        if (ok) run = pid;
+        for (int k = 0; ok && k < *n; k++) ok = strcmp(base(it[k].target), f[1]) != 0;
         if (!ok)
-            return st_fail(ST_ERR_PARSE, "tune: %s is not a journal this tool wrote (line %d): remove it to tune %s", path,
-                           ln, dir);
+            return st_fail(ST_ERR_PARSE,
+                           "tune: %s is not a journal this tool wrote (line %d), or its run is still alive: it was left "
+                           "as it is, and so was %s; remove it to tune %s",
+                           path, ln, dir, dir);
         item *x = &it[(*n)++];
         memset(x, 0, sizeof *x);
         x->slot = -1;
         x->tmp = st_tune_fmt("%s/%s", dir, f[0]);
         x->target = st_tune_fmt("%s/%s", dir, f[1]);
         x->old = strcmp(f[2], "-") ? st_tune_fmt("%s/%s", dir, f[2]) : NULL;
+        snprintf(x->sha, sizeof x->sha, "%s", f[3]);
         if (!x->tmp || !x->target || (strcmp(f[2], "-") && !x->old)) return st_fail(ST_ERR_NOMEM, "tune: out of memory");
     }
     return ST_OK;
 }
 
-/* "<prefix>.<tag><pid>[.<n>]": the pid, or -1 when NAME is not of that form. */
-static long dead_run_pid(const char *name, const char *tag, bool counter)
+/* The rest of the checks (journal_parse): the files on disk, and the
+ * targets are outputs of this tool (our_output). */
+static st_status journal_check(const char *dir, const st_identity *id, const char *path, const item *it, int n)
 {
-    const char *at = strstr(name, tag);
-    if (!at) return -1;
-    while (strstr(at + 1, tag)) at = strstr(at + 1, tag);
-    const char *p = at + strlen(tag);
-    char *end = NULL;
-    errno = 0;
-    const long pid = strtol(p, &end, 10);
-    if (end == p || errno || pid <= 0) return -1;
-    if (counter) {
-        if (*end != '.' || !end[1]) return -1;
-        for (p = end + 1; *p; p++)
-            if (*p < '0' || *p > '9') return -1;
-    } else if (*end) {
-        return -1;
+    manifests m;
+    manifests_load(dir, &m);
+    st_status s = ST_OK;
+    for (int i = 0; i < n && s == ST_OK; i++) {
+        const char *why = NULL;
+        if (!absent_or_regular(it[i].target)) why = "its target is not a regular file";
+        else if (!absent_or_regular(it[i].tmp) || (it[i].old && !absent_or_regular(it[i].old)))
+            why = "a temporary file or link is not a regular file";
+        else if (!our_output(dir, id, &m, base(it[i].target))) why = "its target is not an output of this tool";
+        else if (regular(it[i].tmp)) {
+            char hex[ST_SHA256_HEX];
+            sha_of(it[i].tmp, hex);
+            if (strcmp(hex, it[i].sha)) why = "a temporary file does not hold the bytes the journal records";
+        } else if (!it[i].old && regular(it[i].target)) {
+            /* renamed in (nothing stood there before): it holds the run's bytes */
+            char hex[ST_SHA256_HEX];
+            sha_of(it[i].target, hex);
+            if (strcmp(hex, it[i].sha)) why = "it holds bytes the journal does not record";
+        }
+        if (why)
+            s = st_fail(ST_ERR_PARSE, "tune: %s does not describe an install of this tool (%s: %s): it was left as "
+                        "it is, and so was its folder; remove it to tune there",
+                        path, base(it[i].target), why);
     }
-    if (pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH) return -1; /* alive, or not ours to judge */
-    return pid;
+    st_manifests_free(m.ms, m.names, m.n);
+    return s;
 }
 
-/* Whether NAME in the locked folder is what a dead run left. */
-static bool litter(const char *name)
+/* Whether NAME in the locked folder DIR is what a dead run left: a probe
+ * of a dead pid; a temporary file or link of a dead pid beside one of our
+ * outputs (our_output); the gate's candidate beside one, holding a table
+ * for ID. Never a file of another name, whatever its pattern. */
+static bool litter(const char *dir, const st_identity *id, const manifests *m, const char *name)
 {
-    if (ends_with(name, ".table.candidate")) return true; /* only a tune makes one, under the lock we hold */
     if (!strncmp(name, ST_TUNE_PROBE_PREFIX, strlen(ST_TUNE_PROBE_PREFIX))) return dead_run_pid(name, "-probe.", false) > 0;
     char stem[512];
     const char *t = strstr(name, ".tmp.");
     const char *o = strstr(name, ".old.");
-    if (!t && !o) return false;
+    if (t) /* the last one: "x.tmp.1.2" */
+        while (strstr(t + 1, ".tmp.")) t = strstr(t + 1, ".tmp.");
+    if (o)
+        while (strstr(o + 1, ".old.")) o = strstr(o + 1, ".old.");
     const char *cut = t ? t : o;
+    if (!cut) {
+        if (!ends_with(name, ".table.candidate") || !id) return false;
+        /* the gate's candidate (no pid; only a tune makes one, under the
+         * lock we hold): beside our table, and a table for this identity */
+        const size_t l = strlen(name) - strlen(".candidate");
+        if (l >= sizeof stem) return false;
+        memcpy(stem, name, l);
+        stem[l] = '\0';
+        if (!our_output(dir, id, m, stem)) return false;
+        char *p = st_tune_fmt("%s/%s", dir, name);
+        const bool mine = p && regular(p) && st_table_file_is_for(p, id);
+        st_clear_error();
+        free(p);
+        return mine;
+    }
     if ((size_t)(cut - name) >= sizeof stem) return false;
     memcpy(stem, name, (size_t)(cut - name));
     stem[cut - name] = '\0';
-    if (!output_name(stem) && strcmp(stem, ST_TUNE_JOURNAL_NAME) && !ends_with(stem, ".candidate")) return false;
-    return t ? dead_run_pid(name, ".tmp.", true) > 0 : dead_run_pid(name, ".old.", false) > 0;
+    if (t ? dead_run_pid(name, ".tmp.", true) <= 0 : dead_run_pid(name, ".old.", false) <= 0) return false;
+    if (ends_with(stem, ".table.candidate")) stem[strlen(stem) - strlen(".candidate")] = '\0';
+    return our_output(dir, id, m, stem);
 }
 
-static int sweep(const char *dir)
+static int sweep(const char *dir, const st_identity *id)
 {
     DIR *d = opendir(dir);
     if (!d) return 0;
+    manifests m;
+    manifests_load(dir, &m);
     int removed = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        if (!litter(e->d_name)) continue;
+        if (!litter(dir, id, &m, e->d_name)) continue;
         char *p = st_tune_fmt("%s/%s", dir, e->d_name);
         if (p && regular(p) && unlink(p) == 0) removed++;
         free(p);
     }
     closedir(d);
+    st_manifests_free(m.ms, m.names, m.n);
     return removed;
 }
 
@@ -255,6 +410,7 @@ st_status st_tune_out_recover(const char *dir, const st_identity *id, int *done)
         int n = 0;
         bool back = false;
         s = journal_parse(dir, path, text, it, &n, &back);
+        if (s == ST_OK) s = journal_check(dir, id, path, it, n);
         if (s == ST_OK) {
             if (!back && !can_complete(it, n)) back = true;
             moved = play(it, n, back);
@@ -276,7 +432,7 @@ st_status st_tune_out_recover(const char *dir, const st_identity *id, int *done)
     free(text);
     free(path);
     if (s == ST_OK) {
-        const int swept = sweep(dir);
+        const int swept = sweep(dir, id);
         if (swept) st_log("tune: %s: removed %d temporary files interrupted runs left", dir, swept);
         moved += swept;
     }
@@ -341,6 +497,7 @@ st_status st_tune_out_install(st_tune_out *o, const st_identity *id, const st_di
         if (target[k]) {
             it[n].target = strdup(target[k]);
             it[n].slot = -1;
+            st_sha256_buf(text[k], len[k], it[n].sha);
             if (!it[n++].target) s = st_fail(ST_ERR_NOMEM, "tune: out of memory");
         }
     /* all written first: a full disk stops the install before anything moves */
@@ -352,6 +509,11 @@ st_status st_tune_out_install(st_tune_out *o, const st_identity *id, const st_di
         }
     free(mf_text);
     for (int i = 0; i < n && s == ST_OK; i++) s = keep_old(&it[i]);
+    /* the commit point is the journal: a stop (SIGINT, SIGTERM, ...) that
+     * arrived before it installs nothing */
+    st_file_step();
+    if (s == ST_OK && o->stop && *o->stop) s = st_fail(ST_ERR_INTERRUPTED, "interrupted before the install's commit point");
+    if (s == ST_OK) st_file_commit_step = st_file_steps;
     char *jt = s == ST_OK ? journal_text(it, n, false) : NULL;
     if (s == ST_OK && !jt) s = st_fail(ST_ERR_NOMEM, "tune: out of memory");
     if (s == ST_OK) s = st_file_write_atomic(o->journal_path, jt, strlen(jt));
@@ -372,6 +534,16 @@ st_status st_tune_out_install(st_tune_out *o, const st_identity *id, const st_di
         it[i].slot = -1;
         if (s != ST_OK && renamed) s = ST_OK; /* only the folder's sync failed: the file is in place */
     }
+    /* the index follows the tables it lists, and is part of the set: when
+     * it cannot be written (a full disk) the set is rolled back, so "not
+     * installed" is true; the journal stays until it is written */
+    if (s == ST_OK) {
+        st_tables_index *ix = NULL;
+        st_index_state before;
+        bool wrote = false;
+        s = st_tables_index_update(o->dir, id, cfg, true, &ix, &before, &wrote);
+        st_tables_index_free(ix);
+    }
     if (s != ST_OK) {
         char why[4096];
         snprintf(why, sizeof why, "%s", st_last_error());
@@ -386,12 +558,6 @@ st_status st_tune_out_install(st_tune_out *o, const st_identity *id, const st_di
         items_free(it, n);
         return st_fail(s, "%s; the table was not installed (the old files are back)", why);
     }
-    /* the index follows the tables it lists; the journal stays until it is written */
-    st_tables_index *ix = NULL;
-    st_index_state before;
-    bool wrote = false;
-    s = st_tables_index_update(o->dir, id, cfg, true, &ix, &before, &wrote);
-    st_tables_index_free(ix);
     play(it, n, false); /* the links go */
     st_file_step();
     unlink(o->journal_path);

@@ -72,10 +72,30 @@ static st_status lock_dir(const char *dir, const char *lock_path, const char *wh
 {
     *fd_out = *slot_out = -1;
     for (int attempt = 0; attempt < 16; attempt++) {
-        const int fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        /* O_NONBLOCK: a FIFO planted there must not hang the open; it is
+         * refused just below */
+        const int fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+        if (fd < 0 && errno == ELOOP)
+            return st_fail(ST_ERR_EXISTS, "%s: %s is a symbolic link, not a lock file this tool wrote: remove it to use %s",
+                           who, lock_path, dir);
         if (fd < 0)
             return st_fail(ST_ERR_IO, "%s: cannot write in the output folder %s (lock file %s): %s", who, dir, lock_path,
                            strerror(errno));
+        /* Only a regular file with one link and no more than a pid in it is
+         * ours to lock, write and remove: never a FIFO or device, never a
+         * hard link to a file elsewhere, never a file someone put there. */
+        struct stat ls;
+        if (fstat(fd, &ls) != 0 || !S_ISREG(ls.st_mode) || ls.st_nlink != 1 || ls.st_size > 32) {
+            const bool reg = S_ISREG(ls.st_mode);
+            close(fd);
+            return st_fail(ST_ERR_EXISTS,
+                           "%s: %s is %s, not a lock file this tool wrote: it was left as it is; remove it to use %s", who,
+                           lock_path,
+                           !reg ? kind(ls.st_mode)
+                           : ls.st_nlink != 1 ? "a file with another hard link"
+                                              : "a file with more than a process id in it",
+                           dir);
+        }
         if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
             const int e = errno;
             char holder[32] = "";
@@ -267,6 +287,12 @@ static st_status use_existing(st_tune_out *o, char *path, bool force)
 st_status st_tune_out_open(st_tune_out *o, const char *dir, const char *name, int report_device,
                            const st_identity *id, bool force, size_t probe_bytes)
 {
+    return st_tune_out_open_input(o, dir, name, report_device, id, force, probe_bytes, NULL);
+}
+
+st_status st_tune_out_open_input(st_tune_out *o, const char *dir, const char *name, int report_device,
+                                 const st_identity *id, bool force, size_t probe_bytes, const char *input)
+{
     memset(o, 0, sizeof *o);
     o->lock_fd = -1;
     o->lock_slot = -1;
@@ -309,6 +335,25 @@ st_status st_tune_out_open(st_tune_out *o, const char *dir, const char *name, in
                     "tune: the output paths would be %zu bytes, more than the %d a path may have (ST_TUNE_PATH_MAX): use "
                     "a shorter --out than %s",
                     longest + 40, ST_TUNE_PATH_MAX, o->dir);
+    /* the input is never one of the paths the run writes or removes,
+     * checked before the folder changes (the lock) */
+    if (s == ST_OK && input) {
+        char *cand = st_tune_fmt("%s.candidate", fresh);
+        const char *mine[] = {fresh, o->report_path, o->html_path, o->refused_path, o->index_path, o->manifest_path,
+                              o->journal_path, o->lock_path, cand};
+        if (!cand) s = st_fail(ST_ERR_NOMEM, "tune: out of memory");
+        for (size_t i = 0; i < sizeof mine / sizeof mine[0] && s == ST_OK; i++) s = st_out_not_input(mine[i], input);
+        free(cand);
+        if (s == ST_OK) {
+            char *rh = st_tune_fmt("%.*s.html", (int)strlen(o->refused_path) - 5, o->refused_path);
+            char *rm = st_manifest_path_for(o->refused_path);
+            s = rh && rm ? st_out_not_input(rh, input) : st_fail(ST_ERR_NOMEM, "tune: out of memory");
+            if (s == ST_OK) s = st_out_not_input(rm, input);
+            free(rh);
+            free(rm);
+        }
+        if (s != ST_OK) s = st_fail_prefixed(s, "tune");
+    }
     if (s == ST_OK && mkdir(o->dir, 0777) != 0 && errno != EEXIST)
         s = st_fail(ST_ERR_IO, "tune: cannot create the output folder %s: %s", o->dir, strerror(errno));
     struct stat st;
@@ -331,6 +376,14 @@ st_status st_tune_out_open(st_tune_out *o, const char *dir, const char *name, in
                     o->dir, count, hdr, names, o->dir);
         free(found);
         found = NULL;
+    }
+    if (s == ST_OK && found && input) {
+        s = st_out_not_input(found, input);
+        if (s != ST_OK) {
+            s = st_fail_prefixed(s, "tune");
+            free(found);
+            found = NULL;
+        }
     }
     if (s == ST_OK && found) {
         s = use_existing(o, found, force);

@@ -73,6 +73,7 @@ typedef struct {
     st_table *existing; /* this identity's table found in DIR (merged into), or NULL */
     char *existing_text; /* its bytes, to restore on a failed install */
     size_t existing_len;
+    const volatile int *stop; /* the run's stop flag (may be NULL): a stop before the install's commit point installs nothing */
 } st_tune_out;
 
 /* A malloc'd string printed from F (NULL when out of memory): the tune's
@@ -94,6 +95,12 @@ void st_tune_file_name(const char *model, char *out, size_t n);
  * left in DIR (a folder it made stays). */
 st_status st_tune_out_open(st_tune_out *out, const char *dir, const char *name, int report_device,
                            const st_identity *id, bool force, size_t probe_bytes);
+/* The same, for a run made from the file INPUT (the model; may be NULL):
+ * refused in one line, before anything in DIR changes, when INPUT is one
+ * of the paths the run may write or remove (st_out_not_input), whatever
+ * its name. */
+st_status st_tune_out_open_input(st_tune_out *out, const char *dir, const char *name, int report_device,
+                                 const st_identity *id, bool force, size_t probe_bytes, const char *input);
 
 /* Adds to T (this run's table) the rows of the existing table for shapes
  * that R[0..N) did not tune, and its comments except the ones this run

@@ -19,6 +19,7 @@
 #include "tuner_shapes.h"
 #include "verify_internal.h"
 #include "tune_out.h"
+#include "strata/tools/tables.h"
 #include "tmpfiles.h"
 #include "tune_mat.h"
 
@@ -473,14 +474,21 @@ static size_t memory_need(st_ctx *ctx, const st_tune_options *o, const st_model 
  * default 1..8, 121 KB and 23 KB at 1..32, so about 4.5 KB a point for
  * both; an expert shape at one count, 8 KB and 10 KB with the fixed parts.
  * Reserved: 6 KiB a point, 2 KiB a shape (the table's line, the index's
- * entry) and 32 KiB for the fixed parts (page header, tables.json, the
- * journal). The old files stay while the new ones are written (links for
+ * entry), 32 KiB for the fixed parts (page header, the journal, the
+ * manifest) and what tables.json takes now (it is rewritten beside itself). The old files stay while the new ones are written (links for
  * the roll back), so this is what the install adds at its peak. */
 static size_t output_bytes(const st_tune_options *o, const st_tune_shape *s, int n)
 {
     const size_t per_point = (size_t)6 << 10, per_shape = (size_t)2 << 10;
     const int mix = o->n_ntok_mix > 0 ? o->n_ntok_mix : ST_DECODE_TOKENS;
     size_t bytes = (size_t)32 << 10;
+    /* tables.json is rewritten beside itself: its new copy takes what the
+     * index takes now (plus this run's entries, in per_shape), whatever its
+     * size (a folder of many tables) */
+    char *ix = st_tune_fmt("%s/%s", o->out_dir ? o->out_dir : ".", ST_TABLES_INDEX_NAME);
+    struct stat st;
+    if (ix && stat(ix, &st) == 0 && S_ISREG(st.st_mode)) bytes += (size_t)st.st_size;
+    free(ix);
     for (int i = 0; i < n; i++) bytes += per_shape + per_point * (size_t)(s[i].kind == ST_SHAPE_MMVQ ? mix : 1);
     return bytes;
 }
@@ -720,7 +728,9 @@ static st_status tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result 
     memset(&out, 0, sizeof out);
     out.lock_fd = out.lock_slot = -1;
     if (st == ST_OK)
-        st = st_tune_out_open(&out, o->out_dir ? o->out_dir : ".", name, o->report_per_device ? st_ctx_device(ctx) : -1, id, o->force, output_bytes(o, shapes, n));
+        st = st_tune_out_open_input(&out, o->out_dir ? o->out_dir : ".", name, o->report_per_device ? st_ctx_device(ctx) : -1,
+                                    id, o->force, output_bytes(o, shapes, n), model ? o->model_path : NULL);
+    out.stop = o->stop;
     if (st == ST_OK) {
         res->table_path = strdup(out.table_path);
         res->report_path = strdup(out.report_path);

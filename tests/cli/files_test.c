@@ -478,6 +478,404 @@ static void a_newline_in_a_file_name_cannot_forge_a_line(void **state)
     free(t);
 }
 
+/* ---- issue 26, the red-team pass ------------------------------------------------------ */
+
+/* A pid that is gone (a child that exited and was reaped). */
+static long dead_pid(void)
+{
+    const pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) _exit(0);
+    waitpid(pid, NULL, 0);
+    return (long)pid;
+}
+
+/* A dispatch knob (STRATA_EXPERT_V2=1) stops every table from engaging
+ * while it is set: prune must not take this build's table for superseded
+ * by another build's newer table and remove it with its report, page and
+ * manifest. Engagement for prune is judged without knobs. */
+static void prune_with_a_knob_set_keeps_the_table_that_engages(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    const st_identity id = cpu_identity();
+    st_identity other = id;
+    snprintf(other.compiler, sizeof other.compiler, "1111222233334444");
+    prov_table(dir, "strata-real.table", &id, "2026-06-01T00:00:00Z", "real.json real.html");
+    prov_table(dir, "strata-other.table", &other, "2099-01-01T00:00:00Z", "");
+    char rep[256];
+    snprintf(rep, sizeof rep, "{\"table\": {\"path\": \"%s/strata-real.table\"}}", dir);
+    free(cli_write(dir, "real.json", rep, strlen(rep)));
+    free(cli_write(dir, "real.html", "<p>", 3));
+    manifest(dir, "real.manifest", "strata-real.table", "real.json", "real.html");
+    manifest(dir, "other.manifest", "strata-other.table", NULL, NULL);
+    st_dispatch_config knob;
+    st_dispatch_config_default(&knob);
+    knob.active[ST_KNOB_EXPERT_V2] = true;
+    st_tables_index *ix = NULL;
+    assert_int_equal(st_tables_index_build(dir, &id, &knob, &ix), ST_OK);
+    int removed = 0;
+    char notes[4096] = "";
+    assert_int_equal(st_tables_prune(dir, &id, &knob, ix, collect_note, notes, &removed), ST_OK);
+    st_tables_index_free(ix);
+    const char *keep[] = {"strata-real.table", "real.json", "real.html", "real.manifest"};
+    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
+        char *p = cli_join(dir, keep[i]);
+        if (!cli_exists(p)) fail_msg("prune with STRATA_EXPERT_V2 set removed %s:\n%s", keep[i], notes);
+        free(p);
+    }
+    assert_int_equal(removed, 0);
+    if (!strstr(notes, "kept strata-real.table: it engages in this build without dispatch knobs (STRATA_EXPERT_V2"))
+        fail_msg("the kept line:\n%s", notes);
+    /* and through the CLI, as the user runs it */
+    char *argv[] = {"--backend", "cpu", "table", "list", (char *)dir, "--prune", NULL};
+    setenv("STRATA_EXPERT_V2", "1", 1);
+    cli_run r = cli_exec(argv, QUICK_S, NULL, NULL);
+    unsetenv("STRATA_EXPERT_V2");
+    char *real = cli_join(dir, "strata-real.table");
+    if (!cli_exists(real)) fail_msg("table list --prune with STRATA_EXPERT_V2=1 removed the table:\n%s%s", r.out, r.err);
+    if (!strstr(r.out, "prune: nothing removed (1 superseded table kept"))
+        fail_msg("the summary says nothing of the kept table:\n%s", r.out);
+    free(real);
+    cli_free(&r);
+}
+
+/* The index is part of the install: when tables.json cannot be written
+ * (a full disk) the table, report, page and manifest are rolled back, so
+ * "not installed" is true, and nothing is left. */
+static void a_failed_index_write_rolls_the_set_back(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    size_t lo = 0, ln = 0;
+    const char *c_old[] = {"the old campaign", NULL}, *c_new[] = {"the new campaign", NULL};
+    char *t_old = table_text(2, c_old, &lo), *t_new = table_text(4, c_new, &ln);
+    old_set(dir, t_old, lo);
+    const st_identity id = cpu_identity();
+    st_tune_out out;
+    assert_int_equal(st_tune_out_open(&out, dir, "x", -1, &id, false, 4096), ST_OK);
+    st_file_fail_rename_of = "tables.json";
+    const st_status s = st_tune_out_install(&out, &id, NULL, t_new, ln, "new json", 8, "new html", 8);
+    st_file_fail_rename_of = NULL;
+    st_tune_out_close(&out);
+    if (s == ST_OK || !strstr(st_last_error(), "the old files are back"))
+        fail_msg("the install with tables.json failing: %s", s == ST_OK ? "installed" : st_last_error());
+    assert_string_equal(which_set(dir, t_old, t_new, 0), "old");
+    no_litter(dir, 0);
+    free(t_old);
+    free(t_new);
+}
+
+/* The sweep of a dead run's litter removes only what the tool made for
+ * its own outputs: never a user's file that merely has the pattern. */
+static void the_sweep_removes_only_our_litter(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    const long pid = dead_pid();
+    size_t tl = 0;
+    char *t = table_text(2, NULL, &tl);
+    char name[256];
+    const char *users[] = {"important.table.candidate", "important.json.tmp.%ld.1", "notes.html.old.%ld",
+                           "mine.table.candidate"};
+    for (size_t i = 0; i < sizeof users / sizeof users[0]; i++) {
+        snprintf(name, sizeof name, users[i], pid);
+        free(cli_write(dir, name, i == 3 ? "not a table" : "user data", i == 3 ? 11 : 9));
+    }
+    free(cli_write(dir, "mine.table", "user data", 9)); /* not a table: mine.table.candidate is not ours */
+    snprintf(name, sizeof name, "strata-x.autotune.json.tmp.%ld.1", pid);
+    free(cli_write(dir, name, "ours", 4));
+    snprintf(name, sizeof name, "strata-x.autotune.json.tmp.%ld.2", (long)getpid()); /* alive */
+    free(cli_write(dir, name, "alive", 5));
+    free(cli_write(dir, TABLE ".candidate", t, tl)); /* the gate's candidate beside our table */
+    const st_identity id = cpu_identity();
+    int done = 0;
+    assert_int_equal(st_tune_out_recover(dir, &id, &done), ST_OK);
+    for (size_t i = 0; i < sizeof users / sizeof users[0]; i++) {
+        snprintf(name, sizeof name, users[i], pid);
+        char *p = cli_join(dir, name);
+        if (!cli_exists(p)) fail_msg("the sweep removed the user's %s", name);
+        free(p);
+    }
+    snprintf(name, sizeof name, "strata-x.autotune.json.tmp.%ld.2", (long)getpid());
+    char *alive = cli_join(dir, name);
+    assert_true(cli_exists(alive));
+    free(alive);
+    assert_int_equal(done, 2);
+    assert_int_equal(cli_count(dir, "strata-x"), 1);
+    free(t);
+}
+
+/* The lock file is ours only when it is a regular file with one link: a
+ * hard link to a file elsewhere is never written through or removed, a
+ * FIFO is never used or removed; each is refused in one line. */
+static void the_lock_is_never_a_link_or_a_fifo(void **state)
+{
+    (void)state;
+    const char *top = cli_dir();
+    char *dir = cli_join(top, "out");
+    assert_int_equal(mkdir(dir, 0755), 0);
+    char *outside = cli_write(top, "precious", "keep me\n", 8);
+    char *lock = cli_join(dir, ".strata-tune.lock");
+    assert_int_equal(link(outside, lock), 0);
+    const st_identity id = cpu_identity();
+    st_tune_out out;
+    st_status s = st_tune_out_open(&out, dir, "x", -1, &id, false, 4096);
+    if (s == ST_OK || !strstr(st_last_error(), "another hard link")) fail_msg("a hard-linked lock: %s", s == ST_OK ? "used" : st_last_error());
+    char *v = slurp(outside);
+    assert_string_equal(v, "keep me\n");
+    free(v);
+    assert_true(cli_exists(lock));
+    st_folder_lock_t lk;
+    assert_int_not_equal(st_folder_lock(dir, "prune", &lk), ST_OK);
+    assert_true(cli_exists(lock));
+    unlink(lock);
+    assert_int_equal(mkfifo(lock, 0644), 0);
+    s = st_tune_out_open(&out, dir, "x", -1, &id, false, 4096);
+    if (s == ST_OK || !strstr(st_last_error(), "a FIFO")) fail_msg("a FIFO lock: %s", s == ST_OK ? "used" : st_last_error());
+    struct stat st;
+    assert_int_equal(lstat(lock, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    /* through the CLI: one line, nothing changed */
+    cli_run r = cli(QUICK_S, "--backend", "cpu", "table", "list", dir, "--prune", NULL);
+    cli_expect_one_line(&r, 1, "not a lock file this tool wrote", "table list --prune with a FIFO lock");
+    cli_free(&r);
+    assert_int_equal(lstat(lock, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    free(lock);
+    free(outside);
+    free(dir);
+}
+
+/* A journal this tool did not write (planted, or from another run) is
+ * refused in one line and the folder is left as it is: a 'back' line
+ * never removes a table it does not prove the run wrote, a 'forward' line
+ * never renames over a FIFO, a temporary file of a live process is never
+ * taken. */
+static void a_planted_journal_is_refused_and_changes_nothing(void **state)
+{
+    (void)state;
+    const st_identity id = cpu_identity();
+    size_t tl = 0;
+    char *t = table_text(2, NULL, &tl);
+    const long pid = dead_pid();
+    char hex[ST_SHA256_HEX];
+    st_sha256_buf("new json", 8, hex);
+    for (int k = 0; k < 4; k++) {
+        const char *dir = cli_dir();
+        free(cli_write(dir, TABLE, t, tl));
+        free(cli_write(dir, JSON, "old json", 8));
+        char *fifo = cli_join(dir, "strata-y.autotune.json");
+        assert_int_equal(mkfifo(fifo, 0644), 0);
+        char tmp[128], j[1024];
+        snprintf(tmp, sizeof tmp, JSON ".tmp.%ld.1", k == 3 ? (long)getpid() : pid);
+        free(cli_write(dir, tmp, "new json", 8));
+        snprintf(tmp, sizeof tmp, "strata-y.autotune.json.tmp.%ld.1", pid);
+        free(cli_write(dir, tmp, "new json", 8));
+        if (k == 0) /* the old form: a 'back' line, nothing stood there: removes the table */
+            snprintf(j, sizeof j, "strata-tune journal 1 back\n" TABLE ".tmp.%ld.1\t" TABLE "\t-\n", pid);
+        else if (k == 1) /* the same with a hash: the table does not hold those bytes */
+            snprintf(j, sizeof j, "strata-tune journal 1 back\n" TABLE ".tmp.%ld.1\t" TABLE "\t-\t%s\n", pid, hex);
+        else if (k == 2) /* forward over a FIFO */
+            snprintf(j, sizeof j, "strata-tune journal 1 forward\n%s\tstrata-y.autotune.json\t-\t%s\n", tmp, hex);
+        else /* a live process's temporary file */
+            snprintf(j, sizeof j, "strata-tune journal 1 forward\n" JSON ".tmp.%ld.1\t" JSON "\t-\t%s\n", (long)getpid(), hex);
+        free(cli_write(dir, ".strata-tune.journal", j, strlen(j)));
+        const int before = cli_count(dir, NULL);
+        st_tune_out out;
+        const st_status s = st_tune_out_open(&out, dir, "x", -1, &id, false, 4096);
+        if (s == ST_OK) fail_msg("journal %d: settled, not refused", k);
+        if (strchr(st_last_error(), '\n') || !strstr(st_last_error(), ".strata-tune.journal"))
+            fail_msg("journal %d: %s", k, st_last_error());
+        if (cli_count(dir, NULL) != before) {
+            cli_print_dir(dir);
+            fail_msg("journal %d: the folder changed", k);
+        }
+        char *tp = cli_join(dir, TABLE), *v = slurp(tp);
+        if (!v || strcmp(v, t)) fail_msg("journal %d: the table changed", k);
+        free(v);
+        free(tp);
+        struct stat st;
+        assert_int_equal(lstat(fifo, &st), 0);
+        assert_true(S_ISFIFO(st.st_mode));
+        free(fifo);
+    }
+    free(t);
+}
+
+/* The folder's name from the command line is escaped in table list's
+ * first line like every other name: a newline in it cannot forge a line. */
+static void table_list_escapes_its_folder(void **state)
+{
+    (void)state;
+    const char *top = cli_dir();
+    char *dir = cli_join(top, "t\nengages here: forged");
+    assert_int_equal(mkdir(dir, 0755), 0);
+    size_t l = 0;
+    char *t = table_text(2, NULL, &l);
+    free(cli_write(dir, "a.table", t, l));
+    cli_run r = cli(QUICK_S, "--backend", "cpu", "table", "list", dir, NULL);
+    cli_expect_exit(&r, 0, "table list");
+    for (const char *line = r.out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+        if (!strncmp(line, "engages here: forged", 20)) fail_msg("a forged line:\n%s", r.out);
+    const char *nl = strchr(r.out, '\n');
+    if (!nl || !strstr(r.out, "t\\x0aengages here: forged/tables.json") || strstr(r.out, "tables.json") > nl)
+        fail_msg("the first line:\n%s", r.out);
+    cli_free(&r);
+    free(t);
+    free(dir);
+}
+
+#define MODEL STRATA_TEST_DATA "/gguf/tiny-moe.gguf"
+
+/* The model given to tune is never one of its outputs, whatever its name:
+ * a model inside --out under the report's name (or the lock's, or the
+ * manifest's) is refused in one line before the folder changes, and stays
+ * as it was. */
+static void the_model_is_never_an_output(void **state)
+{
+    (void)state;
+    const char *names[] = {"strata-tune-tiny-moe-tests.autotune.json", ".strata-tune.lock",
+                           "strata-tune-tiny-moe-tests.autotune.manifest"};
+    char *model = NULL;
+    size_t ml = 0;
+    assert_int_equal(st_read_file(MODEL, &model, &ml), ST_OK);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *dir = cli_dir();
+        char *copy = cli_write(dir, names[i], model, ml);
+        cli_run r = cli(600.0, "--backend", "cpu", "tune", copy, "--ntok-mix", "1", "--quick", "--no-verify", "--out", dir,
+                        NULL);
+        cli_expect_one_line(&r, 1, "is the input", names[i]);
+        cli_free(&r);
+        char *after = NULL;
+        size_t l = 0;
+        assert_int_equal(st_read_file(copy, &after, &l), ST_OK);
+        if (l != ml || memcmp(after, model, ml)) fail_msg("%s: the model was changed", names[i]);
+        free(after);
+        if (cli_count(dir, NULL) != 1) { /* nothing else written */
+            cli_print_dir(dir);
+            fail_msg("%s: files were written beside the model", names[i]);
+        }
+        free(copy);
+    }
+    free(model);
+}
+
+/* The reservation counts what tables.json takes: it is rewritten beside
+ * itself, so a folder holding a large index and too little room for its
+ * new copy is refused before the sweep (it used to reserve a fixed 32 KiB,
+ * rename the set in, then fail on tables.json). Root only (a tmpfs). */
+static void the_reservation_counts_the_index(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    if (!cli_tmpfs(dir, 768 << 10, false)) {
+        print_message("no tmpfs here: not tested\n");
+        return;
+    }
+    const size_t n = 560 << 10;
+    char *big = malloc(n);
+    assert_non_null(big);
+    memset(big, ' ', n);
+    big[0] = '{';
+    big[n - 1] = '}';
+    free(cli_write(dir, "tables.json", big, n));
+    free(big);
+    cli_run r = cli(600.0, "--backend", "cpu", "-q", "tune", "--shape", "mmvq q8_0 64 64", "--ntok-mix", "1", "--quick",
+                    "--no-verify", "--out", dir, NULL);
+    cli_expect_one_line(&r, 1, strerror(ENOSPC), "tune beside a 560 KiB tables.json into 768 KiB");
+    assert_non_null(strstr(r.err, "probe"));
+    assert_int_equal(cli_count(dir, NULL), 1); /* the index, nothing else */
+    cli_free(&r);
+    cli_umount(dir);
+}
+
+/* A report's JSON and its page are one pair: when the page cannot be
+ * written (a full disk: here the write hook fails every file past the
+ * JSON's size), neither is left, nor a temporary file; an old pair stays
+ * as it was. */
+static void a_report_and_its_page_are_written_together(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    const char *json = "{\"report\": \"verify\", \"steps\": []}";
+    char *page = cli_join(dir, "p.html"), *pj = cli_join(dir, "p.json");
+    st_table_write_fail_after_bytes = (long)strlen(json) + 1; /* the JSON fits, the page does not */
+    const st_status s = st_report_write(json, page);
+    st_table_write_fail_after_bytes = -1;
+    assert_int_not_equal(s, ST_OK);
+    if (cli_exists(pj) || cli_exists(page) || cli_count(dir, NULL) != 0) {
+        cli_print_dir(dir);
+        fail_msg("a failed page left files: %s", st_last_error());
+    }
+    free(cli_write(dir, "p.json", "old json", 8));
+    free(cli_write(dir, "p.html", "old html", 8));
+    st_table_write_fail_after_bytes = (long)strlen(json) + 1;
+    assert_int_not_equal(st_report_write(json, page), ST_OK);
+    st_table_write_fail_after_bytes = -1;
+    char *a = slurp(pj), *b = slurp(page);
+    assert_string_equal(a, "old json");
+    assert_string_equal(b, "old html");
+    free(a);
+    free(b);
+    assert_int_equal(cli_count(dir, NULL), 2);
+    assert_int_equal(st_report_write(json, page), ST_OK); /* and the pair when it fits */
+    assert_int_equal(cli_count(dir, NULL), 2);
+    free(page);
+    free(pj);
+}
+
+/* table list: a table whose name is not UTF-8 keeps the index up to date
+ * (it was rewritten on every listing), and a journal an interrupted install
+ * left is said, not hidden behind a mixed set. */
+static void table_list_index_and_interrupted_install(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    size_t l = 0;
+    char *t = table_text(2, NULL, &l);
+    free(cli_write(dir, "\xff-a.table", t, l));
+    cli_run r = cli(QUICK_S, "--backend", "cpu", "table", "list", dir, NULL);
+    cli_expect_exit(&r, 0, "table list (first)");
+    cli_free(&r);
+    r = cli(QUICK_S, "--backend", "cpu", "table", "list", dir, NULL);
+    cli_expect_exit(&r, 0, "table list (second)");
+    if (!strstr(r.out, "tables.json: up to date, 1 table")) fail_msg("the index was not kept:\n%s", r.out);
+    cli_free(&r);
+    free(cli_write(dir, ".strata-tune.journal", "strata-tune journal 1 forward\n", 30));
+    r = cli(QUICK_S, "--backend", "cpu", "table", "list", dir, NULL);
+    if (!strstr(r.out, "holds the journal of an interrupted install")) fail_msg("no word of the journal:\n%s", r.out);
+    cli_free(&r);
+    free(t);
+}
+
+/* verify --html checks the room for its page and JSON before the gate
+ * runs: a folder too full is refused in one line at once, and nothing is
+ * left (the gate used to run, then the page failed, leaving the JSON
+ * alone). Root only (a tmpfs). */
+static void verify_html_reserves_its_room_before_the_run(void **state)
+{
+    (void)state;
+    const char *top = cli_dir(), *full = cli_dir();
+    if (!cli_tmpfs(full, 64 << 10, false)) {
+        print_message("no tmpfs here: not tested\n");
+        return;
+    }
+    size_t tl = 0;
+    char *tt = table_text(2, NULL, &tl);
+    char *table = cli_write(top, "t.table", tt, tl);
+    char *page = cli_join(full, "p.html");
+    cli_run r = cli(120.0, "--backend", "cpu", "verify", MODEL, table, "--html", page, NULL);
+    cli_expect_one_line(&r, 1, strerror(ENOSPC), "verify --html into 64 KiB");
+    assert_null(strstr(r.out, "PASS"));
+    assert_int_equal(cli_count(full, NULL), 0);
+    cli_free(&r);
+    cli_umount(full);
+    free(tt);
+    free(table);
+    free(page);
+}
+
 /* ---- the command line in a report's JSON ------------------------------------------------ */
 
 /* An argument that is not UTF-8 (here the page's own name) is recorded
@@ -516,6 +914,17 @@ int main(void)
         cmocka_unit_test_teardown(prune_settles_an_interrupted_install_first, cli_teardown),
         cmocka_unit_test_teardown(a_newline_in_a_file_name_cannot_forge_a_line, cli_teardown),
         cmocka_unit_test_teardown(the_command_line_in_a_report_is_utf8, cli_teardown),
+        cmocka_unit_test_teardown(prune_with_a_knob_set_keeps_the_table_that_engages, cli_teardown),
+        cmocka_unit_test_teardown(a_failed_index_write_rolls_the_set_back, cli_teardown),
+        cmocka_unit_test_teardown(the_sweep_removes_only_our_litter, cli_teardown),
+        cmocka_unit_test_teardown(the_lock_is_never_a_link_or_a_fifo, cli_teardown),
+        cmocka_unit_test_teardown(a_planted_journal_is_refused_and_changes_nothing, cli_teardown),
+        cmocka_unit_test_teardown(table_list_escapes_its_folder, cli_teardown),
+        cmocka_unit_test_teardown(the_model_is_never_an_output, cli_teardown),
+        cmocka_unit_test_teardown(the_reservation_counts_the_index, cli_teardown),
+        cmocka_unit_test_teardown(a_report_and_its_page_are_written_together, cli_teardown),
+        cmocka_unit_test_teardown(table_list_index_and_interrupted_install, cli_teardown),
+        cmocka_unit_test_teardown(verify_html_reserves_its_room_before_the_run, cli_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,7 +15,9 @@
  * no temporary file, candidate, journal, link, probe or lock at all; SIGKILL
  * and the fault signals leave what the next run of the folder settles
  * (checked after it). The exit status says which: 128+N stopped (the old
- * set), 0 installed (the new set), 3 or 4 the gate installed nothing. */
+ * set), 0 installed (the new set), 3 or 4 the gate installed nothing; a
+ * stop signal that lands before the install's commit point (its journal,
+ * st_file_commit_step) always stops the run. */
 #include "cli_util.h"
 
 #include "commands.h"
@@ -118,6 +120,8 @@ static void no_litter(const char *dir, int level, const char *what)
  * its wait status and, when it exits, the steps it took in *STEPS. GATE:
  * the default slowed so a variant wins and the gate runs on a candidate
  * (else --no-verify: the install follows the sweep at once). */
+static long g_commit_step; /* the last run's commit point (st_file_commit_step), -1 when none */
+
 static int tune_child(const char *dir, long step, int sig, bool gate, long *steps)
 {
     int fd[2];
@@ -163,8 +167,8 @@ static int tune_child(const char *dir, long step, int sig, bool gate, long *step
         st_file_kill_at_step = -1;
         td_signals_end();
         const int caught = td_signals_caught();
-        const long taken = st_file_steps;
-        (void)!write(fd[1], &taken, sizeof taken);
+        const long taken[2] = {st_file_steps, st_file_commit_step};
+        (void)!write(fd[1], taken, sizeof taken);
         if (s != ST_OK && s != ST_ERR_INTERRUPTED && s != ST_ERR_UNDECIDED && s != ST_ERR_REFUSED)
             fprintf(stderr, "tune: %s\n", st_last_error());
         st_tune_result_clear(&r);
@@ -174,12 +178,13 @@ static int tune_child(const char *dir, long step, int sig, bool gate, long *step
                                                                                                            : 1);
     }
     close(fd[1]);
-    long taken = -1;
-    if (read(fd[0], &taken, sizeof taken) != (ssize_t)sizeof taken) taken = -1;
+    long taken[2] = {-1, -1};
+    if (read(fd[0], taken, sizeof taken) != (ssize_t)sizeof taken) taken[0] = taken[1] = -1;
     close(fd[0]);
+    g_commit_step = taken[1];
     int st = 0;
     waitpid(pid, &st, 0);
-    if (steps) *steps = taken;
+    if (steps) *steps = taken[0];
     return st;
 }
 
@@ -231,6 +236,12 @@ static bool one(const char *dir, const sig_case *c, long step, bool gate, int *o
         /* the exit status says what happened to the files */
         if ((stopped || code == 3 || code == 4) != !strcmp(set, "old"))
             fail_msg("%s: exit %d but the folder holds the %s set", what, code, set);
+        /* a stop that lands before the install's commit point stops the run
+         * (nothing installed, 128+N); only one after it lets the install
+         * complete */
+        if (c->kind == TD_SIG_STOP && !stopped && (g_commit_step < 0 || step <= g_commit_step))
+            fail_msg("%s: the stop landed before the commit point (step %ld) but the run went on (exit %d)", what,
+                     g_commit_step, code);
     }
     *olds += !strcmp(set, "old");
     *news += !strcmp(set, "new");

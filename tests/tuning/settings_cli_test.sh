@@ -146,5 +146,34 @@ epid=$(head -1 "$pids")
   > /dev/null 2> "$dir/g2.err"
 [ $? = 1 ] && grep -q "more than 23" "$dir/g2.err" || fail "large grid: $(cat "$dir/g2.err")"
 
+# 8. every output path is checked before the engine runs (issue 26): a
+#    FIFO where the profile goes is refused in one line at once (the engine
+#    never started), and no report is left without its profile
+out=$dir/out/h
+mkdir -p "$out"
+mkfifo "$out/strata-settings-tiny-moe.profile.json"
+pids=$dir/pids-h
+: > "$pids"
+FAKE_LLAMA_PIDFILE="$pids" timeout 120 \
+  "$td" -q settings "$model" --engine "$fake" --prompts "$dir/prompts.txt" --sweep threads=1 --n-predict 4 --rounds 2 \
+  --out "$out" > /dev/null 2> "$dir/h.err"
+rc=$?
+[ $rc = 1 ] || fail "FIFO profile: exit $rc, not 1: $(cat "$dir/h.err")"
+[ "$(wc -l < "$dir/h.err")" = 1 ] && grep -q 'is a FIFO: not replaced' "$dir/h.err" || fail "FIFO profile: $(cat "$dir/h.err")"
+[ -s "$pids" ] && fail "FIFO profile: the engine ran before the outputs were checked"
+[ "$(ls "$out")" = strata-settings-tiny-moe.profile.json ] || fail "FIFO profile: files were written: $(ls "$out")"
+[ -p "$out/strata-settings-tiny-moe.profile.json" ] || fail "FIFO profile: the FIFO was replaced"
+# ... and the model itself is never an output (here a hard link of it
+#    where the report goes)
+cp "$model" "$dir/m.gguf"
+rm -f "$out/strata-settings-tiny-moe.profile.json"
+ln "$dir/m.gguf" "$out/strata-settings-m.json"
+"$td" -q settings "$dir/m.gguf" --engine "$fake" --prompts "$dir/prompts.txt" --sweep threads=1 \
+  --n-predict 4 --rounds 2 --out "$out" > /dev/null 2> "$dir/h2.err"
+rc=$?
+[ $rc = 1 ] && [ "$(wc -l < "$dir/h2.err")" = 1 ] && grep -q 'is the input' "$dir/h2.err" ||
+  fail "model as output: exit $rc: $(cat "$dir/h2.err")"
+cmp -s "$model" "$dir/m.gguf" || fail "model as output: the model was changed"
+
 [ $fails = 0 ] && echo "settings_cli_test: ok"
 exit $((fails > 0))

@@ -200,6 +200,8 @@ int td_table_list(int argc, char **argv, const td_global *g)
     cJSON *pruned = g->json ? cJSON_CreateArray() : NULL;
     int removed = 0;
     if (prune) {
+        int superseded = 0;
+        for (int i = 0; i < ix->n; i++) superseded += ix->e[i].status == ST_TSTATUS_SUPERSEDED;
         s = st_tables_prune(dir, &id, &cfg, ix, on_prune, pruned, &removed);
         if (s == ST_OK) {
             st_tables_index_free(ix);
@@ -212,8 +214,22 @@ int td_table_list(int argc, char **argv, const td_global *g)
             st_tables_index_free(ix);
             return 1;
         }
-        if (!g->json && removed == 0) printf("prune: nothing is superseded; nothing removed\n");
+        if (!g->json && removed == 0) {
+            if (superseded) printf("prune: nothing removed (%d superseded table%s kept: see the lines above)\n", superseded,
+                                   superseded == 1 ? "" : "s");
+            else printf("prune: nothing is superseded; nothing removed\n");
+        }
     }
+    /* an install a killed run left (its journal still there) shows as a
+     * mixed set until the next tune or --prune settles it: said, not hidden */
+    char *journal = malloc(strlen(dir) + 32);
+    struct stat js;
+    const bool unsettled = journal && (snprintf(journal, strlen(dir) + 32, "%s/.strata-tune.journal", dir), 1) &&
+                           lstat(journal, &js) == 0;
+    free(journal);
+    if (unsettled && !g->json)
+        td_print("note: %s holds the journal of an interrupted install: the listing may show a mixed set until the next "
+                 "tune of the folder or table list --prune settles it", dir);
     char me[4 * ST_TOKEN_MAX + 16];
     st_identity_header(&id, me, sizeof me);
     const bool engages = ix->engages[0] != '\0';
@@ -227,6 +243,7 @@ int td_table_list(int argc, char **argv, const td_global *g)
         td_json_add_string(o, "this_process", me);
         td_json_add_string(o, "engages", ix->engages);
         td_json_add_string(o, "load_line", ix->dir_line);
+        cJSON_AddBoolToObject(o, "interrupted_install", unsettled);
         cJSON_AddItemToObject(o, "pruned", pruned);
         if (st_tables_index_format(ix, &text, &len) == ST_OK) cJSON_AddItemToObject(o, "index", cJSON_ParseWithLength(text, len));
         free(text);
@@ -235,10 +252,16 @@ int td_table_list(int argc, char **argv, const td_global *g)
         if (out) puts(out);
         free(out);
     } else {
-        if (state == ST_INDEX_UP_TO_DATE) printf("%s/%s: up to date, %d table%s\n", dir, ST_TABLES_INDEX_NAME, ix->n, ix->n == 1 ? "" : "s");
-        else if (written) printf("%s/%s: %s; rebuilt from the %d table%s\n", dir, ST_TABLES_INDEX_NAME, st_index_state_text(state), ix->n,
+        /* the folder's name comes from the command line: escaped like every other name */
+        char *sdir = st_text_show_dup(dir), *swhy = st_text_show_dup(why);
+        const char *d = sdir ? sdir : "(out of memory)";
+        if (state == ST_INDEX_UP_TO_DATE) printf("%s/%s: up to date, %d table%s\n", d, ST_TABLES_INDEX_NAME, ix->n, ix->n == 1 ? "" : "s");
+        else if (written) printf("%s/%s: %s; rebuilt from the %d table%s\n", d, ST_TABLES_INDEX_NAME, st_index_state_text(state), ix->n,
                    ix->n == 1 ? "" : "s");
-        else printf("%s/%s: %s; rebuilt in memory, not written: %s\n", dir, ST_TABLES_INDEX_NAME, st_index_state_text(state), why);
+        else printf("%s/%s: %s; rebuilt in memory, not written: %s\n", d, ST_TABLES_INDEX_NAME, st_index_state_text(state),
+                    swhy ? swhy : why);
+        free(sdir);
+        free(swhy);
         print_text(dir, ix, me, id.device_name);
     }
     st_tables_index_free(ix);

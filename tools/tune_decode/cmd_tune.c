@@ -266,6 +266,14 @@ int cmd_tune(int argc, char **argv, const td_global *g)
         td_eprint("tune: interrupted%s%s; no table was written", sig ? " by " : "", sig ? strsignal(sig) : "");
         return 128 + (sig ? sig : SIGINT);
     }
+    if (td_signals_caught() && s == ST_OK) {
+        /* a stop after the install's commit point (its journal): the new set
+         * was completed rather than left half-moved, and the exit says what
+         * the folder holds (0: installed) */
+        const int sig = td_signals_caught();
+        td_eprint("tune: %s arrived after the install's commit point: the install was completed, not stopped",
+                  strsignal(sig));
+    }
     if (s == ST_ERR_UNDECIDED) return td_fail("tune", s, 3);
     if (s == ST_ERR_REFUSED && gate == ST_GATE_FAIL_SLOWER) return td_fail("tune", s, 4);
     if (s != ST_OK) return td_fail("tune", s, 1);

@@ -47,7 +47,9 @@ ST_API st_status st_report_write(const char *json, const char *html_path);
  * must end in ".html", and at HTML_PATH and at its JSON beside it nothing
  * or a regular file may stand (never a folder, FIFO, device or socket),
  * and neither may be one of the N_INPUTS files INPUTS names (the model, the
- * table: any spelling of one file). ST_OK, or the status with one line. */
+ * table: any spelling of one file); and the folder must have room for the
+ * pair (256 KiB written beside the page as a temporary file, synced and
+ * removed). ST_OK, or the status with one line. */
 ST_API st_status st_report_write_check(const char *html_path, const char *const *inputs, int n_inputs);
 
 /* The JSON object every report and --json output gives for an identity
