@@ -191,6 +191,28 @@ st_status st_file_write_atomic(const char *path, const char *text, size_t len)
     return s;
 }
 
+st_status st_file_write_set(int n, const char *const *paths, const char *const *texts, const size_t *lens)
+{
+    if (n < 1 || n > ST_FILE_SET_MAX || !paths || !texts || !lens)
+        return st_fail(ST_ERR_INVALID_ARG, "write: 1 to %d files in a set", ST_FILE_SET_MAX);
+    char *tmp[ST_FILE_SET_MAX] = {NULL};
+    int slot[ST_FILE_SET_MAX];
+    st_status s = ST_OK;
+    for (int i = 0; i < n && s == ST_OK; i++) s = st_file_write_temp(paths[i], texts[i], lens[i], &tmp[i], &slot[i]);
+    for (int i = 0; i < n && s == ST_OK; i++) {
+        s = st_file_commit(paths[i], tmp[i], slot[i], NULL);
+        free(tmp[i]);
+        tmp[i] = NULL;
+    }
+    for (int i = 0; i < n; i++)
+        if (tmp[i]) { /* not renamed in: removed */
+            unlink(tmp[i]);
+            st_tmpfile_untrack(slot[i]);
+            free(tmp[i]);
+        }
+    return s;
+}
+
 st_status st_table_write_atomic(const st_table *t, const char *path)
 {
     if (!t || !path || !path[0]) return st_fail(ST_ERR_INVALID_ARG, "table_write: NULL argument");

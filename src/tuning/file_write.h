@@ -69,6 +69,15 @@ st_status st_file_write_temp(const char *path, const char *text, size_t len, cha
  * does when only the folder's sync failed (an error too). */
 st_status st_file_commit(const char *path, const char *tmp, int slot, bool *renamed);
 
+/* Writes N files as one set: every text to its temporary file first (a
+ * full disk or a refused target stops here, before any PATH changes), then
+ * each renamed over its path in order, so a reader that trusts the last
+ * file finds the others in place. A temporary file not renamed in is
+ * removed. The one home of "write these files together" (reports and
+ * their pages, the settings' outputs and manifest). */
+#define ST_FILE_SET_MAX 8
+st_status st_file_write_set(int n, const char *const *paths, const char *const *texts, const size_t *lens);
+
 /* Test hook: when set, st_file_commit calls it with the temporary file's
  * name just before the rename (a test kills the process there). NULL (the
  * default) in production. */

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *const ROLE[] = {"table", "report", "page", "index"};
+static const char *const ROLE[] = {"table", "report", "page", "index", "profile"};
 enum { N_ROLES = sizeof ROLE / sizeof ROLE[0] };
 
 st_status st_manifest_add(st_manifest *m, st_mf_role role, const char *name, const char *text, size_t len)

@@ -33,7 +33,9 @@
 #define ST_MANIFEST_MAX_ENTRIES 8
 #define ST_MANIFEST_MAX_BYTES (16 << 10)
 
-typedef enum { ST_MF_TABLE, ST_MF_REPORT, ST_MF_PAGE, ST_MF_INDEX } st_mf_role;
+/* ST_MF_PROFILE: a settings run's profile (tune_decode settings writes its
+ * report, page and profile with a manifest of them, as one set). */
+typedef enum { ST_MF_TABLE, ST_MF_REPORT, ST_MF_PAGE, ST_MF_INDEX, ST_MF_PROFILE } st_mf_role;
 
 typedef struct {
     st_mf_role role;

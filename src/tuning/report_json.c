@@ -132,25 +132,13 @@ st_status st_report_write(const char *json, const char *html_path)
     /* the JSON and its page as one pair: both written to temporary files
      * first (a full disk stops here, before either changes), then renamed
      * in; never a new JSON without its page */
-    char *page = NULL, *tmp[2] = {NULL, NULL};
+    char *page = NULL;
     size_t page_len = 0;
-    int slot[2] = {-1, -1};
     st_status s = st_report_html_render(json, strlen(json), st_page_basename(json_path), &page, &page_len);
     const char *path[2] = {json_path, html_path};
     const char *text[2] = {json, page};
     const size_t len[2] = {strlen(json), page_len};
-    for (int i = 0; i < 2 && s == ST_OK; i++) s = st_file_write_temp(path[i], text[i], len[i], &tmp[i], &slot[i]);
-    for (int i = 0; i < 2 && s == ST_OK; i++) {
-        s = st_file_commit(path[i], tmp[i], slot[i], NULL);
-        free(tmp[i]);
-        tmp[i] = NULL;
-    }
-    for (int i = 0; i < 2; i++)
-        if (tmp[i]) {
-            unlink(tmp[i]);
-            st_tmpfile_untrack(slot[i]);
-            free(tmp[i]);
-        }
+    if (s == ST_OK) s = st_file_write_set(2, path, text, len);
     free(page);
     free(json_path);
     return s;

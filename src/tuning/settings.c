@@ -10,6 +10,7 @@
  * prompt. */
 #define _GNU_SOURCE
 #include "file_write.h"
+#include "out_manifest.h"
 #include "settings_engine.h"
 #include "settings_internal.h"
 #include "sha256.h"
@@ -18,7 +19,6 @@
 #include "strata/tools/report.h"
 #include "tuner_decide.h"
 #include "report_page.h"
-#include "tmpfiles.h"
 
 #include <errno.h>
 #include <math.h>
@@ -460,52 +460,54 @@ static st_status check_outputs(const st_settings_run_state *s)
     st_settings_summary *sum = calloc(1, sizeof *sum);
     if (!sum) return st_fail(ST_ERR_NOMEM, "settings: out of memory");
     output_paths(s, sum);
-    const char *paths[3] = {sum->json_path, sum->html_path, sum->profile_path};
-    st_status st = ST_OK;
-    for (int i = 0; i < 3 && st == ST_OK; i++) {
+    char *mf = st_manifest_path_for(sum->json_path);
+    const char *paths[4] = {sum->json_path, sum->html_path, sum->profile_path, mf};
+    st_status st = mf ? ST_OK : st_fail(ST_ERR_NOMEM, "settings: out of memory");
+    for (int i = 0; i < 4 && st == ST_OK; i++) {
         st = st_out_target_check(paths[i]);
         if (st == ST_OK) st = st_out_not_input(paths[i], s->o->model);
         if (st != ST_OK) st = st_fail_prefixed(st, "settings");
     }
+    free(mf);
     free(sum);
     return st;
 }
 
-/* The three files as one set: all written to temporary files first (a
- * full disk stops here, before any of them changes), then renamed in, the
- * profile last, so a profile on disk always has its report. */
+/* The report, its page, the profile and the manifest that lists them
+ * (out_manifest.h: the file rule's record of what this run wrote) as one
+ * set (st_file_write_set: all written to temporary files first, a full
+ * disk stops there before any changes, then renamed in), the profile
+ * after its report, the manifest last. */
 static st_status write_outputs(st_settings_run_state *s, st_settings_summary *sum)
 {
     output_paths(s, sum);
     cJSON *rep = st_settings_report_json(s);
     cJSON *prof = st_settings_profile_json(s);
-    char *rt = rep ? cJSON_Print(rep) : NULL, *pt = prof ? cJSON_Print(prof) : NULL, *page = NULL;
-    size_t page_len = 0;
+    char *rt = rep ? cJSON_Print(rep) : NULL, *pt = prof ? cJSON_Print(prof) : NULL, *page = NULL, *mt = NULL;
+    char *mf = st_manifest_path_for(sum->json_path);
+    size_t page_len = 0, mt_len = 0;
     cJSON_Delete(rep);
     cJSON_Delete(prof);
-    st_status st = rt && pt ? ST_OK : st_fail(ST_ERR_NOMEM, "settings: out of memory for the report");
+    st_status st = rt && pt && mf ? ST_OK : st_fail(ST_ERR_NOMEM, "settings: out of memory for the report");
     if (st == ST_OK) st = check_outputs(s);
     if (st == ST_OK) st = st_report_html_render(rt, strlen(rt), st_page_basename(sum->json_path), &page, &page_len);
-    const char *path[3] = {sum->json_path, sum->html_path, sum->profile_path};
+    const char *path[4] = {sum->json_path, sum->html_path, sum->profile_path, mf};
     const char *text[3] = {rt, page, pt};
     const size_t len[3] = {rt ? strlen(rt) : 0, page_len, pt ? strlen(pt) : 0};
-    char *tmp[3] = {NULL, NULL, NULL};
-    int slot[3] = {-1, -1, -1};
-    for (int i = 0; i < 3 && st == ST_OK; i++) st = st_file_write_temp(path[i], text[i], len[i], &tmp[i], &slot[i]);
-    for (int i = 0; i < 3 && st == ST_OK; i++) {
-        st = st_file_commit(path[i], tmp[i], slot[i], NULL);
-        free(tmp[i]);
-        tmp[i] = NULL;
+    const st_mf_role role[3] = {ST_MF_REPORT, ST_MF_PAGE, ST_MF_PROFILE};
+    st_manifest m = {0};
+    for (int i = 0; i < 3 && st == ST_OK; i++) st = st_manifest_add(&m, role[i], st_page_basename(path[i]), text[i], len[i]);
+    if (st == ST_OK) st = st_manifest_format(&m, &mt, &mt_len);
+    if (st == ST_OK) {
+        const char *t4[4] = {text[0], text[1], text[2], mt};
+        const size_t l4[4] = {len[0], len[1], len[2], mt_len};
+        st = st_file_write_set(4, path, t4, l4);
     }
-    for (int i = 0; i < 3; i++)
-        if (tmp[i]) { /* not renamed in: removed */
-            unlink(tmp[i]);
-            st_tmpfile_untrack(slot[i]);
-            free(tmp[i]);
-        }
     free(rt);
     free(pt);
     free(page);
+    free(mt);
+    free(mf);
     return st;
 }
 

@@ -52,6 +52,14 @@ for f in "$p" "$r" "$h"; do [ -s "$f" ] || fail "run a: $f missing"; done
 [ "$(grep -c '<figure class="shape setting"' "$h")" = 4 ] || fail "run a: the page has not one chart per setting"
 grep -q 'refused: its tokens differ' "$h" || fail "run a: the page does not say why a setting was refused"
 ls "$out" | grep -q tmp && fail "run a: a temporary file was left: $(ls "$out")"
+# the run's manifest lists the three files it wrote, each with its bytes' SHA-256
+mf=$out/strata-settings-tiny-moe.manifest
+[ "$(head -1 "$mf")" = "strata-tune manifest 1" ] || fail "run a: no manifest: $(ls "$out")"
+for e in "report:$r" "page:$h" "profile:$p"; do
+  f=${e#*:}
+  grep -qx "${e%%:*}	$(sha256sum "$f" | cut -d' ' -f1)	$(basename "$f")" "$mf" || fail "run a: the manifest does not list $f: $(cat "$mf")"
+done
+[ "$(grep -vc '^#' "$mf")" = 4 ] || fail "run a: the manifest lists more than the three files: $(cat "$mf")"
 "$td" report "$r" -o "$dir/again.html" > /dev/null || fail "report: the settings JSON is not rendered again"
 cmp -s "$h" "$dir/again.html" || fail "report: the page rendered again differs"
 
