@@ -10,7 +10,7 @@
 # llama-bench -p 0 -n 128, llama-batched-bench (1..32 sequences) and a
 # greedy generation of 128 tokens (the tokens compared); test-backend-ops
 # -o MOE_FFN, llama-bench and greedy also with the fused FFN
-# (GGML_STRATA_FFN=1). Step "tune" makes
+# (GGML_STRATA_FFN=1); BACKEND_OPS picks the test-backend-ops ops. Step "tune" makes
 # a table for the generated model with `tune_decode tune --in-place
 # --ntok-mix 1` (the layout the integration runs, the token count its plain
 # decoding runs; TUNE_MIX=1,2,4,8 for another mix, which the gate may
@@ -85,7 +85,7 @@ ffn_taken() {
 if has backend; then
   # MOE_FFN (the patch's test case): the FFN subgraph, with the fused call
   # (GGML_STRATA_FFN=1) and without
-  for op in MUL_MAT MUL_MAT_ID MOE_FFN; do
+  for op in ${BACKEND_OPS:-MUL_MAT MUL_MAT_ID MOE_FFN}; do
     for on in ${BACKEND_STRATA:-1}; do
       for ffn in $([ $op = MOE_FFN ] && echo "0 1" || echo 0); do
         GGML_STRATA=$on GGML_STRATA_FFN=$ffn timeout ${BACKEND_TIMEOUT:-120} "$bin/test-backend-ops" -o $op -b CUDA0 \
