@@ -327,7 +327,7 @@ static inline void st_ffn_options_init(st_ffn_options *o) { st_ffn_options_init_
  * defaults: st_expert_grouped, table included). On a GPU the defaults (also
  * with a strided X) run the tuned expert kernels; anything else runs as
  * st_expert_mat launches with a combine and a sum launch (the same bytes:
- * the same operations in the same order), 8 launches a call. */
+ * the same operations in the same order), 7 launches a call. */
 ST_API st_status st_expert_ffn(st_ctx *ctx, const st_experts *ex, const st_ffn_options *o, const float *x,
                                const int32_t *ids, const float *wts, int nt, int topk, float *out);
 

@@ -31,7 +31,7 @@ typedef struct {
 ST_API const char *st_knob_env(st_knob k);
 /* Human description of the path a knob selects. */
 ST_API const char *st_knob_what(st_knob k);
-/* The reroute condition as text: "set (not 0)" or "=0" / "=1". */
+/* The reroute condition as text: "set (not empty, not 0)" or "=0" / "=1". */
 ST_API const char *st_knob_when(st_knob k);
 /* Whether VALUE (NULL = unset) activates knob K. */
 ST_API bool st_knob_value_active(st_knob k, const char *value);
