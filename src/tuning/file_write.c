@@ -42,7 +42,7 @@ bool st_out_name_ok(const char *name)
 
 static const char *what_stands(mode_t m)
 {
-    return S_ISDIR(m) ? "a folder" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) || S_ISBLK(m) ? "a device" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+    return S_ISDIR(m) ? "a folder" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) || S_ISBLK(m) ? "a device" : S_ISSOCK(m) ? "a socket" : S_ISLNK(m) ? "a symbolic link" : "not a regular file";
 }
 
 st_status st_out_target_check(const char *path)
@@ -52,7 +52,7 @@ st_status st_out_target_check(const char *path)
         if (errno == ENOENT) return ST_OK;
         return st_fail(ST_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
     }
-    if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) return ST_OK;
+    if (S_ISREG(st.st_mode)) return ST_OK;
     return st_fail(ST_ERR_EXISTS, "%s is %s: not replaced (only a regular file is written over)", path,
                    what_stands(st.st_mode));
 }

@@ -16,13 +16,13 @@
  * byte, shorter than 256 bytes). A file is only ever written by a
  * temporary file beside it renamed over it, and the rename goes over a
  * regular file only (st_out_target_check): never over a folder, a FIFO, a
- * device or a socket, and never over the file the output is made from
- * (st_out_not_input). A symbolic link at the target is replaced itself,
- * never followed. */
+ * device, a socket or a symbolic link (neither followed nor replaced: a
+ * tune's roll back keeps the old file by a hard link, which a link would
+ * make a second link of), and never over the file the output is made from
+ * (st_out_not_input). */
 bool st_out_name_ok(const char *name);
 
-/* ST_OK when nothing or a regular file (or a symbolic link, replaced
- * itself) stands at PATH; else ST_ERR_EXISTS with one line naming PATH and
+/* ST_OK when nothing or a regular file stands at PATH; else ST_ERR_EXISTS with one line naming PATH and
  * what stands there ("is a FIFO: not replaced"). */
 st_status st_out_target_check(const char *path);
 

@@ -83,6 +83,29 @@ static void sha_of(const char *path, char hex[ST_SHA256_HEX])
     free(buf);
 }
 
+/* The file a settling must never move or remove (the run's input model,
+ * under whatever name or link it stands in the folder): its device and
+ * inode, or none. */
+typedef struct {
+    dev_t dev;
+    ino_t ino;
+    bool set;
+} keep_file;
+
+static void keep_init(keep_file *k, const char *path)
+{
+    struct stat st;
+    k->set = path && stat(path, &st) == 0;
+    k->dev = k->set ? st.st_dev : 0;
+    k->ino = k->set ? st.st_ino : 0;
+}
+
+static bool is_kept(const keep_file *k, const char *path)
+{
+    struct stat st;
+    return k && k->set && path && lstat(path, &st) == 0 && st.st_dev == k->dev && st.st_ino == k->ino;
+}
+
 /* What stands at PATH: nothing or a regular file (else false). */
 static bool absent_or_regular(const char *path)
 {
@@ -193,11 +216,14 @@ static long name_pid(const char *name, const char *tag, bool counter)
     return pid;
 }
 
-/* Whether process PID is gone (not this one, not one alive, not one we
- * may not signal). */
+/* Whether process PID's files are a dead run's: a settling runs under the
+ * folder's lock before this run made any file, so a name carrying this
+ * process's own pid is an earlier process's that had the same pid (pids
+ * repeat from run to run in a container); else a process that is gone
+ * (not one alive, not one we may not signal). */
 static bool pid_dead(long pid)
 {
-    return pid > 0 && pid != (long)getpid() && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+    return pid > 0 && (pid == (long)getpid() || (kill((pid_t)pid, 0) != 0 && errno == ESRCH));
 }
 
 /* "<prefix>.<tag><pid>[.<n>]" of a dead run: its pid, else -1. */
@@ -305,14 +331,17 @@ static st_status journal_parse(const char *dir, const char *path, char *text, it
 
 /* The rest of the checks (journal_parse): the files on disk, and the
  * targets are outputs of this tool (our_output). */
-static st_status journal_check(const char *dir, const st_identity *id, const char *path, const item *it, int n)
+static st_status journal_check(const char *dir, const st_identity *id, const keep_file *keep, const char *path,
+                               const item *it, int n)
 {
     manifests m;
     manifests_load(dir, &m);
     st_status s = ST_OK;
     for (int i = 0; i < n && s == ST_OK; i++) {
         const char *why = NULL;
-        if (!absent_or_regular(it[i].target)) why = "its target is not a regular file";
+        if (is_kept(keep, it[i].target) || is_kept(keep, it[i].tmp) || is_kept(keep, it[i].old))
+            why = "it names the input model";
+        else if (!absent_or_regular(it[i].target)) why = "its target is not a regular file";
         else if (!absent_or_regular(it[i].tmp) || (it[i].old && !absent_or_regular(it[i].old)))
             why = "a temporary file or link is not a regular file";
         else if (!our_output(dir, id, &m, base(it[i].target))) why = "its target is not an output of this tool";
@@ -373,7 +402,7 @@ static bool litter(const char *dir, const st_identity *id, const manifests *m, c
     return our_output(dir, id, m, stem);
 }
 
-static int sweep(const char *dir, const st_identity *id)
+static int sweep(const char *dir, const st_identity *id, const keep_file *keep)
 {
     DIR *d = opendir(dir);
     if (!d) return 0;
@@ -384,7 +413,7 @@ static int sweep(const char *dir, const st_identity *id)
     while ((e = readdir(d)) != NULL) {
         if (!litter(dir, id, &m, e->d_name)) continue;
         char *p = st_tune_fmt("%s/%s", dir, e->d_name);
-        if (p && regular(p) && unlink(p) == 0) removed++;
+        if (p && regular(p) && !is_kept(keep, p) && unlink(p) == 0) removed++;
         free(p);
     }
     closedir(d);
@@ -392,8 +421,10 @@ static int sweep(const char *dir, const st_identity *id)
     return removed;
 }
 
-st_status st_tune_out_recover(const char *dir, const st_identity *id, int *done)
+st_status st_tune_out_recover(const char *dir, const st_identity *id, const char *keep, int *done)
 {
+    keep_file kf;
+    keep_init(&kf, keep);
     if (done) *done = 0;
     char *path = st_tune_fmt("%s/" ST_TUNE_JOURNAL_NAME, dir), *text = NULL;
     if (!path) return st_fail(ST_ERR_NOMEM, "tune: out of memory");
@@ -410,7 +441,7 @@ st_status st_tune_out_recover(const char *dir, const st_identity *id, int *done)
         int n = 0;
         bool back = false;
         s = journal_parse(dir, path, text, it, &n, &back);
-        if (s == ST_OK) s = journal_check(dir, id, path, it, n);
+        if (s == ST_OK) s = journal_check(dir, id, &kf, path, it, n);
         if (s == ST_OK) {
             if (!back && !can_complete(it, n)) back = true;
             moved = play(it, n, back);
@@ -432,7 +463,7 @@ st_status st_tune_out_recover(const char *dir, const st_identity *id, int *done)
     free(text);
     free(path);
     if (s == ST_OK) {
-        const int swept = sweep(dir, id);
+        const int swept = sweep(dir, id, &kf);
         if (swept) st_log("tune: %s: removed %d temporary files interrupted runs left", dir, swept);
         moved += swept;
     }

@@ -362,7 +362,7 @@ st_status st_tune_out_open_input(st_tune_out *o, const char *dir, const char *na
     if (s == ST_OK && !S_ISDIR(st.st_mode))
         s = st_fail(ST_ERR_IO, "tune: the output folder %s is %s, not a folder", o->dir, kind(st.st_mode));
     if (s == ST_OK) s = take_lock(o);
-    if (s == ST_OK) s = st_tune_out_recover(o->dir, id, NULL);
+    if (s == ST_OK) s = st_tune_out_recover(o->dir, id, input, NULL);
     if (s == ST_OK) s = probe(o, probe_bytes);
     char *found = NULL, names[1024];
     int count = 0;
@@ -374,6 +374,16 @@ st_status st_tune_out_open_input(st_tune_out *o, const char *dir, const char *na
                     "tune: %s holds %d tables for this process (%s: %s), which the loader refuses: keep one "
                     "(tune_decode table list %s --prune removes superseded ones), or tune into another --out",
                     o->dir, count, hdr, names, o->dir);
+        free(found);
+        found = NULL;
+    }
+    if (s == ST_OK && found && !st_out_name_ok(strrchr(found, '/') + 1)) {
+        /* the run would merge into it and then could not name it in its
+         * manifest: refused now, before the sweep */
+        s = st_fail(ST_ERR_INVALID_ARG,
+                    "tune: %s, the table for this process in %s, has a name this tool does not write (a control byte, or "
+                    "longer than 255 bytes): rename it, or tune into another --out",
+                    found, o->dir);
         free(found);
         found = NULL;
     }
@@ -407,8 +417,19 @@ st_status st_tune_out_open_input(st_tune_out *o, const char *dir, const char *na
     free(refused_html);
     free(refused_mf);
     if (s == ST_OK) {
+        /* the gate's candidate beside the table the run writes (an existing
+         * table of another name has its own): never the input, and after
+         * the settling above (which removes a candidate a dead run left)
+         * anything standing there is not ours */
         char *cand = st_tune_fmt("%s.candidate", o->table_path);
+        struct stat cs;
         s = cand ? st_out_target_check(cand) : st_fail(ST_ERR_NOMEM, "tune: out of memory");
+        if (s == ST_OK && input && st_out_not_input(cand, input) != ST_OK) s = st_fail_prefixed(ST_ERR_INVALID_ARG, "tune");
+        if (s == ST_OK && lstat(cand, &cs) == 0)
+            s = st_fail(ST_ERR_EXISTS,
+                        "tune: %s exists and is not a gate candidate this tool left (not a table for this process): it "
+                        "was left as it is; move it away to tune into %s",
+                        cand, o->dir);
         free(cand);
     }
     if (s != ST_OK) st_tune_out_close(o);

@@ -30,6 +30,7 @@
 #include <time.h>
 #include <errno.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 _Static_assert(ST_TUNE_MAX_ROUNDS <= ST_MEASURE_MAX_ROUNDS, "the tuner keeps every round it measures");
@@ -476,7 +477,11 @@ static size_t memory_need(st_ctx *ctx, const st_tune_options *o, const st_model 
  * Reserved: 6 KiB a point, 2 KiB a shape (the table's line, the index's
  * entry), 32 KiB for the fixed parts (page header, the journal, the
  * manifest) and what tables.json takes now (it is rewritten beside itself). The old files stay while the new ones are written (links for
- * the roll back), so this is what the install adds at its peak. */
+ * the roll back), so this is what the install adds at its peak. Each of
+ * the files (table, gate candidate, JSON, page, manifest, journal, index
+ * and its temporary copy) takes whole blocks of the file system: one
+ * block more each for the rounding (a tmpfs of 100 KiB took the sweep of
+ * a 96 KiB reservation and then failed at the journal). */
 static size_t output_bytes(const st_tune_options *o, const st_tune_shape *s, int n)
 {
     const size_t per_point = (size_t)6 << 10, per_shape = (size_t)2 << 10;
@@ -489,6 +494,11 @@ static size_t output_bytes(const st_tune_options *o, const st_tune_shape *s, int
     struct stat st;
     if (ix && stat(ix, &st) == 0 && S_ISREG(st.st_mode)) bytes += (size_t)st.st_size;
     free(ix);
+    struct statvfs fs;
+    const size_t block = statvfs(o->out_dir ? o->out_dir : ".", &fs) == 0 && fs.f_frsize >= 512 && fs.f_frsize <= (1 << 20)
+                             ? (size_t)fs.f_frsize
+                             : (size_t)4096;
+    bytes += 8 * block;
     for (int i = 0; i < n; i++) bytes += per_shape + per_point * (size_t)(s[i].kind == ST_SHAPE_MMVQ ? mix : 1);
     return bytes;
 }
@@ -810,6 +820,11 @@ static st_status tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result 
             st_tune_outputs(ctx, o, out.dir, rp, out.table_path, true) != ST_OK)
             st_log("tune: %s", st_last_error());
         st_fail(st, "%s", why);
+    } else if (st != ST_OK && st != ST_ERR_INTERRUPTED && swept && !gate_refused && res->report_path) {
+        /* the install failed on its outputs and rolled them back: no report
+         * stands for this run (what stands at the path is an older run's) */
+        free(res->report_path);
+        res->report_path = NULL;
     }
     st_tune_out_close(&out);
     st_verify_result_clear(&vr);

@@ -585,23 +585,28 @@ static void the_sweep_removes_only_our_litter(void **state)
     free(cli_write(dir, "mine.table", "user data", 9)); /* not a table: mine.table.candidate is not ours */
     snprintf(name, sizeof name, "strata-x.autotune.json.tmp.%ld.1", pid);
     free(cli_write(dir, name, "ours", 4));
-    snprintf(name, sizeof name, "strata-x.autotune.json.tmp.%ld.2", (long)getpid()); /* alive */
+    snprintf(name, sizeof name, "strata-x.autotune.json.tmp.%ld.2", (long)getppid()); /* alive (the test's parent) */
     free(cli_write(dir, name, "alive", 5));
+    /* this process's own pid: an earlier process's that had the same pid
+     * (pids repeat from run to run in a container), since a settling runs
+     * under the lock before the run made any file: litter */
+    snprintf(name, sizeof name, "strata-x.autotune.json.tmp.%ld.3", (long)getpid());
+    free(cli_write(dir, name, "same pid", 8));
     free(cli_write(dir, TABLE ".candidate", t, tl)); /* the gate's candidate beside our table */
     const st_identity id = cpu_identity();
     int done = 0;
-    assert_int_equal(st_tune_out_recover(dir, &id, &done), ST_OK);
+    assert_int_equal(st_tune_out_recover(dir, &id, NULL, &done), ST_OK);
     for (size_t i = 0; i < sizeof users / sizeof users[0]; i++) {
         snprintf(name, sizeof name, users[i], pid);
         char *p = cli_join(dir, name);
         if (!cli_exists(p)) fail_msg("the sweep removed the user's %s", name);
         free(p);
     }
-    snprintf(name, sizeof name, "strata-x.autotune.json.tmp.%ld.2", (long)getpid());
+    snprintf(name, sizeof name, "strata-x.autotune.json.tmp.%ld.2", (long)getppid());
     char *alive = cli_join(dir, name);
     assert_true(cli_exists(alive));
     free(alive);
-    assert_int_equal(done, 2);
+    assert_int_equal(done, 3);
     assert_int_equal(cli_count(dir, "strata-x"), 1);
     free(t);
 }
@@ -668,7 +673,7 @@ static void a_planted_journal_is_refused_and_changes_nothing(void **state)
         char *fifo = cli_join(dir, "strata-y.autotune.json");
         assert_int_equal(mkfifo(fifo, 0644), 0);
         char tmp[128], j[1024];
-        snprintf(tmp, sizeof tmp, JSON ".tmp.%ld.1", k == 3 ? (long)getpid() : pid);
+        snprintf(tmp, sizeof tmp, JSON ".tmp.%ld.1", k == 3 ? (long)getppid() : pid);
         free(cli_write(dir, tmp, "new json", 8));
         snprintf(tmp, sizeof tmp, "strata-y.autotune.json.tmp.%ld.1", pid);
         free(cli_write(dir, tmp, "new json", 8));
@@ -679,7 +684,7 @@ static void a_planted_journal_is_refused_and_changes_nothing(void **state)
         else if (k == 2) /* forward over a FIFO */
             snprintf(j, sizeof j, "strata-tune journal 1 forward\n%s\tstrata-y.autotune.json\t-\t%s\n", tmp, hex);
         else /* a live process's temporary file */
-            snprintf(j, sizeof j, "strata-tune journal 1 forward\n" JSON ".tmp.%ld.1\t" JSON "\t-\t%s\n", (long)getpid(), hex);
+            snprintf(j, sizeof j, "strata-tune journal 1 forward\n" JSON ".tmp.%ld.1\t" JSON "\t-\t%s\n", (long)getppid(), hex);
         free(cli_write(dir, ".strata-tune.journal", j, strlen(j)));
         const int before = cli_count(dir, NULL);
         st_tune_out out;
@@ -759,6 +764,155 @@ static void the_model_is_never_an_output(void **state)
         free(copy);
     }
     free(model);
+}
+
+/* The input model is never the gate's candidate of a table this folder
+ * already holds under another name, and never litter the settling sweeps,
+ * whatever its name: refused, or left as it is. A user's own file where
+ * the candidate goes is refused too, before the folder changes. */
+static void the_input_is_never_a_candidate_or_litter(void **state)
+{
+    (void)state;
+    char *model = NULL;
+    size_t ml = 0, tl = 0;
+    assert_int_equal(st_read_file(MODEL, &model, &ml), ST_OK);
+    char *t = table_text(2, NULL, &tl);
+    for (int k = 0; k < 2; k++) {
+        const char *dir = cli_dir();
+        free(cli_write(dir, "mine.table", t, tl)); /* this process's table, under a name of the user's */
+        char *cand = cli_write(dir, "mine.table.candidate", k ? "user data" : model, k ? 9 : ml);
+        cli_run r = cli(600.0, "--backend", "cpu", "tune", k ? MODEL : cand, "--shapes", "mmvq", "--ntok-mix", "1",
+                        "--quick", "--out", dir, NULL);
+        cli_expect_one_line(&r, 1, k ? "is not a gate candidate this tool left" : "is the input", "the candidate");
+        cli_free(&r);
+        char *after = slurp(cand);
+        if (!after || memcmp(after, k ? "user data" : model, k ? 9 : ml)) fail_msg("case %d: the candidate's file changed", k);
+        free(after);
+        if (cli_count(dir, NULL) != 2) {
+            cli_print_dir(dir);
+            fail_msg("case %d: the folder changed", k);
+        }
+        free(cand);
+    }
+    /* named like a dead run's temporary file, link or probe: not swept */
+    const long pid = dead_pid();
+    const char *names[] = {"strata-x.autotune.json.tmp.%ld.1", "strata-x.autotune.json.old.%ld", ".strata-tune-probe.%ld"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *dir = cli_dir();
+        char name[128];
+        snprintf(name, sizeof name, names[i], pid);
+        char *copy = cli_write(dir, name, model, ml);
+        cli_run r = cli(600.0, "--backend", "cpu", "-q", "tune", copy, "--shapes", "mmvq", "--ntok-mix", "1", "--quick",
+                        "--no-verify", "--out", dir, NULL);
+        char *after = slurp(copy);
+        if (!after || memcmp(after, model, ml)) fail_msg("%s: the model was removed or changed (status %d): %s", name, r.status, r.err);
+        free(after);
+        cli_free(&r);
+        free(copy);
+    }
+    free(t);
+    free(model);
+}
+
+/* A symbolic link where an output goes is refused before the run (it
+ * would be neither followed nor replaced: a roll back keeps the old file
+ * by a hard link, which would make a second link, not a copy). */
+static void a_symbolic_link_at_an_output_is_refused(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir(), *outside = cli_dir();
+    char *target = cli_write(outside, "o.json", "theirs", 6);
+    char *link = cli_join(dir, "strata-tune-tiny-moe-tests.autotune.json");
+    assert_int_equal(symlink(target, link), 0);
+    cli_run r = cli(600.0, "--backend", "cpu", "tune", MODEL, "--shapes", "mmvq", "--ntok-mix", "1", "--quick",
+                    "--no-verify", "--out", dir, NULL);
+    cli_expect_one_line(&r, 1, "is a symbolic link: not replaced", "a link at the report");
+    cli_free(&r);
+    struct stat st;
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    char *v = slurp(target);
+    assert_non_null(v);
+    assert_string_equal(v, "theirs");
+    free(v);
+    if (cli_count(dir, NULL) != 1) {
+        cli_print_dir(dir);
+        fail_msg("files were written beside the link");
+    }
+    /* report -o onto a link: the same, before the JSON is read */
+    char *page = cli_join(dir, "page.html");
+    assert_int_equal(symlink(target, page), 0);
+    char *json = cli_write(dir, "r.json", "{}", 2);
+    r = cli(QUICK_S, "report", json, "-o", page, NULL);
+    cli_expect_one_line(&r, 1, "is a symbolic link: not replaced", "report -o onto a link");
+    cli_free(&r);
+    free(json);
+    assert_int_equal(lstat(page, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    free(page);
+    free(link);
+    free(target);
+}
+
+/* A table of this process whose name has a control byte is refused before
+ * the sweep (the run could not name it in its manifest), in one line that
+ * shows the byte escaped; coverage shows such names escaped too. */
+static void a_table_name_with_a_control_byte_is_refused_first(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    size_t tl = 0;
+    char *t = table_text(2, NULL, &tl);
+    free(cli_write(dir, "my\ntable.table", t, tl));
+    cli_run r = cli(600.0, "--backend", "cpu", "tune", MODEL, "--shapes", "mmvq", "--ntok-mix", "1", "--quick",
+                    "--no-verify", "--out", dir, NULL);
+    cli_expect_one_line(&r, 1, "has a name this tool does not write", "a newline in the table's name");
+    if (strstr(r.out, "tuned")) fail_msg("the sweep ran before the refusal: %s", r.out);
+    cli_free(&r);
+    if (cli_count(dir, NULL) != 1) {
+        cli_print_dir(dir);
+        fail_msg("the folder changed");
+    }
+    /* coverage names the file in one line */
+    char *odd = cli_write(dir, "x\n\x1b[2Jy.table", "not a table", 11);
+    r = cli(QUICK_S, "--backend", "cpu", "coverage", MODEL, odd, NULL);
+    cli_expect_one_line(&r, 1, "coverage", "coverage of a non-table with a newline in its name");
+    if (strchr(r.err, 0x1b)) fail_msg("coverage printed a raw escape byte");
+    cli_free(&r);
+    free(odd);
+    free(t);
+}
+
+/* The reservation counts whole blocks per file: a 100 KiB tmpfs used to
+ * pass the probe, run the sweep, then fail at the journal with a line
+ * naming a report that was never written. Now: refused before the sweep,
+ * or installed; never a report line for a file that is not there. Root
+ * only (a tmpfs). */
+static void the_reservation_counts_whole_blocks(void **state)
+{
+    (void)state;
+    for (int kib = 96; kib <= 112; kib += 4) {
+        const char *dir = cli_dir();
+        if (!cli_tmpfs(dir, (size_t)kib << 10, false)) {
+            print_message("no tmpfs here: not tested\n");
+            return;
+        }
+        cli_run r = cli(600.0, "--backend", "cpu", "tune", MODEL, "--shapes", "expert", "--quick", "--no-verify", "--out",
+                        dir, NULL);
+        if (r.status == 0) {
+            char *p = cli_join(dir, "strata-tune-tiny-moe-tests.autotune.json");
+            if (!cli_exists(p)) fail_msg("%d KiB: installed without its report", kib);
+            free(p);
+        } else {
+            if (strstr(r.out, "tuned")) fail_msg("%d KiB: failed after the sweep: %s%s", kib, r.out, r.err);
+            if (!strstr(r.err, "probe")) fail_msg("%d KiB: not refused by the reservation: %s", kib, r.err);
+            if (cli_count(dir, NULL) != 0) {
+                cli_print_dir(dir);
+                fail_msg("%d KiB: files left", kib);
+            }
+        }
+        cli_free(&r);
+    }
 }
 
 /* The reservation counts what tables.json takes: it is rewritten beside
@@ -921,6 +1075,10 @@ int main(void)
         cmocka_unit_test_teardown(a_planted_journal_is_refused_and_changes_nothing, cli_teardown),
         cmocka_unit_test_teardown(table_list_escapes_its_folder, cli_teardown),
         cmocka_unit_test_teardown(the_model_is_never_an_output, cli_teardown),
+        cmocka_unit_test_teardown(the_input_is_never_a_candidate_or_litter, cli_teardown),
+        cmocka_unit_test_teardown(a_symbolic_link_at_an_output_is_refused, cli_teardown),
+        cmocka_unit_test_teardown(a_table_name_with_a_control_byte_is_refused_first, cli_teardown),
+        cmocka_unit_test_teardown(the_reservation_counts_whole_blocks, cli_teardown),
         cmocka_unit_test_teardown(the_reservation_counts_the_index, cli_teardown),
         cmocka_unit_test_teardown(a_report_and_its_page_are_written_together, cli_teardown),
         cmocka_unit_test_teardown(table_list_index_and_interrupted_install, cli_teardown),

@@ -20,6 +20,8 @@
  * st_file_commit_step) always stops the run. */
 #include "cli_util.h"
 
+#include <sys/resource.h>
+
 #include "commands.h"
 #include "file_write.h"
 #include "out_manifest.h"
@@ -304,9 +306,52 @@ static void every_signal_at_every_instant_leaves_the_old_or_the_new_set(void **s
     g_old_table = NULL;
 }
 
+/* Outside a tune (report -o, the --html pages, table list's index, prune's
+ * lock): with td_signals_guard (main), every stop signal removes the live
+ * temporary file and the folder's lock, then ends the process as that
+ * signal does. */
+static void a_stop_signal_outside_a_tune_leaves_no_litter(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    int sigs[96];
+    td_sig_kind kinds[96];
+    const size_t nh = td_signals_all(sigs, kinds, 95);
+    int tried = 0;
+    for (size_t i = 0; i < nh; i++) {
+        if (kinds[i] != TD_SIG_STOP) continue;
+        const pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            const struct rlimit no_core = {0, 0}; /* SIGQUIT, SIGXCPU: no core file */
+            setrlimit(RLIMIT_CORE, &no_core);
+            td_signals_guard();
+            st_folder_lock_t l;
+            char *path = cli_join(dir, "page.html"), *tmp = NULL;
+            int slot = -1;
+            if (st_folder_lock(dir, "prune", &l) != ST_OK || st_file_write_temp(path, "page", 4, &tmp, &slot) != ST_OK)
+                _exit(10);
+            raise(sigs[i]);
+            _exit(11); /* not ended by the signal */
+        }
+        int st = 0;
+        waitpid(pid, &st, 0);
+        if (!WIFSIGNALED(st) || WTERMSIG(st) != sigs[i])
+            fail_msg("%s: the process was not ended by the signal (status %d)", strsignal(sigs[i]), st);
+        if (cli_count(dir, NULL) != 0) {
+            cli_print_dir(dir);
+            fail_msg("%s: litter was left", strsignal(sigs[i]));
+        }
+        tried++;
+    }
+    print_message("%d stop signals outside a tune: the process ended by each, nothing left\n", tried);
+    assert_true(tried >= 40);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(a_stop_signal_outside_a_tune_leaves_no_litter, cli_teardown),
         cmocka_unit_test_teardown(every_signal_at_every_instant_leaves_the_old_or_the_new_set, cli_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -155,7 +155,7 @@ static int print_text(const char *path, const st_model *m)
         printf("\nomitted: %zu left out of the decode step (supported types: %s)\n", st_model_omitted_count(m),
                st_qtype_names());
         for (size_t i = 0; i < st_model_omitted_count(m); i++)
-            printf("  %s: %s\n", st_model_omitted_at(m, i)->name, st_model_omitted_at(m, i)->reason);
+            td_print("  %s: %s", st_model_omitted_at(m, i)->name, st_model_omitted_at(m, i)->reason);
     }
     return 0;
 }

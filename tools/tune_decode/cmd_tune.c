@@ -240,8 +240,8 @@ int cmd_tune(int argc, char **argv, const td_global *g)
         cJSON_AddBoolToObject(j, "engaged", res.engaged);
         cJSON_AddStringToObject(j, "gate", st_gate_verdict_name(res.gate));
         td_json_add_string(j, "report", td_s(res.report_path));
-        char html[ST_TUNE_PATH_MAX + 8];
-        st_report_html_path(td_s(res.report_path), html, sizeof html);
+        char html[ST_TUNE_PATH_MAX + 8] = "";
+        if (res.report_path) st_report_html_path(res.report_path, html, sizeof html);
         td_json_add_string(j, "report_html", html);
         td_json_put(j);
     } else if (res.shapes > 0 && s != ST_ERR_INTERRUPTED) {
@@ -256,8 +256,12 @@ int cmd_tune(int argc, char **argv, const td_global *g)
                      res.engaged ? "engages here" : "DOES NOT ENGAGE");
         else
             td_print("table:  not installed (%s)", td_s(res.table_path));
-        td_print("report: %s", td_s(res.report_path));
-        td_print("        %s", html);
+        if (res.report_path) {
+            td_print("report: %s", td_s(res.report_path));
+            td_print("        %s", html);
+        } else {
+            td_print("report: not written (the outputs failed: the line below says why)");
+        }
     }
     const st_gate_verdict gate = res.gate;
     st_tune_result_clear(&res);
@@ -449,7 +453,7 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
     if (np != 2) return td_usage_error("coverage: expected MODEL.gguf TABLE|DIR");
     struct stat sb;
     if (stat(pos[1], &sb) != 0) {
-        fprintf(stderr, "coverage: %s: %s\n", pos[1], strerror(errno));
+        td_eprint("coverage: %s: %s", pos[1], strerror(errno));
         return 1;
     }
     st_model *m = NULL;
@@ -469,7 +473,7 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
     if (!t && S_ISDIR(sb.st_mode)) {
         /* no table of the directory is for this process (or several are):
          * there is nothing to list coverage of */
-        fprintf(stderr, "coverage: %s\n", line);
+        td_eprint("coverage: %s", line);
         st_ctx_destroy(ctx);
         st_model_close(m);
         return 1;
@@ -484,7 +488,7 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
         else snprintf(why, sizeof why, "%s", line);
         free(buf);
         if (ps != ST_OK) {
-            fprintf(stderr, "coverage: %s\n", why);
+            td_eprint("coverage: %s", why);
             st_ctx_destroy(ctx);
             st_model_close(m);
             return 1;
@@ -538,7 +542,7 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
         cJSON_AddItemToArray(skips, cJSON_CreateString(skip));
     }
     if (!g->json)
-        for (int i = 0; i < cJSON_GetArraySize(skips); i++) printf("skipped: %s\n", cJSON_GetArrayItem(skips, i)->valuestring);
+        for (int i = 0; i < cJSON_GetArraySize(skips); i++) td_print("skipped: %s", cJSON_GetArrayItem(skips, i)->valuestring);
     if (g->json) {
         cJSON *j = cJSON_CreateObject();
         cJSON_AddNumberToObject(j, "shapes_needed", need);

@@ -98,6 +98,10 @@ int td_seconds_option(const char *cmd, const char *opt, const char *v, double lo
  * fault removes the library's temporary files before it ends the process
  * (td_signals.c says which signals). end restores what was there. */
 void td_signals_begin(volatile int *stop);
+/* For the whole process (main): outside begin..end a stop signal removes
+ * the library's temporary files (and a folder lock held) before it ends
+ * the process as it would have. */
+void td_signals_guard(void);
 void td_signals_end(void);
 /* The first stop signal caught since begin, or 0. */
 int td_signals_caught(void);

@@ -125,6 +125,7 @@ int main(int argc, char **argv)
      * never the run: the exit status says what happened to the files
      * (td_signals.c). */
     signal(SIGPIPE, SIG_IGN);
+    td_signals_guard();
     /* Global flags may appear anywhere; remove them so commands see only
      * their own arguments. */
     int n = 0;

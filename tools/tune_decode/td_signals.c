@@ -1,7 +1,7 @@
 /* Signals during the commands that write files or run long (tune, verify).
  * Every signal whose default action ends the process and that can be
  * caught is handled: the stop signals (SIGHUP, SIGINT, SIGTERM, SIGQUIT,
- * SIGUSR1/2, SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU, SIGPWR, SIGSTKFLT and
+ * SIGUSR1/2, SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU, SIGIO, SIGPWR, SIGSTKFLT and
  * every real-time signal SIGRTMIN..SIGRTMAX) set the stop flag the library
  * polls, so the run ends cleanly through its own cleanup (no table, no
  * candidate, no temporary file); SIGPIPE and SIGXFSZ are ignored, so a
@@ -14,7 +14,11 @@
  * SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS), where the process
  * cannot go on, remove the library's live temporary files (tmpfiles.h) and
  * then hand the signal to what was installed before (a sanitizer's handler
- * still reports the fault), else end the process as the signal would. */
+ * still reports the fault), else end the process as the signal would.
+ * Outside begin..end (every other command's writes: report -o, --html
+ * pages, the index of table list, the folder's lock of prune), a stop
+ * signal removes the live temporary files and the lock the same way and
+ * then ends the process as it would have (td_signals_guard, from main). */
 #define _POSIX_C_SOURCE 200809L
 #include "commands.h"
 
@@ -26,6 +30,9 @@ static volatile sig_atomic_t g_caught;
 
 static const int STOP_SIGNALS[] = {SIGHUP,  SIGINT,    SIGTERM, SIGQUIT, SIGUSR1, SIGUSR2,
                                    SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU,
+#ifdef SIGIO
+                                   SIGIO, /* SIGPOLL */
+#endif
 #ifdef SIGPWR
                                    SIGPWR,
 #endif
@@ -52,6 +59,15 @@ static void on_fault(int sig)
 {
     st_tmpfiles_remove_all();
     if (sig > 0 && sig < MAX_SIG) sigaction(sig, &g_saved[sig], NULL); /* the previous action, or the default */
+    raise(sig);
+}
+
+/* A stop signal outside begin..end: the temporary files go, then the
+ * signal's own default action (the exit status says which signal). */
+static void on_stop_outside(int sig)
+{
+    st_tmpfiles_remove_all();
+    signal(sig, SIG_DFL);
     raise(sig);
 }
 
@@ -97,6 +113,13 @@ size_t td_signals_all(int *sig, td_sig_kind *kind, size_t cap)
         kind[n] = TD_SIG_STOP;
     }
     return n;
+}
+
+void td_signals_guard(void)
+{
+    install(STOP_SIGNALS, N_(STOP_SIGNALS), on_stop_outside, SA_NODEFER);
+    int rt[MAX_SIG];
+    install(rt, rt_signals(rt, MAX_SIG), on_stop_outside, SA_NODEFER);
 }
 
 void td_signals_begin(volatile int *stop)

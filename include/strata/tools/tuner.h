@@ -101,7 +101,8 @@ typedef struct {
     int noisy;           /* decisions the noise made: the best measured beyond the threshold, its
                             interval did not (the default was kept) */
     char *table_path;    /* this identity's table in the folder (malloc'd; NULL before the folder was set up) */
-    char *report_path;   /* the JSON (malloc'd); the HTML page is the same name ending in .html */
+    char *report_path;   /* the JSON (malloc'd); the HTML page is the same name ending in .html;
+                            NULL when the run wrote no report (its outputs failed) */
     bool table_written;  /* false when every shape kept the default... still written with provenance */
     bool engaged;        /* the written table loaded back and engaged */
     int changed_vs_previous; /* choices that differ from the table this run replaced (-1: none for this identity) */
