@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 long st_table_write_fail_after_bytes = -1;
@@ -64,6 +65,57 @@ st_status st_out_not_input(const char *out, const char *input)
         return st_fail(ST_ERR_INVALID_ARG, "%s is the input %s: the output would replace it; name another file", out,
                        input);
     return ST_OK;
+}
+
+st_status st_out_dir_make(const char *dir, const char *who)
+{
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return st_fail(ST_ERR_IO, "%s: cannot create the output folder %s: %s", who, dir, strerror(errno));
+    struct stat st;
+    if (stat(dir, &st) != 0) return st_fail(ST_ERR_IO, "%s: cannot use the output folder %s: %s", who, dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return st_fail(ST_ERR_IO, "%s: the output folder %s is %s, not a folder", who, dir,
+                       S_ISREG(st.st_mode) ? "a file" : what_stands(st.st_mode));
+    return ST_OK;
+}
+
+st_status st_out_probe(const char *dir, const char *who, size_t bytes)
+{
+    const size_t pn = strlen(dir) + sizeof ST_TUNE_PROBE_PREFIX + 24;
+    char *path = malloc(pn);
+    if (!path) return st_fail(ST_ERR_NOMEM, "%s: out of memory", who);
+    snprintf(path, pn, "%s/" ST_TUNE_PROBE_PREFIX "%ld", dir, (long)getpid());
+    static const char zeros[65536];
+    const int slot = st_tmpfile_track(path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int e = fd < 0 ? errno : 0;
+    st_file_step();
+    for (size_t done = 0; !e && done < bytes;) {
+        const size_t chunk = bytes - done < sizeof zeros ? bytes - done : sizeof zeros;
+        const ssize_t w = write(fd, zeros, chunk);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) e = errno;
+        else done += (size_t)w;
+    }
+    if (!e && fsync(fd) != 0) e = errno;
+    if (fd >= 0 && close(fd) != 0 && !e) e = errno;
+    if (fd >= 0) unlink(path);
+    st_tmpfile_untrack(slot);
+    st_file_step();
+    st_status s = ST_OK;
+    if (e)
+        s = st_fail(ST_ERR_IO, "%s: cannot write the outputs in %s (a probe of %zu bytes, %s): %s", who, dir, bytes, path,
+                    strerror(e));
+    free(path);
+    return s;
+}
+
+size_t st_out_blocks(const char *dir, size_t bytes)
+{
+    struct statvfs v;
+    size_t b = statvfs(dir, &v) == 0 && v.f_frsize > 0 ? (size_t)v.f_frsize : 4096;
+    if (b > ((size_t)1 << 24)) b = (size_t)1 << 24; /* a file system that claims more: still a bound */
+    return (bytes + b - 1) / b * b;
 }
 
 static int write_all(int fd, const char *p, size_t n)

@@ -30,6 +30,28 @@ st_status st_out_target_check(const char *path);
  * (one inode, whatever the spelling). */
 st_status st_out_not_input(const char *out, const char *input);
 
+/* The output folder DIR of a run (WHO starts the line: "tune",
+ * "settings"), before the run: made when missing (one level, mode 0777
+ * less the umask), then checked to be a folder. ST_ERR_IO with one line
+ * ("WHO: cannot create the output folder DIR: ...", "... is a file, not a
+ * folder") otherwise. */
+st_status st_out_dir_make(const char *dir, const char *who);
+
+/* The probe of the output folder DIR, before a long run: BYTES written to
+ * DIR/ST_TUNE_PROBE_PREFIX<pid>, synced and removed, so a folder that is
+ * read-only, not writable for this process or too full for the outputs
+ * says so now in one line (ST_ERR_IO, "WHO: cannot write the outputs in
+ * DIR (a probe of N bytes, PATH): <reason>"), not after the run. The
+ * probe is tracked (tmpfiles.h) while it exists; one a killed run left is
+ * litter the next run of the folder removes (tune_out.h). */
+#define ST_TUNE_PROBE_PREFIX ".strata-tune-probe."
+st_status st_out_probe(const char *dir, const char *who, size_t bytes);
+
+/* BYTES rounded up to whole blocks of DIR's file system (its fragment
+ * size, statvfs; 4096 when it cannot be read): what a file of BYTES
+ * takes there. */
+size_t st_out_blocks(const char *dir, size_t bytes);
+
 /* Test hook: every step of the file rule that changes the folder (a
  * temporary file created or synced, a rename, a link, a removal, a
  * journal's steps in tune_journal.c, the lock taken, the probe written

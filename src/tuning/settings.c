@@ -18,6 +18,7 @@
 #include "strata/table.h"
 #include "strata/tools/report.h"
 #include "tuner_decide.h"
+#include "tune_out.h"
 #include "report_page.h"
 
 #include <errno.h>
@@ -473,6 +474,70 @@ static st_status check_outputs(const st_settings_run_state *s)
     return st;
 }
 
+/* What the four outputs take at most, reserved before the engine starts
+ * (the probe), each file rounded up to whole blocks of the folder's file
+ * system: the set is written to temporary files beside the old files
+ * before any is renamed in, so this is what the write adds at its peak.
+ * Measured with settings_cli_test.sh's fake engine: its runs (2 to 5
+ * points, 3 to 9 samples) wrote a page of 4.7 KB + 2.2 KB a point, a
+ * report of 1.2 KB + 0.45 KB a point, a profile of 1.2 KB and a manifest
+ * of 0.4 KB; the worst grid (23 points besides the defaults, 64 samples,
+ * labels at their 255-byte cap made of characters both formats escape)
+ * a page of 177 KB (7.3 KB a point) and a report of 35 KB (1.4 KB a
+ * point; the fake's samples print short, a real one's take up to 26
+ * bytes each). Reserved: 32 KiB a file for what every run has (the page's
+ * head, the identity, the verdict, at their caps and escaped), 12 KiB a
+ * point for the page, 8 KiB a point and 32 bytes a sample for the report
+ * (the label and the why at their caps, escaped), 4 KiB for the manifest,
+ * and six times (escaping makes one byte at most six) the text the user
+ * gives, which has no cap, in each file it goes into: the command line,
+ * the table's path, the engine, model and engine arguments (in every
+ * file), every point's flags (the report), the longest point's flags (the
+ * page's and profile's command line). About 200 KiB for the test's runs,
+ * 0.7 MiB for the worst grid. */
+static size_t output_room(const st_settings_run_state *s, const char *dir)
+{
+    const st_settings_options *o = s->o;
+    const char *tab = getenv("STRATA_DECODE_TUNING");
+    size_t user = (o->command_line ? strlen(o->command_line) : 0) + (tab ? strlen(tab) : 0) + strlen(o->engine) +
+                  strlen(o->model);
+    for (int a = 0; a < o->n_engine_args; a++) user += strlen(o->engine_args[a]);
+    size_t flags = 0, most = 0;
+    for (int i = 0; i < s->n_points; i++) {
+        size_t f = 0;
+        for (int k = 0; k < s->p[i].n_flags; k++) f += strlen(s->p[i].flags[k]) + 1;
+        flags += f;
+        if (f > most) most = f;
+    }
+    const size_t n = (size_t)s->n_points, samples = (size_t)s->rounds * (size_t)s->n_prompts, fixed = (size_t)32 << 10;
+    const size_t report = fixed + 6 * (user + flags) + n * (((size_t)8 << 10) + 32 * samples);
+    const size_t page = fixed + 6 * (user + most) + n * ((size_t)12 << 10);
+    const size_t profile = fixed + 6 * (user + most);
+    return st_out_blocks(dir, report) + st_out_blocks(dir, page) + st_out_blocks(dir, profile) +
+           st_out_blocks(dir, (size_t)4 << 10);
+}
+
+/* The output folder, before the engine starts (issue 26): made when
+ * missing, locked (the folder's lock, st_folder_lock: a second settings
+ * run or a tune of it is refused at once, so no two runs mix their sets;
+ * held by the caller until the set is written), settled under the lock
+ * (st_tune_out_recover: an install a killed tune left completed or rolled
+ * back, the temporary files and probes of dead runs removed, and only
+ * those), every output path checked, and the room the four outputs take
+ * probed: a folder that cannot be made, is read-only or too full is one
+ * line now, with nothing left in it. */
+static st_status open_outputs(const st_settings_run_state *s, st_folder_lock_t *lk)
+{
+    const char *dir = s->o->out_dir && s->o->out_dir[0] ? s->o->out_dir : ".";
+    ST_TRY(st_out_dir_make(dir, "settings"));
+    ST_TRY(st_folder_lock(dir, "settings", lk));
+    int settled = 0;
+    st_status st = st_tune_out_recover(dir, NULL, s->o->model, &settled);
+    if (st != ST_OK) return st_fail_prefixed(st, "settings");
+    ST_TRY(check_outputs(s));
+    return st_out_probe(dir, "settings", output_room(s, dir));
+}
+
 /* The report, its page, the profile and the manifest that lists them
  * (out_manifest.h: the file rule's record of what this run wrote) as one
  * set (st_file_write_set: all written to temporary files first, a full
@@ -533,14 +598,14 @@ static st_status check_options(const st_settings_options *o)
     return ST_OK;
 }
 
-/* Everything after the options are known: identity, the rounds, the
- * decision, the files. */
-static st_status run(st_settings_run_state *s, run_io *io, st_settings_summary *sum)
+/* Everything after the options are known: the output folder (locked in
+ * LK), identity, the rounds, the decision, the files. */
+static st_status run(st_settings_run_state *s, run_io *io, st_settings_summary *sum, st_folder_lock_t *lk)
 {
     const st_settings_options *o = s->o;
     const char *b = strrchr(o->model, '/');
     snprintf(s->model_name, sizeof s->model_name, "%s", b ? b + 1 : o->model);
-    ST_TRY(check_outputs(s));
+    ST_TRY(open_outputs(s, lk));
     ST_TRY(st_engine_identity(o->engine, s->engine_version, sizeof s->engine_version, s->engine_sha));
     progress(s, "settings: hashing the model %s", s->model_name);
     ST_TRY(st_sha256_file(o->model, s->model_sha));
@@ -639,7 +704,9 @@ st_status st_settings_run(const st_settings_options *o, st_settings_summary *sum
         if (!have_dir) st = st_fail(ST_ERR_IO, "settings: cannot make a folder for the engine's log: %s", strerror(errno));
         snprintf(io.log, sizeof io.log, "%s/engine.log", tmpdir);
     }
-    if (st == ST_OK) st = run(s, &io, sum);
+    st_folder_lock_t lk = {NULL, -1, -1};
+    if (st == ST_OK) st = run(s, &io, sum, &lk);
+    st_folder_unlock(&lk); /* held from the output check to the end of the write */
     if (have_dir) {
         unlink(io.log);
         rmdir(tmpdir);

@@ -67,7 +67,9 @@ static const char *kind(mode_t m)
 
 /* ---- the lock --------------------------------------------------------------- */
 
-/* The exclusive lock of DIR at LOCK_PATH for WHO ("tune", "prune"). */
+/* The exclusive lock of DIR at LOCK_PATH for WHO ("tune", "prune",
+ * "settings"): the file holds "PID WHO", so a run refused names the kind
+ * of run that holds it. */
 static st_status lock_dir(const char *dir, const char *lock_path, const char *who, int *fd_out, int *slot_out)
 {
     *fd_out = *slot_out = -1;
@@ -93,7 +95,7 @@ static st_status lock_dir(const char *dir, const char *lock_path, const char *wh
                            lock_path,
                            !reg ? kind(ls.st_mode)
                            : ls.st_nlink != 1 ? "a file with another hard link"
-                                              : "a file with more than a process id in it",
+                                              : "a file with more than a process id and its kind in it",
                            dir);
         }
         if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -103,21 +105,31 @@ static st_status lock_dir(const char *dir, const char *lock_path, const char *wh
             holder[r > 0 ? r : 0] = '\0';
             holder[strcspn(holder, "\n")] = '\0';
             close(fd);
+            /* "PID WHO": the holder's kind names it (a lock file with a
+             * pid only, or none, is a tune's) */
+            char *sp = strchr(holder, ' ');
+            const char *by = sp && !strcmp(sp + 1, "settings") ? "settings run"
+                             : sp && !strcmp(sp + 1, "prune")  ? "table prune"
+                                                               : "tune";
+            if (sp) *sp = '\0';
             if (e == EWOULDBLOCK)
                 return st_fail(ST_ERR_EXISTS,
-                               "%s: another tune is writing to %s (process %s holds %s): wait for it to end%s", who, dir,
-                               holder[0] ? holder : "?", lock_path,
-                               strcmp(who, "tune") ? "" : ", or tune into another --out");
+                               "%s: another %s is writing to %s (process %s holds %s): wait for it to end%s", who, by,
+                               dir, holder[0] ? holder : "?", lock_path,
+                               !strcmp(who, "tune")       ? ", or tune into another --out"
+                               : !strcmp(who, "settings") ? ", or use another --out"
+                                                          : "");
             return st_fail(ST_ERR_IO, "%s: cannot lock %s: %s", who, lock_path, strerror(e));
         }
         /* The holder before us removes the file as it ends: a lock on a file
          * that is no longer at the path guards nothing, so start again. */
         struct stat a, b;
         if (fstat(fd, &a) == 0 && stat(lock_path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
-            /* who holds it, for the refusal of a second tune: best effort
+            /* who holds it ("PID WHO", at most 32 bytes), for the refusal
+             * of a second run: best effort
              * (a full disk is the probe's to report) */
             char pid[32];
-            const int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+            const int n = snprintf(pid, sizeof pid, "%ld %.8s\n", (long)getpid(), who);
             if (ftruncate(fd, 0) == 0) (void)!pwrite(fd, pid, (size_t)n, 0);
             *fd_out = fd;
             /* a fault that ends the process removes it too (tmpfiles.h) */
@@ -159,40 +171,6 @@ void st_folder_unlock(st_folder_lock_t *l)
     free(l->path);
     l->path = NULL;
     l->fd = l->slot = -1;
-}
-
-/* ---- the probe -------------------------------------------------------------- */
-
-/* Writes, syncs and removes BYTES in a probe file: a folder that is
- * read-only, not writable for us or too full says so now, not after the
- * sweep. */
-static st_status probe(const st_tune_out *o, size_t bytes)
-{
-    char *path = st_tune_fmt("%s/" ST_TUNE_PROBE_PREFIX "%ld", o->dir, (long)getpid());
-    if (!path) return st_fail(ST_ERR_NOMEM, "tune: out of memory");
-    static const char zeros[65536];
-    const int slot = st_tmpfile_track(path);
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    int e = fd < 0 ? errno : 0;
-    st_file_step();
-    for (size_t done = 0; !e && done < bytes;) {
-        const size_t chunk = bytes - done < sizeof zeros ? bytes - done : sizeof zeros;
-        const ssize_t w = write(fd, zeros, chunk);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) e = errno;
-        else done += (size_t)w;
-    }
-    if (!e && fsync(fd) != 0) e = errno;
-    if (fd >= 0 && close(fd) != 0 && !e) e = errno;
-    if (fd >= 0) unlink(path);
-    st_tmpfile_untrack(slot);
-    st_file_step();
-    st_status s = ST_OK;
-    if (e)
-        s = st_fail(ST_ERR_IO, "tune: cannot write the outputs in %s (a probe of %zu bytes, %s): %s", o->dir, bytes, path,
-                    strerror(e));
-    free(path);
-    return s;
 }
 
 /* ---- this identity's table in the folder ------------------------------------- */
@@ -354,16 +332,10 @@ st_status st_tune_out_open_input(st_tune_out *o, const char *dir, const char *na
         }
         if (s != ST_OK) s = st_fail_prefixed(s, "tune");
     }
-    if (s == ST_OK && mkdir(o->dir, 0777) != 0 && errno != EEXIST)
-        s = st_fail(ST_ERR_IO, "tune: cannot create the output folder %s: %s", o->dir, strerror(errno));
-    struct stat st;
-    if (s == ST_OK && stat(o->dir, &st) != 0)
-        s = st_fail(ST_ERR_IO, "tune: cannot use the output folder %s: %s", o->dir, strerror(errno));
-    if (s == ST_OK && !S_ISDIR(st.st_mode))
-        s = st_fail(ST_ERR_IO, "tune: the output folder %s is %s, not a folder", o->dir, kind(st.st_mode));
+    if (s == ST_OK) s = st_out_dir_make(o->dir, "tune");
     if (s == ST_OK) s = take_lock(o);
     if (s == ST_OK) s = st_tune_out_recover(o->dir, id, input, NULL);
-    if (s == ST_OK) s = probe(o, probe_bytes);
+    if (s == ST_OK) s = st_out_probe(o->dir, "tune", probe_bytes);
     char *found = NULL, names[1024];
     int count = 0;
     if (s == ST_OK) s = find_ours(o, id, &found, &count, names, sizeof names);

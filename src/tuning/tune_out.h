@@ -48,6 +48,7 @@
 #include "strata/knobs.h"
 #include "strata/table.h"
 #include "strata/status.h"
+#include "file_write.h"
 #include "tuner_decide.h"
 
 #include <stdbool.h>
@@ -55,7 +56,7 @@
 
 /* The names the tune keeps in its folder besides the outputs. */
 #define ST_TUNE_JOURNAL_NAME ".strata-tune.journal"
-#define ST_TUNE_PROBE_PREFIX ".strata-tune-probe."
+/* ST_TUNE_PROBE_PREFIX, the probe's name: file_write.h (st_out_probe) */
 #define ST_TUNE_LOCK_NAME ".strata-tune.lock"
 
 typedef struct {
@@ -126,9 +127,11 @@ st_status st_tune_out_install(st_tune_out *out, const st_identity *id, const st_
 st_status st_tune_out_recover(const char *dir, const st_identity *id, const char *keep, int *done);
 
 /* The folder's lock on its own, for what changes a tables folder besides a
- * tune (`table list --prune`): the same exclusive flock of
+ * tune (`table list --prune`, WHO "prune"; `settings`, WHO "settings", from
+ * its output check to the end of its write): the same exclusive flock of
  * DIR/.strata-tune.lock, refused at once while another process holds it
- * (the line starts with WHO). st_folder_unlock removes the lock file. */
+ * (ST_ERR_EXISTS; the line starts with WHO and names the holder's pid and
+ * kind). st_folder_unlock removes the lock file. */
 typedef struct {
     char *path;
     int fd, slot;

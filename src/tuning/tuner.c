@@ -30,7 +30,6 @@
 #include <time.h>
 #include <errno.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 _Static_assert(ST_TUNE_MAX_ROUNDS <= ST_MEASURE_MAX_ROUNDS, "the tuner keeps every round it measures");
@@ -494,11 +493,7 @@ static size_t output_bytes(const st_tune_options *o, const st_tune_shape *s, int
     struct stat st;
     if (ix && stat(ix, &st) == 0 && S_ISREG(st.st_mode)) bytes += (size_t)st.st_size;
     free(ix);
-    struct statvfs fs;
-    const size_t block = statvfs(o->out_dir ? o->out_dir : ".", &fs) == 0 && fs.f_frsize >= 512 && fs.f_frsize <= (1 << 20)
-                             ? (size_t)fs.f_frsize
-                             : (size_t)4096;
-    bytes += 8 * block;
+    bytes += 8 * st_out_blocks(o->out_dir ? o->out_dir : ".", 1); /* one block a file */
     for (int i = 0; i < n; i++) bytes += per_shape + per_point * (size_t)(s[i].kind == ST_SHAPE_MMVQ ? mix : 1);
     return bytes;
 }

@@ -6,7 +6,9 @@
 # under noise, the profile, the report and its page, the profile refused
 # for another engine build or model, Ctrl-C (engine ended, nothing
 # written), a missing and a failing engine (one line with its last words),
-# a setting the engine fails on.
+# a setting the engine fails on; the output folder before the engine
+# starts (made when missing, refused when read-only or too full for the
+# outputs, locked against a second run, the litter of dead runs swept).
 # Usage: settings_cli_test.sh TUNE_DECODE FAKE_SERVER MODEL WORKDIR
 set -uo pipefail
 td=${1:?usage: settings_cli_test.sh TUNE_DECODE FAKE_SERVER MODEL WORKDIR}
@@ -124,7 +126,7 @@ FAKE_LLAMA_DIE_ALL=1 "$td" -q settings "$model" --engine "$fake" --prompts "$dir
 rc=$?
 [ $rc = 1 ] && [ "$(wc -l < "$dir/e2.err")" = 1 ] && grep -q 'error loading model: fake failure' "$dir/e2.err" ||
   fail "failing engine: exit $rc: $(cat "$dir/e2.err")"
-[ -z "$(ls "$out")" ] || fail "a failed run wrote $(ls "$out")"
+[ -z "$(ls -A "$out")" ] || fail "a failed run wrote $(ls -A "$out")"
 
 # 6. Ctrl-C while a completion runs: exit 130, the engine ended, nothing
 #    written (no profile, no report, no temporary file)
@@ -145,7 +147,7 @@ rc=$?
 grep -q 'interrupted by Interrupt; the engine was ended, nothing was written' "$dir/f.err" || fail "Ctrl-C: $(cat "$dir/f.err")"
 epid=$(head -1 "$pids")
 [ -n "$epid" ] && kill -0 "$epid" 2> /dev/null && { fail "Ctrl-C: the engine $epid still runs"; kill "$epid"; }
-[ -z "$(ls "$out")" ] || fail "Ctrl-C: files were written: $(ls "$out")"
+[ -z "$(ls -A "$out")" ] || fail "Ctrl-C: files were written: $(ls -A "$out")"
 
 # 7. usage: a sweep that is no NAME=V list, a grid too large
 "$td" settings "$model" --engine "$fake" --prompts "$dir/prompts.txt" --sweep threads > /dev/null 2> "$dir/g.err"
@@ -169,7 +171,7 @@ rc=$?
 [ $rc = 1 ] || fail "FIFO profile: exit $rc, not 1: $(cat "$dir/h.err")"
 [ "$(wc -l < "$dir/h.err")" = 1 ] && grep -q 'is a FIFO: not replaced' "$dir/h.err" || fail "FIFO profile: $(cat "$dir/h.err")"
 [ -s "$pids" ] && fail "FIFO profile: the engine ran before the outputs were checked"
-[ "$(ls "$out")" = strata-settings-tiny-moe.profile.json ] || fail "FIFO profile: files were written: $(ls "$out")"
+[ "$(ls -A "$out")" = strata-settings-tiny-moe.profile.json ] || fail "FIFO profile: files were written: $(ls -A "$out")"
 [ -p "$out/strata-settings-tiny-moe.profile.json" ] || fail "FIFO profile: the FIFO was replaced"
 # ... and the model itself is never an output (here a hard link of it
 #    where the report goes)
@@ -182,6 +184,136 @@ rc=$?
 [ $rc = 1 ] && [ "$(wc -l < "$dir/h2.err")" = 1 ] && grep -q 'is the input' "$dir/h2.err" ||
   fail "model as output: exit $rc: $(cat "$dir/h2.err")"
 cmp -s "$model" "$dir/m.gguf" || fail "model as output: the model was changed"
+
+# 9. the output folder before the engine starts (issue 26). A missing
+#    --out is made, and holds the four outputs and nothing else (no lock,
+#    no probe left)
+out=$dir/out/i
+FAKE_LLAMA_SPEED="--spec-type=ngram-mod:0.7" \
+  "$td" -q settings "$model" --engine "$fake" --prompts "$dir/prompts.txt" --sweep spec-type=ngram-mod \
+  --n-predict 4 --rounds 3 --out "$out" > /dev/null 2> "$dir/i.err"
+rc=$?
+[ $rc = 0 ] || fail "missing folder: exit $rc: $(cat "$dir/i.err")"
+[ "$(ls -A "$out" | tr '\n' ' ')" = "strata-settings-tiny-moe.html strata-settings-tiny-moe.json strata-settings-tiny-moe.manifest strata-settings-tiny-moe.profile.json " ] ||
+  fail "missing folder: it holds $(ls -A "$out" 2>&1)"
+
+# refused [LABEL ERR PATTERN]: the run just made (its stderr ERR, its
+# engine's pid file $pids) failed with exit 1 and one line matching
+# PATTERN, the engine never started
+refused() {
+  [ "$rc" = 1 ] && [ "$(wc -l < "$2")" = 1 ] && grep -q "$3" "$2" || fail "$1: exit $rc: $(cat "$2")"
+  [ -s "$pids" ] && fail "$1: the engine ran before the folder was checked"
+}
+run_h() { # run_h OUT ERR [WRAPPER...]: a two-point run into OUT, its engine's pid to $pids
+  local o=$1 e=$2
+  shift 2
+  : > "$pids"
+  "$@" env FAKE_LLAMA_PIDFILE="$pids" timeout 300 "$td" -q settings "$model" --engine "$fake" --prompts "$dir/prompts.txt" \
+    --sweep threads=1 --n-predict 4 --rounds 2 --out "$o" > /dev/null 2> "$e"
+  rc=$?
+}
+pids=$dir/pids-ro
+
+# 10. a read-only folder (and one to be made in it): refused in one line
+#     before the engine starts, nothing left. Root ignores permissions:
+#     there this case is skipped (11 covers a read-only file system)
+if [ "$(id -u)" != 0 ]; then
+  ro=$dir/out/ro
+  mkdir -p "$ro"
+  chmod 555 "$ro"
+  run_h "$ro" "$dir/ro.err"
+  refused "read-only folder" "$dir/ro.err" 'settings: cannot write in the output folder .*: Permission denied'
+  run_h "$ro/sub" "$dir/ro2.err"
+  refused "folder in a read-only folder" "$dir/ro2.err" 'settings: cannot create the output folder .*/ro/sub: Permission denied'
+  [ -z "$(ls -A "$ro")" ] || fail "read-only folder: it holds $(ls -A "$ro")"
+  chmod 755 "$ro"
+else
+  echo "settings_cli_test: case 10 (read-only folder) skipped: running as root, which ignores permissions"
+fi
+
+# 11. in a mount namespace of its own (root, or user namespaces): a
+#     read-only file system, and one too full for the outputs (16 KiB: the
+#     two-point run's four files take 24 KiB in its 4 KiB blocks, so
+#     without the probe every engine run would happen before the write
+#     failed). Each refused in one line before the engine starts.
+ns=(unshare -m)
+[ "$(id -u)" = 0 ] || ns=(unshare -rm)
+if "${ns[@]}" true 2> /dev/null; then
+  mnt=$dir/out/mnt
+  mkdir -p "$mnt"
+  # in_mount OPTS CMD...: CMD with a tmpfs of OPTS at $mnt (gone when CMD
+  # ends); what it left there listed in $dir/mnt.ls
+  in_mount() {
+    local opts=$1
+    shift
+    "${ns[@]}" sh -c 'mount -t tmpfs -o "$1" tmpfs "$2" || exit 99; m=$2; l=$3; shift 3; "$@"; e=$?; (cd "$m" && find . -mindepth 1) > "$l"; exit $e' \
+      sh "$opts" "$mnt" "$dir/mnt.ls" "$@"
+  }
+  run_h "$mnt/out" "$dir/rofs.err" in_mount ro,size=1m
+  refused "read-only file system" "$dir/rofs.err" 'settings: cannot create the output folder .*: Read-only file system'
+  run_h "$mnt" "$dir/rofs2.err" in_mount ro,size=1m
+  refused "read-only file system (folder there)" "$dir/rofs2.err" 'settings: cannot write in the output folder .*: Read-only file system'
+  run_h "$mnt/out" "$dir/full.err" in_mount size=16k
+  refused "full file system" "$dir/full.err" 'settings: cannot write the outputs in .*/mnt/out (a probe of [0-9]* bytes, .*): No space left on device'
+  [ "$(cat "$dir/mnt.ls")" = ./out ] || fail "full file system: left $(cat "$dir/mnt.ls") (only the folder it made may stay)"
+  # ... with room the same run writes its set there, and nothing else
+  run_h "$mnt/out" "$dir/room.err" in_mount size=1m
+  [ $rc = 0 ] && [ "$(grep -c '^./out/strata-settings-tiny-moe\.' "$dir/mnt.ls")" = 4 ] && [ "$(wc -l < "$dir/mnt.ls")" = 5 ] ||
+    fail "room: exit $rc: $(cat "$dir/room.err" "$dir/mnt.ls")"
+else
+  echo "settings_cli_test: case 11 (read-only and full file systems) skipped: no mount namespace here"
+fi
+
+# 12. the folder's lock: while a run holds it (its engine answers slowly),
+#     a second settings run and a tune of the folder are refused at once
+#     in one line naming the holder, the second engine never starts; the
+#     first, stopped, leaves nothing (no lock file)
+out=$dir/out/l
+mkdir -p "$out"
+pids=$dir/pids-l
+: > "$pids"
+FAKE_LLAMA_SLOW=30 FAKE_LLAMA_PIDFILE="$pids" \
+  "$td" -q settings "$model" --engine "$fake" --prompts "$dir/prompts.txt" --sweep threads=1 --out "$out" \
+  > /dev/null 2> "$dir/l.err" &
+first=$!
+for _ in $(seq 300); do [ -s "$pids" ] && break; sleep 0.1; done
+[ -s "$pids" ] || fail "lock: the first run's engine did not start: $(cat "$dir/l.err")"
+pids=$dir/pids-l2
+t0=$SECONDS
+run_h "$out" "$dir/l2.err"
+refused "second run" "$dir/l2.err" "settings: another settings run is writing to $out (process $first holds $out/.strata-tune.lock): wait for it to end, or use another --out"
+[ $((SECONDS - t0)) -le 10 ] || fail "second run: refused after $((SECONDS - t0)) s, not at once"
+"$td" --backend cpu -q tune "$model" --quick --out "$out" > /dev/null 2> "$dir/l3.err"
+rc=$?
+[ $rc = 1 ] && [ "$(wc -l < "$dir/l3.err")" = 1 ] && grep -q "tune: another settings run is writing to $out" "$dir/l3.err" ||
+  fail "tune of a folder a settings run holds: exit $rc: $(cat "$dir/l3.err")"
+kill -INT $first
+wait $first
+rc=$?
+[ $rc = 130 ] || fail "lock: the first run: exit $rc: $(cat "$dir/l.err")"
+[ -z "$(ls -A "$out")" ] || fail "lock: left $(ls -A "$out")"
+
+# 13. under the lock, before the engine starts, what dead runs left is
+#     removed (a settings run's temporary files of each output, a probe)
+#     and nothing else: not a live process's temporary file, not another
+#     name with the pattern, not a folder or a link of the pattern
+out=$dir/out/m
+mkdir -p "$out"
+sh -c 'exit 0' &
+dead=$!
+wait $dead
+b=$out/strata-settings-tiny-moe
+gone=("$b.json.tmp.$dead.0" "$b.html.tmp.$dead.3" "$b.profile.json.tmp.$dead.1" "$b.manifest.tmp.$dead.2" "$out/.strata-tune-probe.$dead")
+kept=("$b.json.tmp.$$.0" "$out/notes.json.tmp.$dead.0" "$b.txt.tmp.$dead.0" "$b.json.tmp.$dead.x" "$out/precious")
+for f in "${gone[@]}" "${kept[@]}"; do echo litter > "$f"; done
+mkdir "$b.json.tmp.$dead.5"
+ln -s precious "$b.html.tmp.$dead.6"
+pids=$dir/pids-m
+run_h "$out" "$dir/m.err"
+[ $rc = 0 ] || fail "litter: exit $rc: $(cat "$dir/m.err")"
+for f in "${gone[@]}"; do [ -e "$f" ] && fail "litter: $f was not removed"; done
+for f in "${kept[@]}" "$b.json.tmp.$dead.5" "$b.html.tmp.$dead.6"; do [ -e "$f" ] || [ -L "$f" ] || fail "litter: $f was removed"; done
+[ "$(cat "$out/precious")" = litter ] || fail "litter: a link's target changed"
 
 [ $fails = 0 ] && echo "settings_cli_test: ok"
 exit $((fails > 0))

@@ -96,8 +96,14 @@ typedef struct {
 } st_settings_summary;
 
 /* Runs the sweep (above) and writes, into O->out_dir,
- * strata-settings-<model>.profile.json (the profile) and
- * strata-settings-<model>.json and .html (the report), each atomically.
+ * strata-settings-<model>.profile.json (the profile),
+ * strata-settings-<model>.json and .html (the report) and their
+ * .manifest, as one set. Before the engine first starts the folder is
+ * made if missing, locked (the tune's folder lock, held to the end of the
+ * write: ST_ERR_EXISTS at once while another run holds it), cleared of
+ * what dead runs left, its output paths checked and the room the outputs
+ * take probed (ST_ERR_IO, one line, when it cannot be made, is read-only
+ * or too full; nothing is left in it).
  * ST_ERR_INVALID_ARG for a bad sweep, prompts file or option;
  * ST_ERR_NOT_FOUND / ST_ERR_IO when the engine is missing or fails on the
  * defaults (one line with the engine's own last words);
