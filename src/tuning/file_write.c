@@ -5,6 +5,9 @@
  * The one home of that rule in the tools library. */
 #define _POSIX_C_SOURCE 200809L
 #include "file_write.h"
+#include "out_manifest.h"
+#include "strata/tools/tables.h"
+#include "tune_out.h"
 #include "tmpfiles.h"
 #include "tools_internal.h"
 
@@ -116,6 +119,25 @@ size_t st_out_blocks(const char *dir, size_t bytes)
     size_t b = statvfs(dir, &v) == 0 && v.f_frsize > 0 ? (size_t)v.f_frsize : 4096;
     if (b > ((size_t)1 << 24)) b = (size_t)1 << 24; /* a file system that claims more: still a bound */
     return (bytes + b - 1) / b * b;
+}
+
+static bool ends_with(const char *s, const char *e)
+{
+    const size_t a = strlen(s), b = strlen(e);
+    return a >= b && !strcmp(s + a - b, e);
+}
+
+st_status st_out_not_tool_file(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    if (!strcmp(b, ST_TUNE_LOCK_NAME) || !strcmp(b, ST_TUNE_JOURNAL_NAME) || !strcmp(b, ST_TABLES_INDEX_NAME) ||
+        ends_with(b, ".table") || ends_with(b, ".table.candidate") || ends_with(b, ST_MANIFEST_EXT))
+        return st_fail(ST_ERR_INVALID_ARG,
+                       "%s: a name the tuner keeps for a tables folder (its lock, journal, index, tables, candidates "
+                       "and manifests): name another file",
+                       path);
+    return ST_OK;
 }
 
 static int write_all(int fd, const char *p, size_t n)

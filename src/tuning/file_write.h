@@ -30,6 +30,13 @@ st_status st_out_target_check(const char *path);
  * (one inode, whatever the spelling). */
 st_status st_out_not_input(const char *out, const char *input);
 
+/* For a file the user names (`report -o`, the --html pages and their
+ * JSON): ST_ERR_INVALID_ARG with one line when its name is one a tables
+ * folder keeps for the tuner (its lock, its journal, tables.json, a
+ * *.table, a *.table.candidate, a *.manifest), which a page written over
+ * would break or which a running tune would remove. */
+st_status st_out_not_tool_file(const char *path);
+
 /* The output folder DIR of a run (WHO starts the line: "tune",
  * "settings"), before the run: made when missing (one level, mode 0777
  * less the umask), then checked to be a folder. ST_ERR_IO with one line

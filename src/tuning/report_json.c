@@ -113,7 +113,8 @@ static st_status check_paths(const char *html_path, const char *const *inputs, i
     const char *outs[2] = {html_path, json_path};
     st_status s = ST_OK;
     for (int k = 0; k < 2 && s == ST_OK; k++) {
-        s = st_out_target_check(outs[k]);
+        s = st_out_not_tool_file(outs[k]);
+        if (s == ST_OK) s = st_out_target_check(outs[k]);
         for (int i = 0; i < n_inputs && s == ST_OK; i++)
             if (inputs[i]) s = st_out_not_input(outs[k], inputs[i]);
     }

@@ -381,6 +381,22 @@ st_status st_tables_index_write(const char *dir, const st_tables_index *ix)
     return s;
 }
 
+st_status st_tables_index_write_locked(const char *dir, const st_identity *id, const st_dispatch_config *cfg,
+                                       st_tables_index **ix)
+{
+    st_folder_lock_t l;
+    ST_TRY(st_folder_lock(dir, "table list", &l));
+    st_tables_index *now = NULL;
+    st_status s = st_tables_index_build(dir, id, cfg, &now);
+    if (s == ST_OK) s = st_tables_index_write(dir, now);
+    st_folder_unlock(&l);
+    if (now) {
+        st_tables_index_free(*ix);
+        *ix = now;
+    }
+    return s;
+}
+
 st_status st_tables_index_update(const char *dir, const st_identity *id, const st_dispatch_config *cfg, bool write,
                                  st_tables_index **out, st_index_state *before, bool *wrote)
 {

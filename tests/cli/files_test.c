@@ -1003,6 +1003,67 @@ static void table_list_index_and_interrupted_install(void **state)
     free(t);
 }
 
+/* `table list` writes the index only under the folder's lock: while a
+ * tune (here: this test) holds it, the listing shows the rebuilt index
+ * and writes nothing; once free, it writes it. */
+static void table_list_writes_the_index_under_the_lock(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    size_t l = 0;
+    char *t = table_text(2, NULL, &l);
+    free(cli_write(dir, "a.table", t, l));
+    st_folder_lock_t lk;
+    assert_int_equal(st_folder_lock(dir, "tune", &lk), ST_OK);
+    cli_run r = cli(QUICK_S, "--backend", "cpu", "table", "list", dir, NULL);
+    cli_expect_exit(&r, 0, "table list while locked");
+    if (!strstr(r.out, "not written")) fail_msg("the index was written under a tune's lock:\n%s", r.out);
+    cli_free(&r);
+    char *ix = cli_join(dir, "tables.json");
+    if (cli_exists(ix)) fail_msg("tables.json written while the folder was locked");
+    st_folder_unlock(&lk);
+    r = cli(QUICK_S, "--backend", "cpu", "table", "list", dir, NULL);
+    cli_expect_exit(&r, 0, "table list after");
+    cli_free(&r);
+    if (!cli_exists(ix)) fail_msg("tables.json not written once the folder was free");
+    if (cli_count(dir, NULL) != 2) {
+        cli_print_dir(dir);
+        fail_msg("table list left files");
+    }
+    free(ix);
+    free(t);
+}
+
+/* report -o (and the --html pages) never write over a name the tuner keeps
+ * for a tables folder: the lock, the journal, the index, a table, a
+ * candidate, a manifest. */
+static void report_never_writes_over_a_tuner_name(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    char *json = cli_write(dir, "r.json", "{}", 2);
+    const char *names[] = {".strata-tune.lock", ".strata-tune.journal", "tables.json", "x.table", "x.table.candidate",
+                           "x.autotune.manifest"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char *o = cli_write(dir, names[i], "keep", 4);
+        cli_run r = cli(QUICK_S, "report", json, "-o", o, NULL);
+        cli_expect_one_line(&r, 1, "a name the tuner keeps", names[i]);
+        cli_free(&r);
+        char *v = slurp(o);
+        if (!v || strcmp(v, "keep")) fail_msg("%s was written over", names[i]);
+        free(v);
+        free(o);
+    }
+    /* bench --html whose JSON would be tables.json */
+    char *page = cli_join(dir, "tables.html");
+    cli_run r = cli(QUICK_S, "--backend", "cpu", "bench", "--quick", "--no-suite", "--shape", "mmvq q8_0 64 64", "--html",
+                    page, NULL);
+    cli_expect_one_line(&r, 1, "a name the tuner keeps", "bench --html tables.html");
+    cli_free(&r);
+    free(page);
+    free(json);
+}
+
 /* verify --html checks the room for its page and JSON before the gate
  * runs: a folder too full is refused in one line at once, and nothing is
  * left (the gate used to run, then the page failed, leaving the JSON
@@ -1079,6 +1140,8 @@ int main(void)
         cmocka_unit_test_teardown(a_symbolic_link_at_an_output_is_refused, cli_teardown),
         cmocka_unit_test_teardown(a_table_name_with_a_control_byte_is_refused_first, cli_teardown),
         cmocka_unit_test_teardown(the_reservation_counts_whole_blocks, cli_teardown),
+        cmocka_unit_test_teardown(table_list_writes_the_index_under_the_lock, cli_teardown),
+        cmocka_unit_test_teardown(report_never_writes_over_a_tuner_name, cli_teardown),
         cmocka_unit_test_teardown(the_reservation_counts_the_index, cli_teardown),
         cmocka_unit_test_teardown(a_report_and_its_page_are_written_together, cli_teardown),
         cmocka_unit_test_teardown(table_list_index_and_interrupted_install, cli_teardown),

@@ -194,7 +194,7 @@ int td_table_list(int argc, char **argv, const td_global *g)
     if (state != ST_INDEX_UP_TO_DATE && ix->n == 0 && state == ST_INDEX_MISSING) {
         snprintf(why, sizeof why, "the folder holds no table"); /* listing any folder must not leave a file there */
     } else if (state != ST_INDEX_UP_TO_DATE) {
-        written = st_tables_index_write(dir, ix) == ST_OK;
+        written = st_tables_index_write_locked(dir, &id, &cfg, &ix) == ST_OK;
         if (!written) snprintf(why, sizeof why, "%s", st_last_error());
     }
     cJSON *pruned = g->json ? cJSON_CreateArray() : NULL;

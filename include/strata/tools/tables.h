@@ -114,6 +114,14 @@ ST_API st_status st_tables_index_read(const char *dir, st_tables_index **out, st
 /* Writes IX to DIR/tables.json atomically. */
 ST_API st_status st_tables_index_write(const char *dir, const st_tables_index *ix);
 
+/* For a reader of the folder (`table list`): under DIR's lock (as a tune
+ * takes it; ST_ERR_EXISTS at once, nothing written, while a tune, a prune
+ * or a settings run holds it), rebuilds the index for ID/CFG from the
+ * folder as it is now into *IX (the old one freed) and writes it, so an
+ * index written beside a running tune never undoes the tune's. */
+ST_API st_status st_tables_index_write_locked(const char *dir, const st_identity *id, const st_dispatch_config *cfg,
+                                              st_tables_index **ix);
+
 /* Builds the index for ID/CFG and writes it when WRITE is true or the one
  * on disk is not up to date. *BEFORE: the state found; *WROTE: whether it
  * was written. */
