@@ -540,9 +540,10 @@ static st_status open_outputs(const st_settings_run_state *s, st_folder_lock_t *
 
 /* The report, its page, the profile and the manifest that lists them
  * (out_manifest.h: the file rule's record of what this run wrote) as one
- * set (st_file_write_set: all written to temporary files first, a full
- * disk stops there before any changes, then renamed in), the profile
- * after its report, the manifest last. */
+ * set, through the tune's journal (st_out_install_set, under the folder's
+ * lock this run holds: all written to temporary files first, a full disk
+ * stops there before any changes; a kill at any instant leaves the old
+ * set or the new one, which the next run of the folder settles). */
 static st_status write_outputs(st_settings_run_state *s, st_settings_summary *sum)
 {
     output_paths(s, sum);
@@ -566,7 +567,7 @@ static st_status write_outputs(st_settings_run_state *s, st_settings_summary *su
     if (st == ST_OK) {
         const char *t4[4] = {text[0], text[1], text[2], mt};
         const size_t l4[4] = {len[0], len[1], len[2], mt_len};
-        st = st_file_write_set(4, path, t4, l4);
+        st = st_out_install_set(s->o->out_dir && s->o->out_dir[0] ? s->o->out_dir : ".", 4, path, t4, l4, s->o->stop);
     }
     free(rt);
     free(pt);

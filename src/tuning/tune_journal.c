@@ -503,12 +503,101 @@ static st_status keep_old(item *x)
     return st_fail(ST_ERR_IO, "%s: cannot keep the old file for a roll back (a hard link): %s", x->target, strerror(e));
 }
 
+/* The journaled install of N files (TARGET[k] gets TEXT[k]) in DIR, under
+ * DIR's lock: all written to temporary files first (a full disk stops
+ * there), links to the old files kept, the journal written (the commit
+ * point; a stop before it installs nothing), the renames, then FINISH
+ * (may be NULL: a step that belongs to the set, e.g. the index): when it
+ * fails, the set is rolled back. */
+static st_status journal_install(const char *dir, const char *journal_path, int n, const char *const *target,
+                                 const char *const *text, const size_t *len, const volatile int *stop,
+                                 st_status (*finish)(void *), void *arg, const char *what)
+{
+    item it[JOURNAL_MAX_ITEMS];
+    memset(it, 0, sizeof it);
+    st_status s = n > 0 && n <= JOURNAL_MAX_ITEMS ? ST_OK : st_fail(ST_ERR_INVALID_ARG, "install: %d files", n);
+    int m = 0;
+    for (int k = 0; k < n && s == ST_OK; k++) {
+        it[m].target = strdup(target[k]);
+        it[m].slot = -1;
+        st_sha256_buf(text[k], len[k], it[m].sha);
+        if (!it[m++].target) s = st_fail(ST_ERR_NOMEM, "install: out of memory");
+    }
+    /* all written first: a full disk stops the install before anything moves */
+    for (int k = 0; k < m && s == ST_OK; k++) s = st_file_write_temp(it[k].target, text[k], len[k], &it[k].tmp, &it[k].slot);
+    for (int i = 0; i < m && s == ST_OK; i++) s = keep_old(&it[i]);
+    /* the commit point is the journal: a stop (SIGINT, SIGTERM, ...) that
+     * arrived before it installs nothing */
+    st_file_step();
+    if (s == ST_OK && stop && *stop) s = st_fail(ST_ERR_INTERRUPTED, "interrupted before the install's commit point");
+    if (s == ST_OK) st_file_commit_step = st_file_steps;
+    char *jt = s == ST_OK ? journal_text(it, m, false) : NULL;
+    if (s == ST_OK && !jt) s = st_fail(ST_ERR_NOMEM, "install: out of memory");
+    if (s == ST_OK) s = st_file_write_atomic(journal_path, jt, strlen(jt));
+    free(jt);
+    if (s != ST_OK) { /* nothing moved */
+        char why[4096];
+        snprintf(why, sizeof why, "%s", st_last_error());
+        drop_temps(it, m);
+        drop_links(it, m);
+        items_free(it, m);
+        return st_fail(s, "%s; %s", why, what);
+    }
+    /* The journal stands: from here a kill leaves the new set (the next run
+     * completes the renames). */
+    for (int i = 0; i < m && s == ST_OK; i++) {
+        bool renamed = false;
+        s = st_file_commit(it[i].target, it[i].tmp, it[i].slot, &renamed);
+        it[i].slot = -1;
+        if (s != ST_OK && renamed) s = ST_OK; /* only the folder's sync failed: the file is in place */
+    }
+    if (s == ST_OK && finish) s = finish(arg);
+    if (s != ST_OK) {
+        char why[4096];
+        snprintf(why, sizeof why, "%s", st_last_error());
+        /* the journal turns: a kill from here leaves the old set */
+        char *back = journal_text(it, m, true);
+        if (back) (void)st_file_write_atomic(journal_path, back, strlen(back));
+        free(back);
+        play(it, m, true);
+        st_file_step();
+        unlink(journal_path);
+        sync_dir(dir);
+        items_free(it, m);
+        return st_fail(s, "%s; %s (the old files are back)", why, what);
+    }
+    play(it, m, false); /* the links go */
+    st_file_step();
+    unlink(journal_path);
+    sync_dir(dir);
+    items_free(it, m);
+    return s;
+}
+
+typedef struct {
+    const char *dir;
+    const st_identity *id;
+    const st_dispatch_config *cfg;
+} index_step;
+
+/* The index follows the tables it lists, and is part of the set: when it
+ * cannot be written (a full disk) the set is rolled back, so "not
+ * installed" is true; the journal stays until it is written. */
+static st_status write_index(void *arg)
+{
+    const index_step *x = arg;
+    st_tables_index *ix = NULL;
+    st_index_state before;
+    bool wrote = false;
+    const st_status s = st_tables_index_update(x->dir, x->id, x->cfg, true, &ix, &before, &wrote);
+    st_tables_index_free(ix);
+    return s;
+}
+
 st_status st_tune_out_install(st_tune_out *o, const st_identity *id, const st_dispatch_config *cfg,
                               const char *table_text, size_t table_len,
                               const char *report_text, size_t report_len, const char *html, size_t html_len)
 {
-    item it[JOURNAL_MAX_ITEMS];
-    memset(it, 0, sizeof it);
     /* the run's manifest: every file it leaves, with the bytes it wrote */
     st_manifest mf;
     memset(&mf, 0, sizeof mf);
@@ -520,79 +609,31 @@ st_status st_tune_out_install(st_tune_out *o, const st_identity *id, const st_di
     if (s == ST_OK) s = st_manifest_add(&mf, ST_MF_INDEX, base(o->index_path), NULL, 0);
     if (s == ST_OK) s = st_manifest_format(&mf, &mf_text, &mf_len);
     if (s != ST_OK) return s;
-    const char *target[4] = {o->report_path, html ? o->html_path : NULL, o->table_path, o->manifest_path};
-    const char *text[4] = {report_text, html, table_text, mf_text};
-    const size_t len[4] = {report_len, html_len, table_len, mf_len};
+    const char *target[4], *text[4];
+    size_t len[4];
     int n = 0;
+    const char *t_all[4] = {o->report_path, html ? o->html_path : NULL, o->table_path, o->manifest_path};
+    const char *x_all[4] = {report_text, html, table_text, mf_text};
+    const size_t l_all[4] = {report_len, html_len, table_len, mf_len};
     for (int k = 0; k < 4; k++)
-        if (target[k]) {
-            it[n].target = strdup(target[k]);
-            it[n].slot = -1;
-            st_sha256_buf(text[k], len[k], it[n].sha);
-            if (!it[n++].target) s = st_fail(ST_ERR_NOMEM, "tune: out of memory");
+        if (t_all[k]) {
+            target[n] = t_all[k];
+            text[n] = x_all[k];
+            len[n++] = l_all[k];
         }
-    /* all written first: a full disk stops the install before anything moves */
-    int ti = 0;
-    for (int k = 0; k < 4 && s == ST_OK; k++)
-        if (target[k]) {
-            s = st_file_write_temp(it[ti].target, text[k], len[k], &it[ti].tmp, &it[ti].slot);
-            ti++;
-        }
+    index_step ixs = {o->dir, id, cfg};
+    s = journal_install(o->dir, o->journal_path, n, target, text, len, o->stop, write_index, &ixs,
+                        "the table was not installed");
     free(mf_text);
-    for (int i = 0; i < n && s == ST_OK; i++) s = keep_old(&it[i]);
-    /* the commit point is the journal: a stop (SIGINT, SIGTERM, ...) that
-     * arrived before it installs nothing */
-    st_file_step();
-    if (s == ST_OK && o->stop && *o->stop) s = st_fail(ST_ERR_INTERRUPTED, "interrupted before the install's commit point");
-    if (s == ST_OK) st_file_commit_step = st_file_steps;
-    char *jt = s == ST_OK ? journal_text(it, n, false) : NULL;
-    if (s == ST_OK && !jt) s = st_fail(ST_ERR_NOMEM, "tune: out of memory");
-    if (s == ST_OK) s = st_file_write_atomic(o->journal_path, jt, strlen(jt));
-    free(jt);
-    if (s != ST_OK) { /* nothing moved */
-        char why[4096];
-        snprintf(why, sizeof why, "%s", st_last_error());
-        drop_temps(it, n);
-        drop_links(it, n);
-        items_free(it, n);
-        return st_fail(s, "%s; the table was not installed", why);
-    }
-    /* The journal stands: from here a kill leaves the new set (the next run
-     * completes the renames). */
-    for (int i = 0; i < n && s == ST_OK; i++) {
-        bool renamed = false;
-        s = st_file_commit(it[i].target, it[i].tmp, it[i].slot, &renamed);
-        it[i].slot = -1;
-        if (s != ST_OK && renamed) s = ST_OK; /* only the folder's sync failed: the file is in place */
-    }
-    /* the index follows the tables it lists, and is part of the set: when
-     * it cannot be written (a full disk) the set is rolled back, so "not
-     * installed" is true; the journal stays until it is written */
-    if (s == ST_OK) {
-        st_tables_index *ix = NULL;
-        st_index_state before;
-        bool wrote = false;
-        s = st_tables_index_update(o->dir, id, cfg, true, &ix, &before, &wrote);
-        st_tables_index_free(ix);
-    }
-    if (s != ST_OK) {
-        char why[4096];
-        snprintf(why, sizeof why, "%s", st_last_error());
-        /* the journal turns: a kill from here leaves the old set */
-        char *back = journal_text(it, n, true);
-        if (back) (void)st_file_write_atomic(o->journal_path, back, strlen(back));
-        free(back);
-        play(it, n, true);
-        st_file_step();
-        unlink(o->journal_path);
-        sync_dir(o->dir);
-        items_free(it, n);
-        return st_fail(s, "%s; the table was not installed (the old files are back)", why);
-    }
-    play(it, n, false); /* the links go */
-    st_file_step();
-    unlink(o->journal_path);
-    sync_dir(o->dir);
-    items_free(it, n);
+    return s;
+}
+
+st_status st_out_install_set(const char *dir, int n, const char *const *paths, const char *const *texts,
+                             const size_t *lens, const volatile int *stop)
+{
+    char *journal = st_tune_fmt("%s/" ST_TUNE_JOURNAL_NAME, dir);
+    if (!journal) return st_fail(ST_ERR_NOMEM, "install: out of memory");
+    const st_status s = journal_install(dir, journal, n, paths, texts, lens, stop, NULL, NULL, "nothing was installed");
+    free(journal);
     return s;
 }

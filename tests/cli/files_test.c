@@ -1003,6 +1003,65 @@ static void table_list_index_and_interrupted_install(void **state)
     free(t);
 }
 
+/* A settings run's set (report, page, profile, manifest) goes in through
+ * the tune's journal (st_out_install_set): a SIGKILL at every step leaves,
+ * once the next run of the folder settled it, all four old files or all
+ * four new ones, and nothing else. */
+static void a_kill_at_any_step_of_a_settings_install_leaves_one_set(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    const char *names[4] = {"strata-settings-m.json", "strata-settings-m.html", "strata-settings-m.profile.json",
+                            "strata-settings-m.manifest"};
+    char *paths[4];
+    for (int k = 0; k < 4; k++) paths[k] = cli_join(dir, names[k]);
+    const char *newt[4] = {"new json", "new html", "new profile", "new manifest"};
+    const size_t newl[4] = {8, 8, 11, 12};
+    int olds = 0, news = 0;
+    long k = 1;
+    for (;; k++) {
+        for (int i = 0; i < 4; i++) free(cli_write(dir, names[i], "old", 3));
+        const pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            st_folder_lock_t l;
+            if (st_folder_lock(dir, "settings", &l) != ST_OK) _exit(10);
+            st_file_steps = 0;
+            st_file_kill_at_step = k;
+            const st_status s = st_out_install_set(dir, 4, (const char *const *)paths, newt, newl, NULL);
+            st_folder_unlock(&l);
+            _exit(s == ST_OK ? 0 : 1);
+        }
+        int st = 0;
+        waitpid(pid, &st, 0);
+        const bool finished = WIFEXITED(st);
+        if (finished && WEXITSTATUS(st) != 0) fail_msg("step %ld: the install failed", k);
+        /* the next run of the folder */
+        st_folder_lock_t l;
+        assert_int_equal(st_folder_lock(dir, "settings", &l), ST_OK);
+        int done = 0;
+        assert_int_equal(st_tune_out_recover(dir, NULL, NULL, &done), ST_OK);
+        st_folder_unlock(&l);
+        int o = 0, nw = 0;
+        for (int i = 0; i < 4; i++) {
+            char *v = slurp(paths[i]);
+            o += v && !strcmp(v, "old");
+            nw += v && !strcmp(v, newt[i]);
+            free(v);
+        }
+        if (!(o == 4 || nw == 4) || cli_count(dir, NULL) != 4) {
+            cli_print_dir(dir);
+            fail_msg("step %ld: a mixed set or litter (%d old, %d new)", k, o, nw);
+        }
+        olds += o == 4;
+        news += nw == 4;
+        if (finished) break;
+    }
+    print_message("a settings install: %ld steps, each killed: %d left the old set, %d the new\n", k - 1, olds, news - 1);
+    assert_true(k > 8 && olds > 0 && news > 1);
+    for (int i = 0; i < 4; i++) free(paths[i]);
+}
+
 /* `table list` writes the index only under the folder's lock: while a
  * tune (here: this test) holds it, the listing shows the rebuilt index
  * and writes nothing; once free, it writes it. */
@@ -1141,6 +1200,7 @@ int main(void)
         cmocka_unit_test_teardown(a_table_name_with_a_control_byte_is_refused_first, cli_teardown),
         cmocka_unit_test_teardown(the_reservation_counts_whole_blocks, cli_teardown),
         cmocka_unit_test_teardown(table_list_writes_the_index_under_the_lock, cli_teardown),
+        cmocka_unit_test_teardown(a_kill_at_any_step_of_a_settings_install_leaves_one_set, cli_teardown),
         cmocka_unit_test_teardown(report_never_writes_over_a_tuner_name, cli_teardown),
         cmocka_unit_test_teardown(the_reservation_counts_the_index, cli_teardown),
         cmocka_unit_test_teardown(a_report_and_its_page_are_written_together, cli_teardown),
