@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,17 +89,33 @@ st_status st_out_probe(const char *dir, const char *who, size_t bytes)
     char *path = malloc(pn);
     if (!path) return st_fail(ST_ERR_NOMEM, "%s: out of memory", who);
     snprintf(path, pn, "%s/" ST_TUNE_PROBE_PREFIX "%ld", dir, (long)getpid());
-    static const char zeros[65536];
+    /* bytes no file system compresses or shares (zeros would take no room
+     * on a compressing one, btrfs or ZFS, and prove nothing): a
+     * pseudo-random stream, new for every chunk */
+    static uint64_t buf[8192];
+    uint64_t x = 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
     const int slot = st_tmpfile_track(path);
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     int e = fd < 0 ? errno : 0;
     st_file_step();
-    for (size_t done = 0; !e && done < bytes;) {
-        const size_t chunk = bytes - done < sizeof zeros ? bytes - done : sizeof zeros;
-        const ssize_t w = write(fd, zeros, chunk);
+    for (size_t done = 0, left = 0, at = 0; !e && done < bytes;) {
+        if (!left) {
+            for (size_t i = 0; i < sizeof buf / sizeof buf[0]; i++) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                buf[i] = x;
+            }
+            left = sizeof buf;
+            at = 0;
+        }
+        const size_t chunk = bytes - done < left ? bytes - done : left;
+        const ssize_t w = write(fd, (const char *)buf + at, chunk);
         if (w < 0 && errno == EINTR) continue;
         if (w < 0) e = errno;
-        else done += (size_t)w;
+        else {
+            done += (size_t)w;
+            at += (size_t)w;
+            left -= (size_t)w;
+        }
     }
     if (!e && fsync(fd) != 0) e = errno;
     if (fd >= 0 && close(fd) != 0 && !e) e = errno;

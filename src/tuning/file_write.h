@@ -44,7 +44,8 @@ st_status st_out_not_tool_file(const char *path);
  * folder") otherwise. */
 st_status st_out_dir_make(const char *dir, const char *who);
 
-/* The probe of the output folder DIR, before a long run: BYTES written to
+/* The probe of the output folder DIR, before a long run: BYTES (of a
+ * pseudo-random stream, which no file system compresses) written to
  * DIR/ST_TUNE_PROBE_PREFIX<pid>, synced and removed, so a folder that is
  * read-only, not writable for this process or too full for the outputs
  * says so now in one line (ST_ERR_IO, "WHO: cannot write the outputs in
