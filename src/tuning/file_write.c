@@ -45,13 +45,20 @@ bool st_out_name_ok(const char *name)
     return n < 256;
 }
 
-static const char *what_stands(mode_t m)
+const char *st_out_kind(mode_t m)
 {
     return S_ISDIR(m) ? "a folder" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) || S_ISBLK(m) ? "a device" : S_ISSOCK(m) ? "a socket" : S_ISLNK(m) ? "a symbolic link" : "not a regular file";
 }
 
 st_status st_out_target_check(const char *path)
 {
+    /* its temporary file and roll-back link ("NAME.tmp.<pid>.<n>",
+     * "NAME.old.<pid>") must fit where it does: checked before a run */
+    const char *b = strrchr(path, '/');
+    if (strlen(b ? b + 1 : path) + 24 > 255 || strlen(path) + 24 >= 4096)
+        return st_fail(ST_ERR_INVALID_ARG, "%s: the name is too long for its temporary file (a name may have 255 bytes, a "
+                                           "path 4095): name a shorter one",
+                       path);
     struct stat st;
     if (lstat(path, &st) != 0) {
         if (errno == ENOENT) return ST_OK;
@@ -59,7 +66,7 @@ st_status st_out_target_check(const char *path)
     }
     if (S_ISREG(st.st_mode)) return ST_OK;
     return st_fail(ST_ERR_EXISTS, "%s is %s: not replaced (only a regular file is written over)", path,
-                   what_stands(st.st_mode));
+                   st_out_kind(st.st_mode));
 }
 
 st_status st_out_not_input(const char *out, const char *input)
@@ -79,7 +86,7 @@ st_status st_out_dir_make(const char *dir, const char *who)
     if (stat(dir, &st) != 0) return st_fail(ST_ERR_IO, "%s: cannot use the output folder %s: %s", who, dir, strerror(errno));
     if (!S_ISDIR(st.st_mode))
         return st_fail(ST_ERR_IO, "%s: the output folder %s is %s, not a folder", who, dir,
-                       S_ISREG(st.st_mode) ? "a file" : what_stands(st.st_mode));
+                       S_ISREG(st.st_mode) ? "a file" : st_out_kind(st.st_mode));
     return ST_OK;
 }
 
@@ -119,13 +126,39 @@ st_status st_out_probe(const char *dir, const char *who, size_t bytes)
     }
     if (!e && fsync(fd) != 0) e = errno;
     if (fd >= 0 && close(fd) != 0 && !e) e = errno;
+    /* an install keeps the old files by hard links for its roll back: a
+     * file system without them (vfat, exFAT, some network mounts) is said
+     * now, not after the run */
+    int le = 0;
+    char *lpath = !e ? malloc(pn + 2) : NULL;
+    if (lpath) {
+        snprintf(lpath, pn + 2, "%s.1", path);
+        const int lslot = st_tmpfile_track(lpath);
+        if (link(path, lpath) != 0) le = errno;
+        else unlink(lpath);
+        st_tmpfile_untrack(lslot);
+        free(lpath);
+    }
     if (fd >= 0) unlink(path);
     st_tmpfile_untrack(slot);
     st_file_step();
     st_status s = ST_OK;
+    /* room is bytes and files: an install makes up to 16 at its peak
+     * (temporary files, links, the journal, the index's copy) */
+    struct statvfs v;
+    const bool few_files = !e && statvfs(dir, &v) == 0 && v.f_files > 0 && v.f_favail < 16;
     if (e)
         s = st_fail(ST_ERR_IO, "%s: cannot write the outputs in %s (a probe of %zu bytes, %s): %s", who, dir, bytes, path,
                     strerror(e));
+    else if (few_files)
+        s = st_fail(ST_ERR_IO, "%s: cannot write the outputs in %s: its file system has room for %lu more files, and an "
+                               "install makes up to 16",
+                    who, dir, (unsigned long)v.f_favail);
+    else if (le)
+        s = st_fail(ST_ERR_IO,
+                    "%s: cannot make a hard link in %s (%s): the install keeps the old files by hard links for its roll "
+                    "back; use a folder on another file system",
+                    who, dir, strerror(le));
     free(path);
     return s;
 }
@@ -138,18 +171,12 @@ size_t st_out_blocks(const char *dir, size_t bytes)
     return (bytes + b - 1) / b * b;
 }
 
-static bool ends_with(const char *s, const char *e)
-{
-    const size_t a = strlen(s), b = strlen(e);
-    return a >= b && !strcmp(s + a - b, e);
-}
-
 st_status st_out_not_tool_file(const char *path)
 {
     const char *b = strrchr(path, '/');
     b = b ? b + 1 : path;
     if (!strcmp(b, ST_TUNE_LOCK_NAME) || !strcmp(b, ST_TUNE_JOURNAL_NAME) || !strcmp(b, ST_TABLES_INDEX_NAME) ||
-        ends_with(b, ".table") || ends_with(b, ".table.candidate") || ends_with(b, ST_MANIFEST_EXT))
+        st_ends_with(b, ".table") || st_ends_with(b, ".table.candidate") || st_ends_with(b, ST_MANIFEST_EXT))
         return st_fail(ST_ERR_INVALID_ARG,
                        "%s: a name the tuner keeps for a tables folder (its lock, journal, index, tables, candidates "
                        "and manifests): name another file",

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /* The file rule (one home: this file). Every file a tool writes or removes
  * is one plain entry of the folder it was given: st_out_name_ok says
@@ -21,6 +22,10 @@
  * make a second link of), and never over the file the output is made from
  * (st_out_not_input). */
 bool st_out_name_ok(const char *name);
+
+/* What a file of mode M is, for a line ("a folder", "a FIFO", "a device",
+ * "a socket", "a symbolic link"; "not a regular file" otherwise). */
+const char *st_out_kind(mode_t m);
 
 /* ST_OK when nothing or a regular file stands at PATH; else ST_ERR_EXISTS with one line naming PATH and
  * what stands there ("is a FIFO: not replaced"). */
@@ -49,7 +54,9 @@ st_status st_out_dir_make(const char *dir, const char *who);
  * DIR/ST_TUNE_PROBE_PREFIX<pid>, synced and removed, so a folder that is
  * read-only, not writable for this process or too full for the outputs
  * says so now in one line (ST_ERR_IO, "WHO: cannot write the outputs in
- * DIR (a probe of N bytes, PATH): <reason>"), not after the run. The
+ * DIR (a probe of N bytes, PATH): <reason>"), not after the run; and a
+ * hard link of it made and removed (PATH.1: an install keeps the old
+ * files by hard links for its roll back), else one line saying so. The
  * probe is tracked (tmpfiles.h) while it exists; one a killed run left is
  * litter the next run of the folder removes (tune_out.h). */
 #define ST_TUNE_PROBE_PREFIX ".strata-tune-probe."
@@ -103,8 +110,11 @@ st_status st_file_commit(const char *path, const char *tmp, int slot, bool *rena
  * full disk or a refused target stops here, before any PATH changes), then
  * each renamed over its path in order, so a reader that trusts the last
  * file finds the others in place. A temporary file not renamed in is
- * removed. The one home of "write these files together" (reports and
- * their pages, the settings' outputs and manifest). */
+ * removed. For files the user names, in a folder no lock guards (a
+ * report's page and its JSON: `report -o`, the --html pages); the sets a
+ * locked tables folder holds (a tune's, a settings run's) go in through
+ * the journal instead (tune_out.h: st_tune_out_install, st_out_install_set),
+ * so a kill at any instant leaves one whole set. */
 #define ST_FILE_SET_MAX 8
 st_status st_file_write_set(int n, const char *const *paths, const char *const *texts, const size_t *lens);
 

@@ -66,12 +66,6 @@ static const char *block_suffix(const char *name, int *layer)
     return p + 1;
 }
 
-bool st_model_ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && memcmp(s + n - k, suffix, k) == 0;
-}
-
 void st_model_type_label(char *dst, size_t n, uint32_t ggml_type)
 {
     const char *name = st_gguf_type_name(ggml_type);
@@ -124,7 +118,7 @@ static bool is_dense_suffix(const char *rest)
     static const char *const NAMED[] = {"ffn_gate.weight",       "ffn_up.weight",       "ffn_down.weight",
                                         "ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight",
                                         "ssm_in.weight",         "ssm_out.weight",      "ssm_ba.weight"};
-    if (strncmp(rest, "attn_", 5) == 0 && st_model_ends_with(rest, ".weight")) return true;
+    if (strncmp(rest, "attn_", 5) == 0 && st_ends_with(rest, ".weight")) return true;
     for (size_t i = 0; i < ST_ARRAY_LEN(NAMED); i++)
         if (strcmp(rest, NAMED[i]) == 0) return true;
     return false;
@@ -343,7 +337,7 @@ static st_status build_layer(st_model *m, const expert_slots *s)
  * matrices (deepseek2 attn_k_b, attn_v_b), no single decode matrix. */
 static bool is_per_head(const st_gguf_tensor *t, const char *rest)
 {
-    return t->n_dims >= 3 && (t->ne[2] > 1 || t->ne[3] > 1) && st_model_ends_with(rest, ".weight") &&
+    return t->n_dims >= 3 && (t->ne[2] > 1 || t->ne[3] > 1) && st_ends_with(rest, ".weight") &&
            (strncmp(rest, "attn_", 5) == 0 || strncmp(rest, "ffn_", 4) == 0);
 }
 
@@ -432,7 +426,7 @@ static char *base_name(const char *path)
     const char *b = strrchr(path, '/');
     b = b ? b + 1 : path;
     char *s = dup_str(b);
-    if (s && st_model_ends_with(s, ".gguf") && strlen(s) > 5) s[strlen(s) - 5] = '\0';
+    if (s && st_ends_with(s, ".gguf") && strlen(s) > 5) s[strlen(s) - 5] = '\0';
     return s;
 }
 

@@ -37,7 +37,6 @@ struct st_model {
 };
 
 st_status st_model_grow(void **arr, size_t *cap, size_t need, size_t elem);
-bool st_model_ends_with(const char *s, const char *suffix);
 /* ggml's name of a type id ("q5_1"), or "type 200". */
 void st_model_type_label(char *dst, size_t n, uint32_t ggml_type);
 

@@ -85,9 +85,9 @@ st_status st_model_check_shared(const st_model *m)
     const int ff = shared_ff(md);
     for (size_t i = 0; i < m->n_mats; i++) {
         const st_model_matrix *x = &m->mats[i];
-        const bool down = st_model_ends_with(x->name, ".ffn_down_shexp.weight");
-        if (!down && !st_model_ends_with(x->name, ".ffn_gate_shexp.weight") &&
-            !st_model_ends_with(x->name, ".ffn_up_shexp.weight"))
+        const bool down = st_ends_with(x->name, ".ffn_down_shexp.weight");
+        if (!down && !st_ends_with(x->name, ".ffn_gate_shexp.weight") &&
+            !st_ends_with(x->name, ".ffn_up_shexp.weight"))
             continue;
         /* ggml ne: gate/up {n_embd, n_ff}, down {n_ff, n_embd} */
         const int got_ff = down ? x->n_cols : x->n_rows, got_embd = down ? x->n_rows : x->n_cols;

@@ -110,6 +110,38 @@ void st_manifests_free(st_manifest *ms, char **names, int n)
     free(ms);
 }
 
+st_status st_manifest_not_others(const char *path, const char *own)
+{
+    const char *slash = strrchr(path, '/');
+    const char *name = slash ? slash + 1 : path, *own_name = own ? (strrchr(own, '/') ? strrchr(own, '/') + 1 : own) : "";
+    char *dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+    if (!dir) return st_fail(ST_ERR_NOMEM, "manifest: out of memory");
+    if (slash && !dir[0]) {
+        free(dir);
+        dir = strdup("/");
+        if (!dir) return st_fail(ST_ERR_NOMEM, "manifest: out of memory");
+    }
+    st_manifest *ms = NULL;
+    char **names = NULL;
+    int n = 0;
+    st_status s = ST_OK;
+    if (st_manifests_read(dir, &ms, &names, &n) == ST_OK) {
+        for (int i = 0; i < n && s == ST_OK; i++) {
+            if (!strcmp(names[i], own_name)) continue;
+            for (int k = 0; k < ms[i].n && s == ST_OK; k++)
+                if (!strcmp(ms[i].e[k].name, name))
+                    s = st_fail(ST_ERR_EXISTS,
+                                "%s belongs to another run's set (the manifest %s lists it): not replaced; name another "
+                                "file",
+                                path, names[i]);
+        }
+        st_manifests_free(ms, names, n);
+    }
+    if (s == ST_OK) st_clear_error();
+    free(dir);
+    return s;
+}
+
 st_status st_manifests_read(const char *dir, st_manifest **out, char ***names_out, int *n_out)
 {
     *out = NULL;

@@ -70,6 +70,13 @@ char *st_manifest_path_for(const char *report_path);
 st_status st_manifests_read(const char *dir, st_manifest **out, char ***names, int *n);
 void st_manifests_free(st_manifest *ms, char **names, int n);
 
+/* ST_ERR_EXISTS with one line when a manifest of PATH's folder other than
+ * OWN (the path of the manifest the writing run replaces; NULL: none)
+ * lists PATH's name: the file belongs to another run's set, which writing
+ * over it would break (a settings report over a tune's, a page over a
+ * profile). A folder that cannot be read has no manifests. */
+st_status st_manifest_not_others(const char *path, const char *own);
+
 /* The first manifest of MS[0..N) that lists NAME in ROLE with SHA256, or
  * -1: proof that the file is ours and has the bytes its run wrote. */
 int st_manifests_prove(const st_manifest *ms, int n, st_mf_role role, const char *name, const char *sha256);

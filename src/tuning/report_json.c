@@ -4,6 +4,7 @@
 #include "report_json.h"
 #include "file_write.h"
 #include "report_page.h"
+#include "out_manifest.h"
 #include "tmpfiles.h"
 #include "strata/tools/report.h"
 #include "st_source_commit.h"
@@ -114,6 +115,7 @@ static st_status check_paths(const char *html_path, const char *const *inputs, i
     st_status s = ST_OK;
     for (int k = 0; k < 2 && s == ST_OK; k++) {
         s = st_out_not_tool_file(outs[k]);
+        if (s == ST_OK) s = st_manifest_not_others(outs[k], NULL);
         if (s == ST_OK) s = st_out_target_check(outs[k]);
         for (int i = 0; i < n_inputs && s == ST_OK; i++)
             if (inputs[i]) s = st_out_not_input(outs[k], inputs[i]);

@@ -3,6 +3,7 @@
  * identity block and the gate's step chart shared by the pages. */
 #include "strata/tools/report.h"
 #include "report_page.h"
+#include "out_manifest.h"
 #include "strata/table.h"
 #include "strata/tools/output.h"
 #include "file_write.h"
@@ -260,6 +261,7 @@ st_status st_report_html_write(const char *json_path, const char *html_path)
         return st_fail(ST_ERR_INVALID_ARG, "report: no page path (a path too long for its buffer is refused, never cut)");
     ST_TRY(st_out_not_input(html_path, json_path));
     ST_TRY(st_out_not_tool_file(html_path));
+    ST_TRY(st_manifest_not_others(html_path, NULL));
     ST_TRY(st_out_target_check(html_path)); /* before the render: a FIFO or a folder there is refused at once */
     ST_TRY(st_read_file(json_path, &json, &len));
     st_status s = st_report_html_render(json, len, st_page_basename(json_path), &html, &hl);

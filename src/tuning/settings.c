@@ -436,10 +436,19 @@ static void safe_name(const char *model, char *out, size_t n)
     const char *b = strrchr(model, '/');
     b = b ? b + 1 : model;
     size_t k = 0;
-    for (; *b && k + 1 < n; b++) out[k++] = (strchr("-_.", *b) || (*b >= '0' && *b <= '9') || (*b >= 'a' && *b <= 'z') ||
+    /* a dot too becomes '_': a model named M with ".profile" added must
+     * not name its report after the profile of the model M */
+    for (; *b && k + 1 < n; b++) out[k++] = (strchr("-_", *b) || (*b >= '0' && *b <= '9') || (*b >= 'a' && *b <= 'z') ||
                                              (*b >= 'A' && *b <= 'Z')) ? *b : '_';
     out[k] = '\0';
-    if (k > 5 && !strcmp(out + k - 5, ".gguf")) out[k - 5] = '\0';
+    if (k > 5 && !strcmp(out + k - 5, "_gguf")) out[k - 5] = '\0';
+}
+
+/* The output folder ("." when none is given: output_paths then names the
+ * files bare, relative to it). */
+static const char *out_dir(const st_settings_run_state *s)
+{
+    return s->o->out_dir && s->o->out_dir[0] ? s->o->out_dir : ".";
 }
 
 /* The three paths, in SUM. */
@@ -467,6 +476,7 @@ static st_status check_outputs(const st_settings_run_state *s)
     for (int i = 0; i < 4 && st == ST_OK; i++) {
         st = st_out_target_check(paths[i]);
         if (st == ST_OK) st = st_out_not_input(paths[i], s->o->model);
+        if (st == ST_OK) st = st_manifest_not_others(paths[i], mf); /* not another run's set (a tune's report) */
         if (st != ST_OK) st = st_fail_prefixed(st, "settings");
     }
     free(mf);
@@ -528,7 +538,7 @@ static size_t output_room(const st_settings_run_state *s, const char *dir)
  * line now, with nothing left in it. */
 static st_status open_outputs(const st_settings_run_state *s, st_folder_lock_t *lk)
 {
-    const char *dir = s->o->out_dir && s->o->out_dir[0] ? s->o->out_dir : ".";
+    const char *dir = out_dir(s);
     ST_TRY(st_out_dir_make(dir, "settings"));
     ST_TRY(st_folder_lock(dir, "settings", lk));
     int settled = 0;
@@ -549,30 +559,22 @@ static st_status write_outputs(st_settings_run_state *s, st_settings_summary *su
     output_paths(s, sum);
     cJSON *rep = st_settings_report_json(s);
     cJSON *prof = st_settings_profile_json(s);
-    char *rt = rep ? cJSON_Print(rep) : NULL, *pt = prof ? cJSON_Print(prof) : NULL, *page = NULL, *mt = NULL;
+    char *rt = rep ? cJSON_Print(rep) : NULL, *pt = prof ? cJSON_Print(prof) : NULL, *page = NULL;
     char *mf = st_manifest_path_for(sum->json_path);
-    size_t page_len = 0, mt_len = 0;
+    size_t page_len = 0;
     cJSON_Delete(rep);
     cJSON_Delete(prof);
     st_status st = rt && pt && mf ? ST_OK : st_fail(ST_ERR_NOMEM, "settings: out of memory for the report");
     if (st == ST_OK) st = check_outputs(s);
     if (st == ST_OK) st = st_report_html_render(rt, strlen(rt), st_page_basename(sum->json_path), &page, &page_len);
-    const char *path[4] = {sum->json_path, sum->html_path, sum->profile_path, mf};
+    const char *path[3] = {sum->json_path, sum->html_path, sum->profile_path};
     const char *text[3] = {rt, page, pt};
     const size_t len[3] = {rt ? strlen(rt) : 0, page_len, pt ? strlen(pt) : 0};
     const st_mf_role role[3] = {ST_MF_REPORT, ST_MF_PAGE, ST_MF_PROFILE};
-    st_manifest m = {0};
-    for (int i = 0; i < 3 && st == ST_OK; i++) st = st_manifest_add(&m, role[i], st_page_basename(path[i]), text[i], len[i]);
-    if (st == ST_OK) st = st_manifest_format(&m, &mt, &mt_len);
-    if (st == ST_OK) {
-        const char *t4[4] = {text[0], text[1], text[2], mt};
-        const size_t l4[4] = {len[0], len[1], len[2], mt_len};
-        st = st_out_install_set(s->o->out_dir && s->o->out_dir[0] ? s->o->out_dir : ".", 4, path, t4, l4, s->o->stop);
-    }
+    if (st == ST_OK) st = st_out_install_set(out_dir(s), mf, 3, path, role, text, len, s->o->stop);
     free(rt);
     free(pt);
     free(page);
-    free(mt);
     free(mf);
     return st;
 }

@@ -425,12 +425,6 @@ static void note(st_prune_note fn, void *user, const char *fmt, const char *a, c
     if (fn) fn(user, line);
 }
 
-static bool ends_with(const char *s, const char *end)
-{
-    const size_t a = strlen(s), b = strlen(end);
-    return a >= b && !strcmp(s + a - b, end);
-}
-
 /* A regular file in DIR (a link, a folder, a FIFO is never removed). */
 static bool regular_in(const char *dir, const char *name)
 {
@@ -445,7 +439,7 @@ static bool regular_in(const char *dir, const char *name)
  * *.table regular file in the folder that is not the table that engages. */
 static bool table_prunable(const char *dir, const st_tables_index *ix, const char *name)
 {
-    return st_out_name_ok(name) && ends_with(name, ".table") && strcmp(name, ix->engages) && regular_in(dir, name);
+    return st_out_name_ok(name) && st_ends_with(name, ".table") && strcmp(name, ix->engages) && regular_in(dir, name);
 }
 
 /* Whether the report NAME of the superseded table E is proven to be E's and
@@ -455,8 +449,8 @@ static bool table_prunable(const char *dir, const st_tables_index *ix, const cha
  * the JSON of the same name, which E names too) says it describes E. */
 static bool report_proven(const char *dir, const st_tables_index *ix, const st_tables_entry *e, const char *name)
 {
-    const bool html = ends_with(name, ".html");
-    if (!st_out_name_ok(name) || !(html || ends_with(name, ".json")) || !strcmp(name, ST_TABLES_INDEX_NAME) ||
+    const bool html = st_ends_with(name, ".html");
+    if (!st_out_name_ok(name) || !(html || st_ends_with(name, ".json")) || !strcmp(name, ST_TABLES_INDEX_NAME) ||
         !regular_in(dir, name))
         return false;
     for (int i = 0; i < ix->n; i++) {
@@ -575,7 +569,7 @@ static st_status prune_locked(const char *dir, const st_identity *id, const st_d
             const char *rf = e->reports[k].file;
             char hex[ST_SHA256_HEX] = "";
             if (!strcmp(e->reports[k].status, "present") && report_proven(dir, now, n, rf)) file_sha(dir, rf, hex);
-            const st_mf_role role = ends_with(rf, ".html") ? ST_MF_PAGE : ST_MF_REPORT;
+            const st_mf_role role = st_ends_with(rf, ".html") ? ST_MF_PAGE : ST_MF_REPORT;
             const int rm = hex[0] ? st_manifests_prove(ms, nm, role, rf, hex) : -1;
             proven[k] = rm >= 0;
             if (rm >= 0) touched[rm] = true;

@@ -10,6 +10,15 @@
 #include "st_struct.h"
 
 #include <stdio.h>
+#include <string.h>
+#include <stdbool.h>
+
+/* Whether S ends with END. */
+static inline bool st_ends_with(const char *s, const char *end)
+{
+    const size_t a = strlen(s), b = strlen(end);
+    return a >= b && !memcmp(s + a - b, end, b);
+}
 
 /* S with st_last_error() prefixed by "WHO: " (a copy first: st_fail
  * formats into the buffer st_last_error() returns). */

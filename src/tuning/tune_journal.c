@@ -51,18 +51,12 @@ static const char *base(const char *p)
     return b ? b + 1 : p;
 }
 
-static bool ends_with(const char *s, const char *end)
-{
-    const size_t a = strlen(s), b = strlen(end);
-    return a >= b && !strcmp(s + a - b, end);
-}
-
 /* The names an install may move: the table, the report's JSON and page,
  * the run's manifest. */
 static bool output_name(const char *name)
 {
-    return st_out_name_ok(name) && (ends_with(name, ".table") || ends_with(name, ".json") || ends_with(name, ".html") ||
-                                    ends_with(name, ST_MANIFEST_EXT));
+    return st_out_name_ok(name) && (st_ends_with(name, ".table") || st_ends_with(name, ".json") || st_ends_with(name, ".html") ||
+                                    st_ends_with(name, ST_MANIFEST_EXT));
 }
 
 static bool regular(const char *path)
@@ -265,7 +259,7 @@ static bool our_output(const char *dir, const st_identity *id, const manifests *
     if (!strcmp(name, ST_TABLES_INDEX_NAME) || !strcmp(name, ST_TUNE_JOURNAL_NAME)) return true;
     if (!output_name(name)) return false;
     if (!strncmp(name, "strata-", 7) || listed(m, name)) return true;
-    if (!id || !ends_with(name, ".table")) return false;
+    if (!id || !st_ends_with(name, ".table")) return false;
     char *p = st_tune_fmt("%s/%s", dir, name);
     const bool mine = p && regular(p) && st_table_file_is_for(p, id);
     st_clear_error();
@@ -370,7 +364,8 @@ static st_status journal_check(const char *dir, const st_identity *id, const kee
  * for ID. Never a file of another name, whatever its pattern. */
 static bool litter(const char *dir, const st_identity *id, const manifests *m, const char *name)
 {
-    if (!strncmp(name, ST_TUNE_PROBE_PREFIX, strlen(ST_TUNE_PROBE_PREFIX))) return dead_run_pid(name, "-probe.", false) > 0;
+    if (!strncmp(name, ST_TUNE_PROBE_PREFIX, strlen(ST_TUNE_PROBE_PREFIX))) /* the probe, or its link ".1" */
+        return dead_run_pid(name, "-probe.", false) > 0 || dead_run_pid(name, "-probe.", true) > 0;
     char stem[512];
     const char *t = strstr(name, ".tmp.");
     const char *o = strstr(name, ".old.");
@@ -380,7 +375,7 @@ static bool litter(const char *dir, const st_identity *id, const manifests *m, c
         while (strstr(o + 1, ".old.")) o = strstr(o + 1, ".old.");
     const char *cut = t ? t : o;
     if (!cut) {
-        if (!ends_with(name, ".table.candidate") || !id) return false;
+        if (!st_ends_with(name, ".table.candidate") || !id) return false;
         /* the gate's candidate (no pid; only a tune makes one, under the
          * lock we hold): beside our table, and a table for this identity */
         const size_t l = strlen(name) - strlen(".candidate");
@@ -398,7 +393,7 @@ static bool litter(const char *dir, const st_identity *id, const manifests *m, c
     memcpy(stem, name, (size_t)(cut - name));
     stem[cut - name] = '\0';
     if (t ? dead_run_pid(name, ".tmp.", true) <= 0 : dead_run_pid(name, ".old.", false) <= 0) return false;
-    if (ends_with(stem, ".table.candidate")) stem[strlen(stem) - strlen(".candidate")] = '\0';
+    if (st_ends_with(stem, ".table.candidate")) stem[strlen(stem) - strlen(".candidate")] = '\0';
     return our_output(dir, id, m, stem);
 }
 
@@ -503,19 +498,43 @@ static st_status keep_old(item *x)
     return st_fail(ST_ERR_IO, "%s: cannot keep the old file for a roll back (a hard link): %s", x->target, strerror(e));
 }
 
-/* The journaled install of N files (TARGET[k] gets TEXT[k]) in DIR, under
- * DIR's lock: all written to temporary files first (a full disk stops
- * there), links to the old files kept, the journal written (the commit
- * point; a stop before it installs nothing), the renames, then FINISH
- * (may be NULL: a step that belongs to the set, e.g. the index): when it
- * fails, the set is rolled back. */
-static st_status journal_install(const char *dir, const char *journal_path, int n, const char *const *target,
-                                 const char *const *text, const size_t *len, const volatile int *stop,
+/* The journaled install of N files (TARGET[k] gets TEXT[k], in ROLE[k])
+ * and the run's manifest of them (at MANIFEST, listing the index too when
+ * INDEX names it) in DIR, under DIR's lock: all written to temporary files
+ * first (a full disk stops there), links to the old files kept, the
+ * journal written (the commit point; a stop before it installs nothing),
+ * the renames, then FINISH (may be NULL: a step that belongs to the set,
+ * e.g. the index): when it fails, the set is rolled back. The one home of
+ * installing a set. */
+static st_status journal_install(const char *dir, const char *journal_path, const char *manifest, const char *index,
+                                 int n_files, const char *const *files, const st_mf_role *role,
+                                 const char *const *texts, const size_t *lens, const volatile int *stop,
                                  st_status (*finish)(void *), void *arg, const char *what)
 {
+    /* the run's manifest: every file it leaves, with the bytes it wrote */
+    st_manifest mf;
+    memset(&mf, 0, sizeof mf);
+    char *mf_text = NULL;
+    size_t mf_len = 0;
+    st_status s = n_files > 0 && n_files < JOURNAL_MAX_ITEMS ? ST_OK
+                                                             : st_fail(ST_ERR_INVALID_ARG, "install: %d files", n_files);
+    for (int k = 0; k < n_files && s == ST_OK; k++) s = st_manifest_add(&mf, role[k], base(files[k]), texts[k], lens[k]);
+    if (s == ST_OK && index) s = st_manifest_add(&mf, ST_MF_INDEX, base(index), NULL, 0);
+    if (s == ST_OK) s = st_manifest_format(&mf, &mf_text, &mf_len);
+    if (s != ST_OK) return s;
+    const char *target[JOURNAL_MAX_ITEMS], *text[JOURNAL_MAX_ITEMS];
+    size_t len[JOURNAL_MAX_ITEMS];
+    for (int k = 0; k < n_files; k++) {
+        target[k] = files[k];
+        text[k] = texts[k];
+        len[k] = lens[k];
+    }
+    target[n_files] = manifest;
+    text[n_files] = mf_text;
+    len[n_files] = mf_len;
+    const int n = n_files + 1;
     item it[JOURNAL_MAX_ITEMS];
     memset(it, 0, sizeof it);
-    st_status s = n > 0 && n <= JOURNAL_MAX_ITEMS ? ST_OK : st_fail(ST_ERR_INVALID_ARG, "install: %d files", n);
     int m = 0;
     for (int k = 0; k < n && s == ST_OK; k++) {
         it[m].target = strdup(target[k]);
@@ -525,6 +544,7 @@ static st_status journal_install(const char *dir, const char *journal_path, int 
     }
     /* all written first: a full disk stops the install before anything moves */
     for (int k = 0; k < m && s == ST_OK; k++) s = st_file_write_temp(it[k].target, text[k], len[k], &it[k].tmp, &it[k].slot);
+    free(mf_text);
     for (int i = 0; i < m && s == ST_OK; i++) s = keep_old(&it[i]);
     /* the commit point is the journal: a stop (SIGINT, SIGTERM, ...) that
      * arrived before it installs nothing */
@@ -535,7 +555,9 @@ static st_status journal_install(const char *dir, const char *journal_path, int 
     if (s == ST_OK && !jt) s = st_fail(ST_ERR_NOMEM, "install: out of memory");
     if (s == ST_OK) s = st_file_write_atomic(journal_path, jt, strlen(jt));
     free(jt);
-    if (s != ST_OK) { /* nothing moved */
+    if (s != ST_OK) { /* nothing moved; a journal renamed in whose folder sync failed goes too (the
+                       * settling under the lock left none before this run's) */
+        unlink(journal_path);
         char why[4096];
         snprintf(why, sizeof why, "%s", st_last_error());
         drop_temps(it, m);
@@ -551,7 +573,7 @@ static st_status journal_install(const char *dir, const char *journal_path, int 
         it[i].slot = -1;
         if (s != ST_OK && renamed) s = ST_OK; /* only the folder's sync failed: the file is in place */
     }
-    if (s == ST_OK && finish) s = finish(arg);
+    const bool finish_failed = s == ST_OK && finish && (s = finish(arg)) != ST_OK;
     if (s != ST_OK) {
         char why[4096];
         snprintf(why, sizeof why, "%s", st_last_error());
@@ -561,9 +583,14 @@ static st_status journal_install(const char *dir, const char *journal_path, int 
         free(back);
         play(it, m, true);
         st_file_step();
+        /* a step that failed after its file was in place (the index renamed
+         * in, its folder's sync failed) follows the old set again: best
+         * effort, the old set is what stands */
+        if (finish_failed) (void)finish(arg);
         unlink(journal_path);
         sync_dir(dir);
         items_free(it, m);
+        st_clear_error();
         return st_fail(s, "%s; %s (the old files are back)", why, what);
     }
     play(it, m, false); /* the links go */
@@ -598,42 +625,37 @@ st_status st_tune_out_install(st_tune_out *o, const st_identity *id, const st_di
                               const char *table_text, size_t table_len,
                               const char *report_text, size_t report_len, const char *html, size_t html_len)
 {
-    /* the run's manifest: every file it leaves, with the bytes it wrote */
-    st_manifest mf;
-    memset(&mf, 0, sizeof mf);
-    char *mf_text = NULL;
-    size_t mf_len = 0;
-    st_status s = st_manifest_add(&mf, ST_MF_TABLE, base(o->table_path), table_text, table_len);
-    if (s == ST_OK) s = st_manifest_add(&mf, ST_MF_REPORT, base(o->report_path), report_text, report_len);
-    if (s == ST_OK && html) s = st_manifest_add(&mf, ST_MF_PAGE, base(o->html_path), html, html_len);
-    if (s == ST_OK) s = st_manifest_add(&mf, ST_MF_INDEX, base(o->index_path), NULL, 0);
-    if (s == ST_OK) s = st_manifest_format(&mf, &mf_text, &mf_len);
-    if (s != ST_OK) return s;
-    const char *target[4], *text[4];
-    size_t len[4];
+    const char *target[3] = {o->report_path, o->html_path, o->table_path};
+    const char *text[3] = {report_text, html, table_text};
+    const size_t len[3] = {report_len, html_len, table_len};
+    const st_mf_role role[3] = {ST_MF_REPORT, ST_MF_PAGE, ST_MF_TABLE};
+    /* without a page: the report and the table */
+    const int skip = html ? -1 : 1;
+    const char *t2[3];
+    const char *x2[3];
+    size_t l2[3];
+    st_mf_role r2[3];
     int n = 0;
-    const char *t_all[4] = {o->report_path, html ? o->html_path : NULL, o->table_path, o->manifest_path};
-    const char *x_all[4] = {report_text, html, table_text, mf_text};
-    const size_t l_all[4] = {report_len, html_len, table_len, mf_len};
-    for (int k = 0; k < 4; k++)
-        if (t_all[k]) {
-            target[n] = t_all[k];
-            text[n] = x_all[k];
-            len[n++] = l_all[k];
+    for (int k = 0; k < 3; k++)
+        if (k != skip) {
+            t2[n] = target[k];
+            x2[n] = text[k];
+            l2[n] = len[k];
+            r2[n++] = role[k];
         }
     index_step ixs = {o->dir, id, cfg};
-    s = journal_install(o->dir, o->journal_path, n, target, text, len, o->stop, write_index, &ixs,
-                        "the table was not installed");
-    free(mf_text);
-    return s;
+    return journal_install(o->dir, o->journal_path, o->manifest_path, o->index_path, n, t2, r2, x2, l2, o->stop,
+                           write_index, &ixs, "the table was not installed");
 }
 
-st_status st_out_install_set(const char *dir, int n, const char *const *paths, const char *const *texts,
-                             const size_t *lens, const volatile int *stop)
+st_status st_out_install_set(const char *dir, const char *manifest, int n, const char *const *paths,
+                             const st_mf_role *roles, const char *const *texts, const size_t *lens,
+                             const volatile int *stop)
 {
     char *journal = st_tune_fmt("%s/" ST_TUNE_JOURNAL_NAME, dir);
     if (!journal) return st_fail(ST_ERR_NOMEM, "install: out of memory");
-    const st_status s = journal_install(dir, journal, n, paths, texts, lens, stop, NULL, NULL, "nothing was installed");
+    const st_status s = journal_install(dir, journal, manifest, NULL, n, paths, roles, texts, lens, stop, NULL, NULL,
+                                        "nothing was installed");
     free(journal);
     return s;
 }

@@ -60,12 +60,21 @@ void st_tune_file_name(const char *model, char *out, size_t n)
     if (!out[0]) snprintf(out, n, "model");
 }
 
-static const char *kind(mode_t m)
-{
-    return S_ISREG(m) ? "a file" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) || S_ISBLK(m) ? "a device" : "not a folder";
-}
-
 /* ---- the lock --------------------------------------------------------------- */
+
+/* What a lock file of this tool holds: nothing (just made, or a run that
+ * died before writing it), or "PID[ WHO]\n" (WHO: letters and spaces). */
+static bool lock_text_ok(const char *t)
+{
+    if (!*t) return true;
+    const char *p = t;
+    while (*p >= '0' && *p <= '9') p++;
+    if (p == t) return false;
+    if (*p == ' ')
+        for (p++; (*p >= 'a' && *p <= 'z') || *p == ' '; p++) {
+        }
+    return !strcmp(p, "\n") || !*p;
+}
 
 /* The exclusive lock of DIR at LOCK_PATH for WHO ("tune", "prune",
  * "settings"): the file holds "PID WHO", so a run refused names the kind
@@ -87,20 +96,26 @@ static st_status lock_dir(const char *dir, const char *lock_path, const char *wh
          * ours to lock, write and remove: never a FIFO or device, never a
          * hard link to a file elsewhere, never a file someone put there. */
         struct stat ls;
-        if (fstat(fd, &ls) != 0 || !S_ISREG(ls.st_mode) || ls.st_nlink != 1 || ls.st_size > 32) {
+        char had[48] = "";
+        const bool st_ok = fstat(fd, &ls) == 0;
+        if (st_ok && S_ISREG(ls.st_mode) && ls.st_size <= 32) {
+            const ssize_t r = pread(fd, had, sizeof had - 1, 0);
+            had[r > 0 ? r : 0] = '\0';
+        }
+        if (!st_ok || !S_ISREG(ls.st_mode) || ls.st_nlink != 1 || ls.st_size > 32 || !lock_text_ok(had)) {
             const bool reg = S_ISREG(ls.st_mode);
             close(fd);
             return st_fail(ST_ERR_EXISTS,
                            "%s: %s is %s, not a lock file this tool wrote: it was left as it is; remove it to use %s", who,
                            lock_path,
-                           !reg ? kind(ls.st_mode)
+                           !reg ? st_out_kind(ls.st_mode)
                            : ls.st_nlink != 1 ? "a file with another hard link"
                                               : "a file with more than a process id and its kind in it",
                            dir);
         }
         if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
             const int e = errno;
-            char holder[32] = "";
+            char holder[48] = "";
             const ssize_t r = pread(fd, holder, sizeof holder - 1, 0);
             holder[r > 0 ? r : 0] = '\0';
             holder[strcspn(holder, "\n")] = '\0';
@@ -110,6 +125,7 @@ static st_status lock_dir(const char *dir, const char *lock_path, const char *wh
             char *sp = strchr(holder, ' ');
             const char *by = sp && !strcmp(sp + 1, "settings") ? "settings run"
                              : sp && !strcmp(sp + 1, "prune")  ? "table prune"
+                             : sp && !strcmp(sp + 1, "table list") ? "table list"
                                                                : "tune";
             if (sp) *sp = '\0';
             if (e == EWOULDBLOCK)
@@ -125,11 +141,11 @@ static st_status lock_dir(const char *dir, const char *lock_path, const char *wh
          * that is no longer at the path guards nothing, so start again. */
         struct stat a, b;
         if (fstat(fd, &a) == 0 && stat(lock_path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
-            /* who holds it ("PID WHO", at most 32 bytes), for the refusal
+            /* who holds it ("PID WHO", at most 48 bytes), for the refusal
              * of a second run: best effort
              * (a full disk is the probe's to report) */
-            char pid[32];
-            const int n = snprintf(pid, sizeof pid, "%ld %.8s\n", (long)getpid(), who);
+            char pid[48];
+            const int n = snprintf(pid, sizeof pid, "%ld %.16s\n", (long)getpid(), who);
             if (ftruncate(fd, 0) == 0) (void)!pwrite(fd, pid, (size_t)n, 0);
             *fd_out = fd;
             /* a fault that ends the process removes it too (tmpfiles.h) */
@@ -145,8 +161,10 @@ static st_status lock_dir(const char *dir, const char *lock_path, const char *wh
 static void unlock_dir(const char *lock_path, int fd, int slot)
 {
     if (fd < 0) return;
-    unlink(lock_path); /* while held: see lock_dir */
+    /* forgotten by the registry first: a signal between the two steps must
+     * not remove the path again, which may be another run's lock by then */
     st_tmpfile_untrack(slot);
+    unlink(lock_path); /* while held: see lock_dir */
     close(fd);
 }
 
@@ -386,6 +404,13 @@ st_status st_tune_out_open_input(st_tune_out *o, const char *dir, const char *na
     const char *paths[] = {o->table_path, o->report_path, o->html_path,   o->index_path,
                            o->refused_path, refused_html, o->manifest_path, refused_mf};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0] && s == ST_OK; i++) s = st_out_target_check(paths[i]);
+    /* the report and page (installed, or not installed) never another run's
+     * set (a settings run's files); the table and the index are shared by
+     * every tune of the folder */
+    const char *own[] = {o->manifest_path, o->manifest_path, refused_mf, refused_mf};
+    const char *mine[] = {o->report_path, o->html_path, o->refused_path, refused_html};
+    for (size_t i = 0; i < 4 && s == ST_OK; i++)
+        if (st_manifest_not_others(mine[i], own[i]) != ST_OK) s = st_fail_prefixed(ST_ERR_EXISTS, "tune");
     free(refused_html);
     free(refused_mf);
     if (s == ST_OK) {

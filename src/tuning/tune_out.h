@@ -44,6 +44,7 @@
 #ifndef ST_TUNE_OUT_H
 #define ST_TUNE_OUT_H
 
+#include "out_manifest.h"
 #include "strata/identity.h"
 #include "strata/knobs.h"
 #include "strata/table.h"
@@ -118,15 +119,16 @@ st_status st_tune_out_install(st_tune_out *out, const st_identity *id, const st_
                               const char *table_text, size_t table_len,
                               const char *report_text, size_t report_len, const char *html, size_t html_len);
 
-/* The same journaled install for another run's set of N (at most 4) files
- * of DIR (a settings run's report, page, profile and manifest), under
- * DIR's lock, which the caller holds: a kill at any instant leaves the
- * old set or the new one (the next run of the folder settles it), a stop
- * (*STOP, may be NULL) before the commit point installs nothing. Each
- * PATHS[k] is an output of this tool (a "strata-..." name ending in .json,
- * .html or .manifest). */
-st_status st_out_install_set(const char *dir, int n, const char *const *paths, const char *const *texts,
-                             const size_t *lens, const volatile int *stop);
+/* The same journaled install for another run's set of N (at most 3) files
+ * of DIR in ROLES (a settings run's report, page and profile) with the
+ * run's manifest of them at MANIFEST, under DIR's lock, which the caller
+ * holds: a kill at any instant leaves the old set or the new one (the next
+ * run of the folder settles it), a stop (*STOP, may be NULL) before the
+ * commit point installs nothing. Each path is an output of this tool (a
+ * "strata-..." name ending in .json, .html or .manifest). */
+st_status st_out_install_set(const char *dir, const char *manifest, int n, const char *const *paths,
+                             const st_mf_role *roles, const char *const *texts, const size_t *lens,
+                             const volatile int *stop);
 
 /* Completes or rolls back the journal DIR holds (see above), then removes
  * the litter of dead runs; *DONE (may be NULL) receives how many files

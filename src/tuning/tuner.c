@@ -815,7 +815,7 @@ static st_status tune_run(st_ctx *ctx, const st_tune_options *o, st_tune_result 
             st_tune_outputs(ctx, o, out.dir, rp, out.table_path, true) != ST_OK)
             st_log("tune: %s", st_last_error());
         st_fail(st, "%s", why);
-    } else if (st != ST_OK && st != ST_ERR_INTERRUPTED && swept && !gate_refused && res->report_path) {
+    } else if (st != ST_OK && st != ST_ERR_INTERRUPTED && swept && !gate_refused && !res->table_written && res->report_path) {
         /* the install failed on its outputs and rolled them back: no report
          * stands for this run (what stands at the path is an older run's) */
         free(res->report_path);

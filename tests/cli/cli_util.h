@@ -54,6 +54,18 @@ typedef struct {
     double seconds;
 } cli_run;
 
+/* Every signal back to its default action when the test starts: a test
+ * run as a background job of a script inherits SIGINT and SIGQUIT
+ * ignored, which tune_decode keeps ignored (as nohup wants), and the tests
+ * that stop runs with them would then wait in vain. */
+__attribute__((constructor)) static void cli_default_signals(void)
+{
+    for (int s = 1; s < 65; s++) {
+        struct sigaction old;
+        if (s != SIGKILL && s != SIGSTOP && sigaction(s, NULL, &old) == 0 && old.sa_handler == SIG_IGN) signal(s, SIG_DFL);
+    }
+}
+
 CLI_FN double cli_now(void)
 {
     struct timespec ts;

@@ -804,6 +804,7 @@ static void the_input_is_never_a_candidate_or_litter(void **state)
         char *copy = cli_write(dir, name, model, ml);
         cli_run r = cli(600.0, "--backend", "cpu", "-q", "tune", copy, "--shapes", "mmvq", "--ntok-mix", "1", "--quick",
                         "--no-verify", "--out", dir, NULL);
+        cli_expect_exit(&r, 0, name); /* the run went through the settling and the install */
         char *after = slurp(copy);
         if (!after || memcmp(after, model, ml)) fail_msg("%s: the model was removed or changed (status %d): %s", name, r.status, r.err);
         free(after);
@@ -1015,8 +1016,8 @@ static void a_kill_at_any_step_of_a_settings_install_leaves_one_set(void **state
                             "strata-settings-m.manifest"};
     char *paths[4];
     for (int k = 0; k < 4; k++) paths[k] = cli_join(dir, names[k]);
-    const char *newt[4] = {"new json", "new html", "new profile", "new manifest"};
-    const size_t newl[4] = {8, 8, 11, 12};
+    const char *newt[3] = {"new json", "new html", "new profile"};
+    const size_t newl[3] = {8, 8, 11};
     int olds = 0, news = 0;
     long k = 1;
     for (;; k++) {
@@ -1028,7 +1029,8 @@ static void a_kill_at_any_step_of_a_settings_install_leaves_one_set(void **state
             if (st_folder_lock(dir, "settings", &l) != ST_OK) _exit(10);
             st_file_steps = 0;
             st_file_kill_at_step = k;
-            const st_status s = st_out_install_set(dir, 4, (const char *const *)paths, newt, newl, NULL);
+            const st_mf_role roles[3] = {ST_MF_REPORT, ST_MF_PAGE, ST_MF_PROFILE};
+            const st_status s = st_out_install_set(dir, paths[3], 3, (const char *const *)paths, roles, newt, newl, NULL);
             st_folder_unlock(&l);
             _exit(s == ST_OK ? 0 : 1);
         }
@@ -1046,7 +1048,9 @@ static void a_kill_at_any_step_of_a_settings_install_leaves_one_set(void **state
         for (int i = 0; i < 4; i++) {
             char *v = slurp(paths[i]);
             o += v && !strcmp(v, "old");
-            nw += v && !strcmp(v, newt[i]);
+            /* the manifest is the run's own: it lists the three files */
+            nw += v && (i < 3 ? !strcmp(v, newt[i]) : !strncmp(v, "strata-tune manifest 1\n", 23) &&
+                                                          strstr(v, "profile\t") && strstr(v, names[2]));
             free(v);
         }
         if (!(o == 4 || nw == 4) || cli_count(dir, NULL) != 4) {
@@ -1060,6 +1064,87 @@ static void a_kill_at_any_step_of_a_settings_install_leaves_one_set(void **state
     print_message("a settings install: %ld steps, each killed: %d left the old set, %d the new\n", k - 1, olds, news - 1);
     assert_true(k > 8 && olds > 0 && news > 1);
     for (int i = 0; i < 4; i++) free(paths[i]);
+}
+
+/* The lock is ours only when it holds what the tool writes there ("PID
+ * WHO"): a small file of the user's at that name is refused and kept. */
+static void a_lock_with_other_contents_is_kept(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    char *lock = cli_write(dir, ".strata-tune.lock", "keep me\n", 8);
+    const st_identity id = cpu_identity();
+    st_tune_out out;
+    const st_status s = st_tune_out_open(&out, dir, "x", -1, &id, false, 4096);
+    if (s == ST_OK || !strstr(st_last_error(), "not a lock file this tool wrote"))
+        fail_msg("a lock with other contents: %s", s == ST_OK ? "used" : st_last_error());
+    if (s == ST_OK) st_tune_out_close(&out);
+    char *v = slurp(lock);
+    assert_non_null(v);
+    assert_string_equal(v, "keep me\n");
+    free(v);
+    /* one of ours ("PID WHO" of a dead run) is taken over */
+    free(cli_write(dir, ".strata-tune.lock", "12345 table list\n", 17));
+    assert_int_equal(st_tune_out_open(&out, dir, "x", -1, &id, false, 4096), ST_OK);
+    st_tune_out_close(&out);
+    free(lock);
+}
+
+/* A file another run's manifest lists is never written over by a run that
+ * names it (report -o, --html, a settings run, a tune's report): it would
+ * break that run's set. A name too long for its temporary file is refused
+ * before anything runs. */
+static void another_runs_files_and_long_names_are_refused(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    char *json = cli_write(dir, "r.json", "{}", 2);
+    free(cli_write(dir, "strata-settings-m.json", "theirs", 6));
+    free(cli_write(dir, "strata-settings-m.html", "theirs", 6));
+    const char *names[] = {"strata-settings-m.json", "strata-settings-m.html"};
+    const st_mf_role roles[] = {ST_MF_REPORT, ST_MF_PAGE};
+    char *mf = cli_join(dir, "strata-settings-m.manifest");
+    assert_int_equal(st_manifest_write_files(dir, mf, names, roles, 2), ST_OK);
+    char *page = cli_join(dir, "strata-settings-m.html");
+    cli_run r = cli(QUICK_S, "report", json, "-o", page, NULL);
+    cli_expect_one_line(&r, 1, "belongs to another run's set", "report -o over a settings page");
+    cli_free(&r);
+    r = cli(QUICK_S, "--backend", "cpu", "bench", "--quick", "--no-suite", "--shape", "mmvq q8_0 64 64", "--html", page, NULL);
+    cli_expect_one_line(&r, 1, "belongs to another run's set", "bench --html over a settings page");
+    cli_free(&r);
+    char *v = slurp(page);
+    assert_string_equal(v, "theirs");
+    free(v);
+    char longname[260];
+    memset(longname, 'a', 240);
+    memcpy(longname + 240, ".html", 6);
+    char *lp = cli_join(dir, longname);
+    r = cli(QUICK_S, "report", json, "-o", lp, NULL);
+    cli_expect_one_line(&r, 1, "too long for its temporary file", "a 245-byte page name");
+    cli_free(&r);
+    if (cli_exists(lp)) fail_msg("the long page was written");
+    free(lp);
+    free(page);
+    free(mf);
+    free(json);
+}
+
+/* A file system with room for too few files is refused before the sweep
+ * (the install makes up to 16 at its peak). Root only (a tmpfs). */
+static void too_few_inodes_are_refused_before_the_sweep(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    if (mount("tmpfs", dir, "tmpfs", 0, "size=4m,nr_inodes=12") != 0) {
+        print_message("no tmpfs here: not tested\n");
+        return;
+    }
+    cli_run r = cli(600.0, "--backend", "cpu", "tune", MODEL, "--shapes", "mmvq", "--ntok-mix", "1", "--quick",
+                    "--no-verify", "--out", dir, NULL);
+    umount(dir);
+    cli_expect_one_line(&r, 1, "more files", "a tmpfs of 12 inodes");
+    if (strstr(r.out, "tuned")) fail_msg("refused only after the sweep: %s", r.out);
+    cli_free(&r);
 }
 
 /* `table list` writes the index only under the folder's lock: while a
@@ -1200,6 +1285,9 @@ int main(void)
         cmocka_unit_test_teardown(a_table_name_with_a_control_byte_is_refused_first, cli_teardown),
         cmocka_unit_test_teardown(the_reservation_counts_whole_blocks, cli_teardown),
         cmocka_unit_test_teardown(table_list_writes_the_index_under_the_lock, cli_teardown),
+        cmocka_unit_test_teardown(a_lock_with_other_contents_is_kept, cli_teardown),
+        cmocka_unit_test_teardown(another_runs_files_and_long_names_are_refused, cli_teardown),
+        cmocka_unit_test_teardown(too_few_inodes_are_refused_before_the_sweep, cli_teardown),
         cmocka_unit_test_teardown(a_kill_at_any_step_of_a_settings_install_leaves_one_set, cli_teardown),
         cmocka_unit_test_teardown(report_never_writes_over_a_tuner_name, cli_teardown),
         cmocka_unit_test_teardown(the_reservation_counts_the_index, cli_teardown),

@@ -348,10 +348,74 @@ static void a_stop_signal_outside_a_tune_leaves_no_litter(void **state)
     assert_true(tried >= 40);
 }
 
+/* The bits of signal SIG in the hex mask of /proc/PID/status's FIELD. */
+static bool proc_mask_has(pid_t pid, const char *field, int sig)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    unsigned long long m = 0;
+    bool found = false;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, field, strlen(field)) && line[strlen(field)] == ':') {
+            m = strtoull(line + strlen(field) + 1, NULL, 16);
+            found = true;
+        }
+    fclose(f);
+    return found && (m >> (sig - 1)) & 1;
+}
+
+/* tune_decode itself (main) installs the guard for every command, and keeps
+ * a signal it was started with ignored (nohup: SIGHUP): a long `bench`
+ * (no tune's stop flag) catches SIGTERM, SIGIO and the real-time signals,
+ * ignores SIGHUP, and SIGTERM ends it as SIGTERM does, leaving nothing. */
+static void tune_decode_guards_every_command_and_keeps_nohup(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    char *page = cli_join(dir, "p.html");
+    fflush(NULL);
+    const pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        signal(SIGHUP, SIG_IGN);
+        const int nul = open("/dev/null", O_RDWR);
+        dup2(nul, 1);
+        dup2(nul, 2);
+        execl(cli_path(), "tune_decode", "--backend", "cpu", "bench", "--no-suite", "--shape", "mmvq q8_0 4096 14336",
+              "--html", page, (char *)NULL);
+        _exit(127);
+    }
+    bool ready = false;
+    for (int i = 0; i < 500 && !ready; i++) { /* until main ran: the bench takes minutes then */
+        ready = proc_mask_has(pid, "SigCgt", SIGTERM);
+        if (!ready) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    const bool io = proc_mask_has(pid, "SigCgt", SIGIO), rt = proc_mask_has(pid, "SigCgt", SIGRTMIN + 3),
+               hup_ign = proc_mask_has(pid, "SigIgn", SIGHUP), hup_cgt = proc_mask_has(pid, "SigCgt", SIGHUP);
+    kill(pid, SIGTERM);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    if (!ready) fail_msg("tune_decode does not catch SIGTERM outside a tune");
+    if (!io || !rt) fail_msg("tune_decode does not catch SIGIO (%d) or SIGRTMIN+3 (%d)", io, rt);
+    if (!hup_ign || hup_cgt) fail_msg("SIGHUP, ignored at the start (nohup), was not kept ignored");
+    if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGTERM) fail_msg("SIGTERM did not end the process as SIGTERM (status %d)", st);
+    if (cli_count(dir, NULL) != 0) {
+        cli_print_dir(dir);
+        fail_msg("litter was left");
+    }
+    free(page);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(a_stop_signal_outside_a_tune_leaves_no_litter, cli_teardown),
+        cmocka_unit_test_teardown(tune_decode_guards_every_command_and_keeps_nohup, cli_teardown),
         cmocka_unit_test_teardown(every_signal_at_every_instant_leaves_the_old_or_the_new_set, cli_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

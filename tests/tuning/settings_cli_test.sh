@@ -134,7 +134,10 @@ out=$dir/out/f
 mkdir -p "$out"
 pids=$dir/pids
 : > "$pids"
-FAKE_LLAMA_SLOW=30 FAKE_LLAMA_PIDFILE="$pids" \
+# (env --default-signal: a background job of a script starts with SIGINT
+# ignored, and the tool keeps a signal it was started with ignored, as nohup
+# wants; Ctrl-C in a terminal reaches a foreground run)
+FAKE_LLAMA_SLOW=30 FAKE_LLAMA_PIDFILE="$pids" env --default-signal=INT \
   "$td" -q settings "$model" --engine "$fake" --prompts "$dir/prompts.txt" --sweep threads=1 --out "$out" \
   > /dev/null 2> "$dir/f.err" &
 tdpid=$!
@@ -272,7 +275,7 @@ out=$dir/out/l
 mkdir -p "$out"
 pids=$dir/pids-l
 : > "$pids"
-FAKE_LLAMA_SLOW=30 FAKE_LLAMA_PIDFILE="$pids" \
+FAKE_LLAMA_SLOW=30 FAKE_LLAMA_PIDFILE="$pids" env --default-signal=INT \
   "$td" -q settings "$model" --engine "$fake" --prompts "$dir/prompts.txt" --sweep threads=1 --out "$out" \
   > /dev/null 2> "$dir/l.err" &
 first=$!

@@ -216,5 +216,10 @@ int cmd_settings(int argc, char **argv, const td_global *g)
         td_print("report:  %s", sum.json_path);
         td_print("         %s", sum.html_path);
     }
+    if (td_signals_caught())
+        /* a stop after the install's commit point (its journal): the set was
+         * completed rather than left half-moved */
+        td_eprint("settings: %s arrived after the install's commit point: the files were written, not stopped",
+                  strsignal(td_signals_caught()));
     return sum.undecided ? 3 : 0;
 }

@@ -71,15 +71,23 @@ static void on_stop_outside(int sig)
     raise(sig);
 }
 
+/* A signal the process was started with ignored (nohup: SIGHUP; a
+ * background job of a script: SIGINT, SIGQUIT) stays ignored, here and in
+ * the engines it starts; SIG_IGN itself (SIGPIPE, SIGXFSZ) is always set. */
 static void install(const int *sigs, size_t n, void (*fn)(int), int flags)
 {
     for (size_t i = 0; i < n; i++) {
-        struct sigaction sa;
+        if (sigs[i] >= MAX_SIG) continue;
+        struct sigaction sa, old;
+        if (fn != SIG_IGN && sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) {
+            g_saved[sigs[i]] = old;
+            continue;
+        }
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = fn;
         sa.sa_flags = flags;
         sigfillset(&sa.sa_mask);
-        if (sigs[i] < MAX_SIG) sigaction(sigs[i], &sa, &g_saved[sigs[i]]);
+        sigaction(sigs[i], &sa, &g_saved[sigs[i]]);
     }
 }
 
