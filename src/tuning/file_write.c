@@ -11,6 +11,7 @@
 #include "tmpfiles.h"
 #include "tools_internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -226,12 +227,53 @@ static int sync_parent(const char *path)
     return r;
 }
 
+/* Removes the temporary files of PATH ("PATH.tmp.<pid>.<n>", regular
+ * files) that a killed process left: of a pid that is gone, never this
+ * process's or a live one's. A user-named page (`--html P`, `report -o
+ * P`) lives in a folder no settling run sweeps: its next write does. */
+static void sweep_dead_temps(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    const char *name = slash ? slash + 1 : path;
+    char *dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+    if (!dir) return;
+    if (!dir[0]) {
+        free(dir);
+        if (!(dir = strdup("/"))) return;
+    }
+    DIR *d = opendir(dir);
+    const size_t nl = strlen(name);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, name, nl) || strncmp(e->d_name + nl, ".tmp.", 5)) continue;
+        char *end = NULL;
+        const char *p = e->d_name + nl + 5;
+        errno = 0;
+        const long pid = strtol(p, &end, 10);
+        if (errno || end == p || pid <= 0 || *end != '.' || !end[1] || pid == (long)getpid()) continue;
+        for (p = end + 1; *p >= '0' && *p <= '9'; p++) {
+        }
+        if (*p || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        const size_t fl = strlen(dir) + strlen(e->d_name) + 2;
+        char *full = malloc(fl);
+        struct stat st;
+        if (full) {
+            snprintf(full, fl, "%s/%s", dir, e->d_name);
+            if (lstat(full, &st) == 0 && S_ISREG(st.st_mode)) unlink(full);
+        }
+        free(full);
+    }
+    if (d) closedir(d);
+    free(dir);
+}
+
 st_status st_file_write_temp(const char *path, const char *text, size_t len, char **tmp_out, int *slot)
 {
     static atomic_uint counter;
     *tmp_out = NULL;
     *slot = -1;
     ST_TRY(st_out_target_check(path));
+    sweep_dead_temps(path);
     const size_t tn = strlen(path) + 64;
     char *tmp = malloc(tn);
     if (!tmp) return st_fail(ST_ERR_NOMEM, "%s: cannot write: out of memory", path);

@@ -1147,6 +1147,34 @@ static void too_few_inodes_are_refused_before_the_sweep(void **state)
     cli_free(&r);
 }
 
+/* A page's temporary files a killed run left (`--html P` is killed while
+ * it reserves its room: P.tmp.<pid>.0 of 256 KiB) go at the next write of
+ * P; a live process's and a file that merely looks like one stay. */
+static void the_next_write_of_a_page_removes_its_dead_temps(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    const long pid = dead_pid();
+    char name[128];
+    snprintf(name, sizeof name, "p.html.tmp.%ld.0", pid);
+    free(cli_write(dir, name, "dead", 4));
+    snprintf(name, sizeof name, "p.json.tmp.%ld.3", pid);
+    free(cli_write(dir, name, "dead", 4));
+    snprintf(name, sizeof name, "p.html.tmp.%ld.0", (long)getppid());
+    free(cli_write(dir, name, "alive", 5));
+    free(cli_write(dir, "p.html.tmp.notes", "mine", 4));
+    char *page = cli_join(dir, "p.html");
+    cli_run r = cli(QUICK_S, "--backend", "cpu", "bench", "--quick", "--no-suite", "--shape", "mmvq q8_0 64 64", "--html", page,
+                    NULL);
+    cli_expect_exit(&r, 0, "bench --html");
+    cli_free(&r);
+    if (cli_count(dir, NULL) != 4 || cli_count(dir, ".tmp.") != 2 || cli_count(dir, "tmp.notes") != 1) {
+        cli_print_dir(dir);
+        fail_msg("the dead temporary files were not removed, or others were");
+    }
+    free(page);
+}
+
 /* `table list` writes the index only under the folder's lock: while a
  * tune (here: this test) holds it, the listing shows the rebuilt index
  * and writes nothing; once free, it writes it. */
@@ -1285,6 +1313,7 @@ int main(void)
         cmocka_unit_test_teardown(a_table_name_with_a_control_byte_is_refused_first, cli_teardown),
         cmocka_unit_test_teardown(the_reservation_counts_whole_blocks, cli_teardown),
         cmocka_unit_test_teardown(table_list_writes_the_index_under_the_lock, cli_teardown),
+        cmocka_unit_test_teardown(the_next_write_of_a_page_removes_its_dead_temps, cli_teardown),
         cmocka_unit_test_teardown(a_lock_with_other_contents_is_kept, cli_teardown),
         cmocka_unit_test_teardown(another_runs_files_and_long_names_are_refused, cli_teardown),
         cmocka_unit_test_teardown(too_few_inodes_are_refused_before_the_sweep, cli_teardown),
