@@ -14,17 +14,20 @@
 # Shards. --shards TEST=N runs TEST as N runs per tool, each with
 # STRATA_GPU_TEST_SHARD=k/N (tests/common/gpu_test_size.h: the test runs its
 # k-th slice of formats or shapes; the N slices together are the whole
-# test), so a long test's sanitizer runs go side by side; the default
-# shards the four parity sweeps (batch invariance 4, iq_multi_parity 8,
-# native_grouped 4, iq_parity 2). Each run also sees STRATA_SANITIZER_TOOL,
+# test; a test of several cmocka cases may shard by case), so a long
+# test's sanitizer runs go side by side; the default shards the parity
+# sweeps (batch invariance 8, iq_multi_parity 10, native_grouped 8,
+# iq_parity 2: slices of formats and shapes) and the two engine tests by
+# cmocka case (engine_ops 5, engine_runtime 4: TEST_SHARD_CASES). Each run also sees STRATA_SANITIZER_TOOL,
 # the tool's name. A test that exits 77 (multi_device_test on one GPU) is
 # reported skipped, not counted as a failure.
 #
-# Time on the H200 (2026-12-03, --jobs 8): the whole sweep does not fit one
-# 600 s device call with the build; racecheck is the slowest (a quarter of
-# batch invariance 138-162 s, engine_ops and engine_runtime over 200 s, an
-# eighth of iq_multi_parity over 140 s). --tests and --tools split it over
-# calls.
+# Time on the H200 (2026-12-03, --jobs 8, coarser shards): the whole sweep
+# did not fit one 600 s device call with the build; racecheck is the
+# slowest (a quarter of batch invariance 138-162 s, engine_ops and
+# engine_runtime whole over 200 s, a quarter of iq_multi_parity over 140
+# s). Hence the finer shards, racecheck's runs started first and, by
+# default, a job per CPU but two. --tests and --tools split it over calls.
 #
 # Scheduling. gpu_faults_test runs first and alone, its four tools one
 # after the other: it allocates the device's memory away and provokes
@@ -32,7 +35,9 @@
 # its own exhaustion would be someone else's), and memcheck runs it with
 # --report-api-errors no (the errors it provokes are its test; every other
 # test keeps the default, which reports them). The other runs go JOBS at a
-# time (default 4), the longest tests first. Each run has its own timeout
+# time (default: the CPUs less two, at least 4), the longest limits first,
+# racecheck's runs before the others (the slowest tool), then initcheck,
+# memcheck, synccheck. Each run has its own timeout
 # (--timeout S for all, default 240; --timeout-for TEST=S for one, as often
 # as needed), cut to what is left of the whole call's deadline (--deadline
 # S from the start of this script, default 530, under the device call's
@@ -54,11 +59,12 @@ TOOLS="memcheck racecheck synccheck initcheck"
 TESTS=""
 TIMEOUT=240
 DEADLINE=530
-JOBS=4
+JOBS=$(( $(nproc) > 6 ? $(nproc) - 2 : 4 ))
 BUILD=1
 ALONE="gpu_faults_test"
 declare -A TFOR=()
-declare -A SHARDS=([batch_invariance_gpu_test]=4 [iq_multi_parity_test]=8 [native_grouped_parity_test]=4 [iq_parity_test]=2)
+declare -A SHARDS=([batch_invariance_gpu_test]=8 [iq_multi_parity_test]=10 [native_grouped_parity_test]=8 [iq_parity_test]=2
+                  [engine_ops_gpu_test]=5 [engine_runtime_test]=4)
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-build) BUILD=0 ;;
@@ -73,7 +79,7 @@ while [ $# -gt 0 ]; do
       shift ;;
     --deadline) DEADLINE="$2"; shift ;;
     --jobs) JOBS="$2"; shift ;;
-    -h|--help) sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set -uo/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0 ;;
     *) echo "device-sanitize: unknown option '$1'" >&2; exit 2 ;;
   esac
   shift
@@ -124,7 +130,7 @@ run_one() {
   t0=$(date +%s)
   if [ -x "$B/tests/$test" ]; then
     (cd "$B/tests" && STRATA_GPU_TEST_SIZE=sanitizer STRATA_GPU_TEST_SHARD=$shard STRATA_SANITIZER_TOOL=$tool \
-       CMOCKA_MESSAGE_OUTPUT=STDOUT timeout -k 10 "$limit" "$CS" --tool "$tool" "${extra[@]}" --print-limit 20 "./$test") > "$log" 2>&1
+       CUDA_MODULE_LOADING=LAZY CMOCKA_MESSAGE_OUTPUT=STDOUT timeout -k 10 "$limit" "$CS" --tool "$tool" "${extra[@]}" --print-limit 20 "./$test") > "$log" 2>&1
     echo $? > "$log.rc"
   else
     echo "no executable $B/tests/$test" > "$log"
@@ -150,8 +156,11 @@ done
 # 2. the rest, JOBS at a time, the tests with the longest limits first
 for run in $RUNS; do
   [ "$run" = "$ALONE" ] && continue
-  for tool in $TOOLS; do echo "${TFOR[${run%%@*}]:-$TIMEOUT} $tool $run"; done
-done | sort -rn -s -k1,1 | cut -d' ' -f2- | xargs -P "$JOBS" -L 1 bash -c 'run_listed "$0" "$1"'
+  for tool in $TOOLS; do
+    case $tool in racecheck) r=4 ;; initcheck) r=3 ;; memcheck) r=2 ;; *) r=1 ;; esac
+    echo "${TFOR[${run%%@*}]:-$TIMEOUT} $r $tool $run"
+  done
+done | sort -rn -s -k1,1 -k2,2 | cut -d' ' -f3- | xargs -P "$JOBS" -L 1 bash -c 'run_listed "$0" "$1"'
 
 # the summary: one line per tool and test
 bad=0

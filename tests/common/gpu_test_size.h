@@ -52,6 +52,23 @@ __attribute__((unused)) static bool test_shard_next(void)
     return test_shard_unit_++ % test_shard_n_ == test_shard_k_;
 }
 
+/* A test of several cmocka cases sharded by case: OUT (an array as long as
+ * TESTS) gets this shard's cases of TESTS in order, N their count; a shard
+ * left with none fails the run (more shards than cases) rather than pass on
+ * nothing. Unsharded, every case. Run them with
+ * _cmocka_run_group_tests(name, OUT, N, setup, teardown). */
+#define TEST_SHARD_CASES(TESTS, OUT, N)                                                                  \
+    do {                                                                                                 \
+        (N) = 0;                                                                                         \
+        for (size_t i_ = 0; i_ < sizeof(TESTS) / sizeof((TESTS)[0]); i_++)                               \
+            if (test_shard_next()) (OUT)[(N)++] = (TESTS)[i_];                                           \
+        if (!(N)) {                                                                                      \
+            fprintf(stderr, "STRATA_GPU_TEST_SHARD=%s: more shards than the test's %zu cases\n",         \
+                    getenv("STRATA_GPU_TEST_SHARD"), sizeof(TESTS) / sizeof((TESTS)[0]));                \
+            exit(2);                                                                                     \
+        }                                                                                                \
+    } while (0)
+
 /* " (shard k/n)" for a test's summary line, "" when whole */
 __attribute__((unused)) static const char *test_shard_label(void)
 {

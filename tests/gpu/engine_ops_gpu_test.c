@@ -514,5 +514,9 @@ int main(void)
         cmocka_unit_test(ffn_sharing_and_streams),
         cmocka_unit_test(in_place_matches_cpu),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    /* under tools/device-sanitize.sh --shards: a shard's cases */
+    struct CMUnitTest run[sizeof tests / sizeof tests[0]];
+    size_t n_run;
+    TEST_SHARD_CASES(tests, run, n_run);
+    return _cmocka_run_group_tests("engine_ops_gpu_test", run, n_run, NULL, NULL);
 }

@@ -305,5 +305,9 @@ int main(void)
         cmocka_unit_test(two_contexts_two_streams),
         cmocka_unit_test(capture_48_layer_step),
     };
-    return cmocka_run_group_tests(tests, nullptr, nullptr);
+    /* under tools/device-sanitize.sh --shards: a shard's cases */
+    struct CMUnitTest run[sizeof tests / sizeof tests[0]];
+    size_t n_run;
+    TEST_SHARD_CASES(tests, run, n_run);
+    return _cmocka_run_group_tests("engine_runtime_test", run, n_run, nullptr, nullptr);
 }
