@@ -227,6 +227,34 @@ static int sync_parent(const char *path)
     return r;
 }
 
+/* "<prefix><tag><pid>[.<n>]": the pid (the last TAG in NAME), or -1 when
+ * NAME is not of that form. */
+long st_out_name_pid(const char *name, const char *tag, bool counter)
+{
+    const char *at = strstr(name, tag);
+    if (!at) return -1;
+    while (strstr(at + 1, tag)) at = strstr(at + 1, tag);
+    const char *p = at + strlen(tag);
+    char *end = NULL;
+    errno = 0;
+    const long pid = strtol(p, &end, 10);
+    if (end == p || errno || pid <= 0 || *p < '0' || *p > '9') return -1;
+    if (counter) {
+        if (*end != '.' || !end[1]) return -1;
+        for (p = end + 1; *p; p++)
+            if (*p < '0' || *p > '9') return -1;
+    } else if (*end) {
+        return -1;
+    }
+    return pid;
+}
+
+char *st_path_dir(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return !slash ? strdup(".") : slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
+}
+
 /* Removes the temporary files of PATH ("PATH.tmp.<pid>.<n>", regular
  * files) that a killed process left: of a pid that is gone, never this
  * process's or a live one's. A user-named page (`--html P`, `report -o
@@ -235,25 +263,15 @@ static void sweep_dead_temps(const char *path)
 {
     const char *slash = strrchr(path, '/');
     const char *name = slash ? slash + 1 : path;
-    char *dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+    char *dir = st_path_dir(path);
     if (!dir) return;
-    if (!dir[0]) {
-        free(dir);
-        if (!(dir = strdup("/"))) return;
-    }
     DIR *d = opendir(dir);
     const size_t nl = strlen(name);
     struct dirent *e;
     while (d && (e = readdir(d)) != NULL) {
         if (strncmp(e->d_name, name, nl) || strncmp(e->d_name + nl, ".tmp.", 5)) continue;
-        char *end = NULL;
-        const char *p = e->d_name + nl + 5;
-        errno = 0;
-        const long pid = strtol(p, &end, 10);
-        if (errno || end == p || pid <= 0 || *end != '.' || !end[1] || pid == (long)getpid()) continue;
-        for (p = end + 1; *p >= '0' && *p <= '9'; p++) {
-        }
-        if (*p || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        const long pid = st_out_name_pid(e->d_name + nl, ".tmp.", true);
+        if (pid <= 0 || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
         const size_t fl = strlen(dir) + strlen(e->d_name) + 2;
         char *full = malloc(fl);
         struct stat st;

@@ -35,6 +35,15 @@ st_status st_out_target_check(const char *path);
  * (one inode, whatever the spelling). */
 st_status st_out_not_input(const char *out, const char *input);
 
+/* "<prefix><tag><pid>[.<n>]" (COUNTER: the ".<n>" is there): the pid
+ * after the last TAG in NAME, or -1 when NAME is not of that form. How
+ * the temporary files, links and probes of a run carry its pid. */
+long st_out_name_pid(const char *name, const char *tag, bool counter);
+
+/* The folder part of PATH (malloc'd; "." for a bare name, "/" at the
+ * root), NULL when out of memory. */
+char *st_path_dir(const char *path);
+
 /* For a file the user names (`report -o`, the --html pages and their
  * JSON): ST_ERR_INVALID_ARG with one line when its name is one a tables
  * folder keeps for the tuner (its lock, its journal, tables.json, a

@@ -114,13 +114,8 @@ st_status st_manifest_not_others(const char *path, const char *own)
 {
     const char *slash = strrchr(path, '/');
     const char *name = slash ? slash + 1 : path, *own_name = own ? (strrchr(own, '/') ? strrchr(own, '/') + 1 : own) : "";
-    char *dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+    char *dir = st_path_dir(path);
     if (!dir) return st_fail(ST_ERR_NOMEM, "manifest: out of memory");
-    if (slash && !dir[0]) {
-        free(dir);
-        dir = strdup("/");
-        if (!dir) return st_fail(ST_ERR_NOMEM, "manifest: out of memory");
-    }
     st_manifest *ms = NULL;
     char **names = NULL;
     int n = 0;

@@ -188,28 +188,6 @@ static bool can_complete(const item *it, int n)
     return true;
 }
 
-/* "<prefix><tag><pid>[.<n>]": the pid (the last TAG in NAME), or -1 when
- * NAME is not of that form. */
-static long name_pid(const char *name, const char *tag, bool counter)
-{
-    const char *at = strstr(name, tag);
-    if (!at) return -1;
-    while (strstr(at + 1, tag)) at = strstr(at + 1, tag);
-    const char *p = at + strlen(tag);
-    char *end = NULL;
-    errno = 0;
-    const long pid = strtol(p, &end, 10);
-    if (end == p || errno || pid <= 0 || *p < '0' || *p > '9') return -1;
-    if (counter) {
-        if (*end != '.' || !end[1]) return -1;
-        for (p = end + 1; *p; p++)
-            if (*p < '0' || *p > '9') return -1;
-    } else if (*end) {
-        return -1;
-    }
-    return pid;
-}
-
 /* Whether process PID's files are a dead run's: a settling runs under the
  * folder's lock before this run made any file, so a name carrying this
  * process's own pid is an earlier process's that had the same pid (pids
@@ -223,7 +201,7 @@ static bool pid_dead(long pid)
 /* "<prefix>.<tag><pid>[.<n>]" of a dead run: its pid, else -1. */
 static long dead_run_pid(const char *name, const char *tag, bool counter)
 {
-    const long pid = name_pid(name, tag, counter);
+    const long pid = st_out_name_pid(name, tag, counter);
     return pid_dead(pid) ? pid : -1;
 }
 
@@ -301,8 +279,8 @@ static st_status journal_parse(const char *dir, const char *path, char *text, it
                    (st_out_name_ok(f[2]) && !strncmp(f[2], f[1], tl) && !strncmp(f[2] + tl, ".old.", 5)));
         for (const char *h = f[3]; ok && *h; h++) ok = (*h >= '0' && *h <= '9') || (*h >= 'a' && *h <= 'f');
         /* one run's names, and that run is gone */
-        const long pid = ok ? name_pid(f[0] + tl, ".tmp.", true) : -1;
-        if (ok) ok = pid > 0 && (run < 0 || pid == run) && (!strcmp(f[2], "-") || name_pid(f[2] + tl, ".old.", false) == pid);
+        const long pid = ok ? st_out_name_pid(f[0] + tl, ".tmp.", true) : -1;
+        if (ok) ok = pid > 0 && (run < 0 || pid == run) && (!strcmp(f[2], "-") || st_out_name_pid(f[2] + tl, ".old.", false) == pid);
         if (ok && run < 0) ok = pid_dead(pid);
         if (ok) run = pid;
         for (int k = 0; ok && k < *n; k++) ok = strcmp(base(it[k].target), f[1]) != 0;
