@@ -9,8 +9,9 @@
 # integration off and on: test-backend-ops -o MUL_MAT / MUL_MAT_ID,
 # llama-bench -p 0 -n 128, llama-batched-bench (1..32 sequences) and a
 # greedy generation of 128 tokens (the tokens compared); test-backend-ops
-# -o MOE_FFN, llama-bench and greedy also with the fused FFN
-# (GGML_STRATA_FFN=1); BACKEND_OPS picks the test-backend-ops ops. Step "tune" makes
+# -o MOE_FFN, llama-bench and greedy both with the fused FFN (the
+# integration's default) and per op (GGML_STRATA_FFN=0); BACKEND_OPS picks
+# the test-backend-ops ops. Step "tune" makes
 # a table for the generated model with `tune_decode tune --in-place
 # --ntok-mix 1` (the layout the integration runs, the token count its plain
 # decoding runs; TUNE_MIX=1,2,4,8 for another mix, which the gate may
@@ -76,7 +77,8 @@ if has tune; then
   el "tune --in-place: rc=$?"; grep -vE "^tune: \[" "$OUT/tune-in-place.txt" | tail -25
 fi
 TAB=$(ls "$TD"/*.table 2> /dev/null | head -1)
-# with GGML_STRATA_FFN=1: did the fused FFN run (the context-end counter)?
+# with the fused FFN on (GGML_STRATA_FFN unset or 1): did it run (the
+# context-end counter)?
 ffn_taken() {
   [ "$2" = 1 ] || return 0
   n=$(grep -oE "[0-9]+ MoE FFN" "$1" | awk '{s += $1} END {print s + 0}')
@@ -98,7 +100,7 @@ if has backend; then
   done
 fi
 if has bench; then
-  # stock, ours per op, ours with the fused FFN (GGML_STRATA_FFN=1)
+  # stock, ours per op (GGML_STRATA_FFN=0), ours with the fused FFN (the default)
   for on in 0 1 ffn; do
     GGML_STRATA=$([ $on = 0 ] && echo 0 || echo 1) GGML_STRATA_FFN=$([ $on = ffn ] && echo 1 || echo 0) \
       timeout 90 "$bin/llama-bench" -m "$M" -p 0 -n 128 -r ${BENCH_REPS:-3} -o md > "$OUT/llama-bench-strata$on.txt" 2>&1
@@ -139,32 +141,31 @@ if has batched; then
   done
 fi
 if has greedy; then
-  for on in 0 1; do
+  # stock ggml, ours per op (GGML_STRATA_FFN=0), ours as it comes (the fused
+  # FFN: its top-k sum is the library's fixed order, not ggml's chain of
+  # adds, so its bytes are its own); each twice, the same tokens each time
+  for mode in stock perop ffn; do
     for i in 1 2; do
-      GGML_STRATA=$on timeout 60 "$bin/llama-simple" -m "$M" -n 128 "The quick brown fox" > "$OUT/greedy-strata$on-$i.txt" \
-        2> "$OUT/greedy-strata$on-$i.log"
-      el "llama-simple GGML_STRATA=$on run $i: rc=$?"
+      GGML_STRATA=$([ $mode = stock ] && echo 0 || echo 1) GGML_STRATA_FFN=$([ $mode = perop ] && echo 0 || echo 1) \
+        timeout 60 "$bin/llama-simple" -m "$M" -n 128 "The quick brown fox" > "$OUT/greedy-$mode-$i.txt" 2> "$OUT/greedy-$mode-$i.log"
+      el "llama-simple $mode run $i: rc=$?"
     done
+    cmp -s "$OUT/greedy-$mode-1.txt" "$OUT/greedy-$mode-2.txt" && el "$mode: two greedy runs identical" || el "$mode: greedy runs DIFFER"
   done
-  cmp -s "$OUT/greedy-strata1-1.txt" "$OUT/greedy-strata1-2.txt" && el "integrated: two greedy runs identical" || el "integrated: greedy runs DIFFER"
-  # the fused FFN: its own bytes (its top-k sum is the library's, not ggml's
-  # chain of adds), the same in two runs
-  for i in 1 2; do
-    GGML_STRATA=1 GGML_STRATA_FFN=1 timeout 60 "$bin/llama-simple" -m "$M" -n 128 "The quick brown fox" \
-      > "$OUT/greedy-ffn-$i.txt" 2> "$OUT/greedy-ffn-$i.log"
-  done
-  cmp -s "$OUT/greedy-ffn-1.txt" "$OUT/greedy-ffn-2.txt" && el "fused FFN: two greedy runs identical" || el "fused FFN: greedy runs DIFFER"
   grep -E "ggml_strata: a context ends" "$OUT/greedy-ffn-1.log" | head -2
   ffn_taken "$OUT/greedy-ffn-1.log" 1
   if [ -n "$TAB" ]; then
-    STRATA_DECODE_TUNING=$TAB timeout 60 "$bin/llama-simple" -m "$M" -n 128 "The quick brown fox" > "$OUT/greedy-table.txt" \
-      2> "$OUT/greedy-table.log"
-    el "llama-simple with the table: rc=$?"
-    cmp -s "$OUT/greedy-strata1-1.txt" "$OUT/greedy-table.txt" && el "integrated: greedy with the table identical to without" ||
-      el "integrated: greedy with the table DIFFERS"
-    grep -E "decode tuning|ggml_strata: a context ends" "$OUT/greedy-table.log" | head -4
+    # the table on the integration's default path (the fused FFN) and per op
+    for mode in ffn perop; do
+      STRATA_DECODE_TUNING=$TAB GGML_STRATA_FFN=$([ $mode = perop ] && echo 0 || echo 1) timeout 60 "$bin/llama-simple" -m "$M" \
+        -n 128 "The quick brown fox" > "$OUT/greedy-table-$mode.txt" 2> "$OUT/greedy-table-$mode.log"
+      el "llama-simple $mode with the table: rc=$?"
+      cmp -s "$OUT/greedy-$mode-1.txt" "$OUT/greedy-table-$mode.txt" && el "$mode: greedy with the table identical to without" ||
+        el "$mode: greedy with the table DIFFERS"
+    done
+    grep -E "decode tuning|ggml_strata: a context ends" "$OUT/greedy-table-ffn.log" | head -4
   fi
-  grep -E "ggml_strata|model buffer|CUDA0 compute|decode|eval time" "$OUT/greedy-strata1-1.log" | head -12
+  grep -E "ggml_strata|model buffer|CUDA0 compute|decode|eval time" "$OUT/greedy-ffn-1.log" | head -12
 fi
 if has settings; then
   # the settings layer (tune_decode settings) on the integrated llama-server

@@ -9,7 +9,7 @@
 //   - MUL_MAT with 1..32 tokens: st_iq_mmvq_strided (ggml's row strides);
 //   - MUL_MAT_ID with 1..32 tokens: st_expert_mat (per-slot activations and
 //     outputs, the ids row stride);
-//   - with GGML_STRATA_FFN=1, the whole MoE FFN (gate, up, GLU, down,
+//   - unless GGML_STRATA_FFN=0, the whole MoE FFN (gate, up, GLU, down,
 //     routing weights, the top-k sum: ggml_strata_match_moe_ffn) as one
 //     st_expert_ffn, from ggml_cuda_try_fuse, when the library takes it;
 //   - one strata-tune context per stream ggml runs ops on (made the first
@@ -260,12 +260,12 @@ bool ggml_strata_match_moe_ffn(const ggml_cgraph * cg, int i, ggml_strata_ffn_ma
 
 namespace {
 
-// GGML_STRATA_FFN=1 turns the fused FFN on: not yet run on a GPU (the
-// per-op hooks serve the FFN meanwhile).
+// The fused FFN is on unless GGML_STRATA_FFN=0 (then the per-op hooks
+// serve the FFN: its three MUL_MAT_IDs, ggml the rest).
 bool ffn_on() {
     static const bool on = [] {
         const char * v = getenv("GGML_STRATA_FFN");
-        return v && !strcmp(v, "1");
+        return !(v && !strcmp(v, "0"));
     }();
     return on;
 }

@@ -36,8 +36,8 @@ bool ggml_strata_match_moe_ffn(const ggml_cgraph * cgraph, int i, ggml_strata_ff
 // The matched FFN at node I as one strata-tune call (st_expert_ffn on the
 // weights in place); the number of nodes it stood for, or 0 when it did not
 // take them (no match, a type or size the library does not run, a refusal:
-// nothing queued, ggml runs the nodes). Off unless GGML_STRATA_FFN=1 is in
-// the environment (not yet run on a GPU): the per-op hooks serve the FFN.
+// nothing queued, ggml runs the nodes). Off with GGML_STRATA_FFN=0 in the
+// environment: the per-op hooks serve the FFN then.
 int ggml_strata_moe_ffn(int device, void * stream, const ggml_cgraph * cgraph, int i);
 
 // ggml-cuda's graph_optimize: for each FFN the fused call will take, the
