@@ -542,7 +542,7 @@ static st_status open_outputs(const st_settings_run_state *s, st_folder_lock_t *
     ST_TRY(st_out_dir_make(dir, "settings"));
     ST_TRY(st_folder_lock(dir, "settings", lk));
     int settled = 0;
-    st_status st = st_tune_out_recover(dir, NULL, s->o->model, &settled);
+    st_status st = st_tune_out_recover("settings", dir, NULL, s->o->model, &settled);
     if (st != ST_OK) return st_fail_prefixed(st, "settings");
     ST_TRY(check_outputs(s));
     return st_out_probe(dir, "settings", output_room(s, dir));

@@ -629,7 +629,7 @@ st_status st_tables_prune(const char *dir, const st_identity *id, const st_dispa
     st_folder_lock_t lk;
     ST_TRY(st_folder_lock(dir, "prune", &lk));
     int settled = 0;
-    st_status s = st_tune_out_recover(dir, id, NULL, &settled);
+    st_status s = st_tune_out_recover("table list", dir, id, NULL, &settled);
     if (s == ST_OK) s = prune_locked(dir, id, cfg, ix, fn, user, n_removed);
     st_folder_unlock(&lk);
     return s;

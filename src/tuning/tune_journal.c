@@ -253,14 +253,14 @@ static bool our_output(const char *dir, const st_identity *id, const manifests *
  * journal too, lists it); every target and temporary file is a regular
  * file or absent; a temporary file to rename in has the bytes the journal
  * records. Anything else: one line, and nothing in DIR changes. */
-static st_status journal_parse(const char *dir, const char *path, char *text, item *it, int *n, bool *back)
+static st_status journal_parse(const char *who, const char *dir, const char *path, char *text, item *it, int *n, bool *back)
 {
     *n = 0;
     char *save = NULL, *line = strtok_r(text, "\n", &save);
     if (!line || strncmp(line, JOURNAL_HEAD, strlen(JOURNAL_HEAD)) ||
         (strcmp(line + strlen(JOURNAL_HEAD), "forward") && strcmp(line + strlen(JOURNAL_HEAD), "back")))
-        return st_fail(ST_ERR_PARSE, "tune: %s is not a journal this tool wrote (its first line): remove it to tune %s",
-                       path, dir);
+        return st_fail(ST_ERR_PARSE, "%s: %s is not a journal this tool wrote (its first line): remove it to use %s",
+                       who, path, dir);
     *back = !strcmp(line + strlen(JOURNAL_HEAD), "back");
     int ln = 1;
     long run = -1;
@@ -286,9 +286,9 @@ static st_status journal_parse(const char *dir, const char *path, char *text, it
         for (int k = 0; ok && k < *n; k++) ok = strcmp(base(it[k].target), f[1]) != 0;
         if (!ok)
             return st_fail(ST_ERR_PARSE,
-                           "tune: %s is not a journal this tool wrote (line %d), or its run is still alive: it was left "
-                           "as it is, and so was %s; remove it to tune %s",
-                           path, ln, dir, dir);
+                           "%s: %s is not a journal this tool wrote (line %d), or its run is still alive: it was left "
+                           "as it is, and so was %s; remove it to use %s",
+                           who, path, ln, dir, dir);
         item *x = &it[(*n)++];
         memset(x, 0, sizeof *x);
         x->slot = -1;
@@ -296,14 +296,14 @@ static st_status journal_parse(const char *dir, const char *path, char *text, it
         x->target = st_tune_fmt("%s/%s", dir, f[1]);
         x->old = strcmp(f[2], "-") ? st_tune_fmt("%s/%s", dir, f[2]) : NULL;
         snprintf(x->sha, sizeof x->sha, "%s", f[3]);
-        if (!x->tmp || !x->target || (strcmp(f[2], "-") && !x->old)) return st_fail(ST_ERR_NOMEM, "tune: out of memory");
+        if (!x->tmp || !x->target || (strcmp(f[2], "-") && !x->old)) return st_fail(ST_ERR_NOMEM, "%s: out of memory", who);
     }
     return ST_OK;
 }
 
 /* The rest of the checks (journal_parse): the files on disk, and the
  * targets are outputs of this tool (our_output). */
-static st_status journal_check(const char *dir, const st_identity *id, const keep_file *keep, const char *path,
+static st_status journal_check(const char *who, const char *dir, const st_identity *id, const keep_file *keep, const char *path,
                                const item *it, int n)
 {
     manifests m;
@@ -328,9 +328,9 @@ static st_status journal_check(const char *dir, const st_identity *id, const kee
             if (strcmp(hex, it[i].sha)) why = "it holds bytes the journal does not record";
         }
         if (why)
-            s = st_fail(ST_ERR_PARSE, "tune: %s does not describe an install of this tool (%s: %s): it was left as "
-                        "it is, and so was its folder; remove it to tune there",
-                        path, base(it[i].target), why);
+            s = st_fail(ST_ERR_PARSE, "%s: %s does not describe an install of this tool (%s: %s): it was left as "
+                        "it is, and so was its folder; remove it to use that folder",
+                        who, path, base(it[i].target), why);
     }
     st_manifests_free(m.ms, m.names, m.n);
     return s;
@@ -394,13 +394,14 @@ static int sweep(const char *dir, const st_identity *id, const keep_file *keep)
     return removed;
 }
 
-st_status st_tune_out_recover(const char *dir, const st_identity *id, const char *keep, int *done)
+st_status st_tune_out_recover(const char *who, const char *dir, const st_identity *id, const char *keep, int *done)
 {
+    if (!who) who = "tune";
     keep_file kf;
     keep_init(&kf, keep);
     if (done) *done = 0;
     char *path = st_tune_fmt("%s/" ST_TUNE_JOURNAL_NAME, dir), *text = NULL;
-    if (!path) return st_fail(ST_ERR_NOMEM, "tune: out of memory");
+    if (!path) return st_fail(ST_ERR_NOMEM, "%s: out of memory", who);
     size_t len = 0;
     int err = 0;
     char why[ST_FILE_WHY_MAX] = "";
@@ -408,20 +409,20 @@ st_status st_tune_out_recover(const char *dir, const st_identity *id, const char
     int moved = 0;
     if (st_file_read_all(path, JOURNAL_MAX_BYTES, &text, &len, why, &err) != ST_OK) {
         st_clear_error();
-        if (err != ENOENT) s = st_fail(ST_ERR_IO, "tune: cannot read %s: %s", path, why);
+        if (err != ENOENT) s = st_fail(ST_ERR_IO, "%s: cannot read %s: %s", who, path, why);
     } else {
         item it[JOURNAL_MAX_ITEMS];
         int n = 0;
         bool back = false;
-        s = journal_parse(dir, path, text, it, &n, &back);
-        if (s == ST_OK) s = journal_check(dir, id, &kf, path, it, n);
+        s = journal_parse(who, dir, path, text, it, &n, &back);
+        if (s == ST_OK) s = journal_check(who, dir, id, &kf, path, it, n);
         if (s == ST_OK) {
             if (!back && !can_complete(it, n)) back = true;
             moved = play(it, n, back);
             st_file_step();
-            if (unlink(path) != 0) s = st_fail(ST_ERR_IO, "tune: cannot remove %s: %s", path, strerror(errno));
+            if (unlink(path) != 0) s = st_fail(ST_ERR_IO, "%s: cannot remove %s: %s", who, path, strerror(errno));
             sync_dir(dir);
-            st_log("tune: %s: %s the install an interrupted run left (%d files)", dir, back ? "rolled back" : "completed",
+            st_log("%s: %s: %s the install an interrupted run left (%d files)", who, dir, back ? "rolled back" : "completed",
                    moved);
             if (s == ST_OK && id) { /* the index follows the tables it lists */
                 st_tables_index *ix = NULL;
@@ -437,7 +438,7 @@ st_status st_tune_out_recover(const char *dir, const st_identity *id, const char
     free(path);
     if (s == ST_OK) {
         const int swept = sweep(dir, id, &kf);
-        if (swept) st_log("tune: %s: removed %d temporary files interrupted runs left", dir, swept);
+        if (swept) st_log("%s: %s: removed %d temporary files interrupted runs left", who, dir, swept);
         moved += swept;
     }
     if (done) *done = moved;

@@ -352,7 +352,7 @@ st_status st_tune_out_open_input(st_tune_out *o, const char *dir, const char *na
     }
     if (s == ST_OK) s = st_out_dir_make(o->dir, "tune");
     if (s == ST_OK) s = take_lock(o);
-    if (s == ST_OK) s = st_tune_out_recover(o->dir, id, input, NULL);
+    if (s == ST_OK) s = st_tune_out_recover("tune", o->dir, id, input, NULL);
     if (s == ST_OK) s = st_out_probe(o->dir, "tune", probe_bytes);
     char *found = NULL, names[1024];
     int count = 0;

@@ -131,12 +131,13 @@ st_status st_out_install_set(const char *dir, const char *manifest, int n, const
                              const volatile int *stop);
 
 /* Completes or rolls back the journal DIR holds (see above), then removes
- * the litter of dead runs; *DONE (may be NULL) receives how many files
+ * the litter of dead runs; WHO names the command in its lines ("tune",
+ * "settings", "table list"; NULL: "tune"); *DONE (may be NULL) receives how many files
  * were moved or removed. The caller holds DIR's lock (st_tune_out_open
  * calls it). ID: rewrites tables.json when a journal was found. KEEP (may
  * be NULL): the run's input, never moved or removed under any name or
  * link in DIR (a journal naming it is refused). */
-st_status st_tune_out_recover(const char *dir, const st_identity *id, const char *keep, int *done);
+st_status st_tune_out_recover(const char *who, const char *dir, const st_identity *id, const char *keep, int *done);
 
 /* The folder's lock on its own, for what changes a tables folder besides a
  * tune (`table list --prune`, WHO "prune"; `settings`, WHO "settings", from

@@ -595,7 +595,7 @@ static void the_sweep_removes_only_our_litter(void **state)
     free(cli_write(dir, TABLE ".candidate", t, tl)); /* the gate's candidate beside our table */
     const st_identity id = cpu_identity();
     int done = 0;
-    assert_int_equal(st_tune_out_recover(dir, &id, NULL, &done), ST_OK);
+    assert_int_equal(st_tune_out_recover(NULL, dir, &id, NULL, &done), ST_OK);
     for (size_t i = 0; i < sizeof users / sizeof users[0]; i++) {
         snprintf(name, sizeof name, users[i], pid);
         char *p = cli_join(dir, name);
@@ -1008,6 +1008,13 @@ static void table_list_index_and_interrupted_install(void **state)
  * the tune's journal (st_out_install_set): a SIGKILL at every step leaves,
  * once the next run of the folder settled it, all four old files or all
  * four new ones, and nothing else. */
+/* st_set_log sink: keeps the first line (USER: 512 bytes) */
+static void keep_line(void *user, const char *line)
+{
+    char *b = user;
+    if (!*b) snprintf(b, 512, "%s", line);
+}
+
 static void a_kill_at_any_step_of_a_settings_install_leaves_one_set(void **state)
 {
     (void)state;
@@ -1018,7 +1025,7 @@ static void a_kill_at_any_step_of_a_settings_install_leaves_one_set(void **state
     for (int k = 0; k < 4; k++) paths[k] = cli_join(dir, names[k]);
     const char *newt[3] = {"new json", "new html", "new profile"};
     const size_t newl[3] = {8, 8, 11};
-    int olds = 0, news = 0;
+    int olds = 0, news = 0, lines_named = 0;
     long k = 1;
     for (;; k++) {
         for (int i = 0; i < 4; i++) free(cli_write(dir, names[i], "old", 3));
@@ -1042,7 +1049,13 @@ static void a_kill_at_any_step_of_a_settings_install_leaves_one_set(void **state
         st_folder_lock_t l;
         assert_int_equal(st_folder_lock(dir, "settings", &l), ST_OK);
         int done = 0;
-        assert_int_equal(st_tune_out_recover(dir, NULL, NULL, &done), ST_OK);
+        /* its lines name the command that settled the folder */
+        char line[512] = "";
+        st_set_log(keep_line, line);
+        assert_int_equal(st_tune_out_recover("settings", dir, NULL, NULL, &done), ST_OK);
+        st_set_log(NULL, NULL);
+        if (done > 0 && strncmp(line, "settings: ", 10)) fail_msg("step %ld: the settling line '%s'", k, line);
+        lines_named += done > 0;
         st_folder_unlock(&l);
         int o = 0, nw = 0;
         for (int i = 0; i < 4; i++) {
@@ -1061,8 +1074,9 @@ static void a_kill_at_any_step_of_a_settings_install_leaves_one_set(void **state
         news += nw == 4;
         if (finished) break;
     }
-    print_message("a settings install: %ld steps, each killed: %d left the old set, %d the new\n", k - 1, olds, news - 1);
-    assert_true(k > 8 && olds > 0 && news > 1);
+    print_message("a settings install: %ld steps, each killed: %d left the old set, %d the new; %d settlings named "
+                  "'settings'\n", k - 1, olds, news - 1, lines_named);
+    assert_true(k > 8 && olds > 0 && news > 1 && lines_named > 0);
     for (int i = 0; i < 4; i++) free(paths[i]);
 }
 
