@@ -1143,6 +1143,56 @@ static void another_runs_files_and_long_names_are_refused(void **state)
     free(json);
 }
 
+/* link() as the tools library calls it (files_test links it statically
+ * with -Wl,--wrap=link, tests/CMakeLists.txt): fails with EPERM while
+ * g_fail_link is set, as on a file system without hard links (vfat, exFAT,
+ * some network mounts), which this machine cannot mount. */
+static int g_fail_link;
+int __real_link(const char *from, const char *to);
+int __wrap_link(const char *from, const char *to);
+int __wrap_link(const char *from, const char *to)
+{
+    if (g_fail_link) {
+        errno = EPERM;
+        return -1;
+    }
+    return __real_link(from, to);
+}
+
+/* A folder whose file system makes no hard links (the roll back keeps the
+ * old files by them) is refused when the run opens it, before the sweep,
+ * with one line, and nothing is left there: the probe, its link and the
+ * lock removed, a table already there untouched. */
+static void a_folder_without_hard_links_is_refused_first(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    free(cli_write(dir, "strata-old.table", "old table", 9));
+    g_fail_link = 1;
+    const st_status p = st_out_probe(dir, "settings", 4096);
+    const char *why = p == ST_OK ? "" : st_last_error();
+    if (p == ST_OK || !strstr(why, "settings: cannot make a hard link in") || !strstr(why, "Operation not permitted"))
+        fail_msg("the probe: %s", p == ST_OK ? "passed" : why);
+    const st_identity id = cpu_identity();
+    st_tune_out out;
+    const st_status s = st_tune_out_open(&out, dir, "x", -1, &id, false, 4096);
+    g_fail_link = 0;
+    if (s == ST_OK) st_tune_out_close(&out);
+    if (s == ST_OK || !strstr(st_last_error(), "tune: cannot make a hard link in"))
+        fail_msg("a tune's folder: %s", s == ST_OK ? "opened" : st_last_error());
+    if (cli_count(dir, NULL) != 1) {
+        cli_print_dir(dir);
+        fail_msg("the refusals left files");
+    }
+    char *t = cli_join(dir, "strata-old.table"), *v = slurp(t);
+    assert_string_equal(v, "old table");
+    free(v);
+    free(t);
+    /* links again: the same folder opens */
+    assert_int_equal(st_out_probe(dir, "settings", 4096), ST_OK);
+    assert_int_equal(cli_count(dir, NULL), 1);
+}
+
 /* A file system with room for too few files is refused before the sweep
  * (the install makes up to 16 at its peak). Root only (a tmpfs). */
 static void too_few_inodes_are_refused_before_the_sweep(void **state)
@@ -1331,6 +1381,7 @@ int main(void)
         cmocka_unit_test_teardown(a_lock_with_other_contents_is_kept, cli_teardown),
         cmocka_unit_test_teardown(another_runs_files_and_long_names_are_refused, cli_teardown),
         cmocka_unit_test_teardown(too_few_inodes_are_refused_before_the_sweep, cli_teardown),
+        cmocka_unit_test_teardown(a_folder_without_hard_links_is_refused_first, cli_teardown),
         cmocka_unit_test_teardown(a_kill_at_any_step_of_a_settings_install_leaves_one_set, cli_teardown),
         cmocka_unit_test_teardown(report_never_writes_over_a_tuner_name, cli_teardown),
         cmocka_unit_test_teardown(the_reservation_counts_the_index, cli_teardown),
