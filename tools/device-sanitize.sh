@@ -9,7 +9,7 @@
 #
 #   tools/device-sanitize.sh [--no-build] [--tools "memcheck racecheck ..."]
 #       [--tests "iq_parity_test ..."] [--timeout S] [--timeout-for TEST=S]...
-#       [--shards TEST=N]... [--deadline S] [--jobs N]
+#       [--shards TEST=N]... [--deadline S] [--jobs N] [--race-jobs N]
 #
 # Shards. --shards TEST=N runs TEST as N runs per tool, each with
 # STRATA_GPU_TEST_SHARD=k/N (tests/common/gpu_test_size.h: the test runs its
@@ -26,18 +26,24 @@
 # did not fit one 600 s device call with the build; racecheck is the
 # slowest (a quarter of batch invariance 138-162 s, engine_ops and
 # engine_runtime whole over 200 s, a quarter of iq_multi_parity over 140
-# s). Hence the finer shards, racecheck's runs started first and, by
-# default, a job per CPU but two. --tests and --tools split it over calls.
+# s). Hence the finer shards and racecheck's pool of its own. On an H100
+# (2026-12-06) memcheck, synccheck and initcheck over every test took 120 s
+# (14 side by side); racecheck over every test does not fit one call:
+# docs/PERFORMANCE.md. --tests and --tools split it over calls.
 #
 # Scheduling. gpu_faults_test runs first and alone, its four tools one
 # after the other: it allocates the device's memory away and provokes
 # runtime errors on purpose, so a run beside it would lose its memory (and
 # its own exhaustion would be someone else's), and memcheck runs it with
 # --report-api-errors no (the errors it provokes are its test; every other
-# test keeps the default, which reports them). The other runs go JOBS at a
-# time (default: the CPUs less two, at least 4), the longest limits first,
-# racecheck's runs before the others (the slowest tool), then initcheck,
-# memcheck, synccheck. Each run has its own timeout
+# test keeps the default, which reports them). Then two pools side by
+# side: racecheck's runs, RACE_JOBS at a time (--race-jobs, default 4), and
+# the other tools' runs, JOBS at a time (--jobs, default: the CPUs less two
+# less RACE_JOBS, at least 2), each the longest limits first. racecheck is
+# bound by the GPU, not the CPUs (2026-12-06, an H100: 14 runs side by side
+# took 252-264 s for an eighth of batch invariance, where on the H200 8
+# took 138-162 s for a quarter): more of its runs at once only share the
+# GPU, and time-slicing among many contexts costs. Each run has its own timeout
 # (--timeout S for all, default 240; --timeout-for TEST=S for one, as often
 # as needed), cut to what is left of the whole call's deadline (--deadline
 # S from the start of this script, default 530, under the device call's
@@ -59,7 +65,8 @@ TOOLS="memcheck racecheck synccheck initcheck"
 TESTS=""
 TIMEOUT=240
 DEADLINE=530
-JOBS=$(( $(nproc) > 6 ? $(nproc) - 2 : 4 ))
+JOBS=""
+RACE_JOBS=4
 BUILD=1
 ALONE="gpu_faults_test"
 declare -A TFOR=()
@@ -79,11 +86,15 @@ while [ $# -gt 0 ]; do
       shift ;;
     --deadline) DEADLINE="$2"; shift ;;
     --jobs) JOBS="$2"; shift ;;
+    --race-jobs) RACE_JOBS="$2"; shift ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0 ;;
     *) echo "device-sanitize: unknown option '$1'" >&2; exit 2 ;;
   esac
   shift
 done
+case "$RACE_JOBS" in '' | *[!0-9]* | 0) echo "device-sanitize: --race-jobs N (N >= 1)" >&2; exit 2 ;; esac
+[ -n "$JOBS" ] || JOBS=$(( $(nproc) - 2 - RACE_JOBS > 2 ? $(nproc) - 2 - RACE_JOBS : 2 ))
+case "$JOBS" in *[!0-9]* | 0) echo "device-sanitize: --jobs N (N >= 1)" >&2; exit 2 ;; esac
 DEADLINE_AT=$((T_START + DEADLINE))
 export PATH=/usr/local/cuda/bin:$PATH
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
@@ -153,14 +164,23 @@ for test in $TESTS; do
   [ "$test" = "$ALONE" ] || continue
   for tool in $TOOLS; do run_listed "$tool" "$test"; done
 done
-# 2. the rest, JOBS at a time, the tests with the longest limits first
-for run in $RUNS; do
-  [ "$run" = "$ALONE" ] && continue
-  for tool in $TOOLS; do
-    case $tool in racecheck) r=4 ;; initcheck) r=3 ;; memcheck) r=2 ;; *) r=1 ;; esac
-    echo "${TFOR[${run%%@*}]:-$TIMEOUT} $r $tool $run"
-  done
-done | sort -rn -s -k1,1 -k2,2 | cut -d' ' -f3- | xargs -P "$JOBS" -L 1 bash -c 'run_listed "$0" "$1"'
+# 2. the rest in two pools side by side: racecheck's runs RACE_JOBS at a
+# time, the other tools' JOBS at a time; the longest limits first
+runs_of() { # "race" or "other": the pool's runs, "TOOL RUN" per line
+  for run in $RUNS; do
+    [ "$run" = "$ALONE" ] && continue
+    for tool in $TOOLS; do
+      [ "$tool" = racecheck ] && [ "$1" = other ] && continue
+      [ "$tool" != racecheck ] && [ "$1" = race ] && continue
+      case $tool in initcheck) r=3 ;; memcheck) r=2 ;; *) r=1 ;; esac
+      echo "${TFOR[${run%%@*}]:-$TIMEOUT} $r $tool $run"
+    done
+  done | sort -rn -s -k1,1 -k2,2 | cut -d' ' -f3-
+}
+runs_of race | xargs -r -P "$RACE_JOBS" -L 1 bash -c 'run_listed "$0" "$1"' &
+race_pool=$!
+runs_of other | xargs -r -P "$JOBS" -L 1 bash -c 'run_listed "$0" "$1"'
+wait $race_pool
 
 # the summary: one line per tool and test
 bad=0
