@@ -207,8 +207,9 @@ bad=0
       printf '%-10s %-42s %5s  %-58s %s\n' "$tool" "$test" "$secs" "$sum" "${tv:-no cmocka verdict} / $verdict"
     done
   done
-  echo "device-sanitize: $(( $(date +%s) - T_START )) s; tools [$TOOLS] over [$TESTS]; $ALONE alone with" \
-       "--report-api-errors no; $bad runs not clean"
+  case " $TESTS " in *" $ALONE "*) alone="; $ALONE alone, memcheck with --report-api-errors no" ;; *) alone="" ;; esac
+  echo "device-sanitize: $(( $(date +%s) - T_START )) s; tools [$TOOLS] over [$TESTS] (racecheck $RACE_JOBS at a time," \
+       "the others $JOBS)$alone; $bad runs not clean"
 } | tee "$OUT/sanitize-summary.txt"
 bad=$(grep -c -vE "^tool |/ clean$|/ skipped |^device-sanitize:" "$OUT/sanitize-summary.txt")
 cp "$OUT/sanitize-summary.txt" "$L/"
