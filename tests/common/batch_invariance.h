@@ -71,10 +71,12 @@ static size_t g_bi_cmp, g_bi_bad;
 /* the tokens of an nt-token call compared with the token alone: all of
  * them, or at the sanitizer size (gpu_test_size.h) the first, a middle and
  * the last (every kernel still runs at every count; the sanitizer looks at
- * memory, the full run at the bytes) */
+ * memory, the full run at the bytes); at the racecheck size the first only
+ * (the one-token kernel alone again is the same kernel) */
 static int bi_next_token(int j, int nt)
 {
     if (!sanitizer_size()) return j + 1;
+    if (racecheck_size()) return nt;
     if (j < nt / 2) return nt / 2;
     return j < nt - 1 ? nt - 1 : nt;
 }

@@ -26,6 +26,19 @@ __attribute__((unused)) static bool sanitizer_size(void)
     return v && !strcmp(v, "sanitizer");
 }
 
+/* The racecheck size: STRATA_GPU_TEST_SIZE=sanitizer under
+ * compute-sanitizer's racecheck (tools/device-sanitize.sh sets
+ * STRATA_SANITIZER_TOOL). racecheck looks for shared-memory hazards inside
+ * a block, which depend on the kernel and its branches, not on how often
+ * it runs, and it is the slowest tool by far (9-57x memcheck per run on an
+ * H100, 2026-12-06): where a test repeats a kernel (a token computed alone
+ * again, a second token count of one bucket), this size runs it once. */
+__attribute__((unused)) static bool racecheck_size(void)
+{
+    const char *t = getenv("STRATA_SANITIZER_TOOL");
+    return sanitizer_size() && t && !strcmp(t, "racecheck");
+}
+
 static int test_shard_k_ = -1, test_shard_n_ = 1;
 static long test_shard_unit_ = 0;
 

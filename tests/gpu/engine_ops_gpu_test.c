@@ -376,11 +376,17 @@ static void in_place_dense(st_ctx *cpu, st_ctx *gpu, st_qtype t, int rows, int c
     STRATA_MMVQ_MMA_VARIANTS(ADD_MMA)
 #undef ADD_MMA
     paths[np++] = (path){"STRATA_IQ_STAGE_GRID_MMVQ=1", 0, 0, 0, ST_KNOB_IQ_STAGE_GRID_MMVQ};
-    /* every count on the small shape, the buckets' edges on the others */
-    static const int some[] = {1, 2, 3, 4, 5, 8, 9, 16, 17, 24, 25, 32};
-    const int nn = every_nt && !sanitizer_size() ? ST_MAX_TOKENS : (int)(sizeof some / sizeof some[0]);
+    /* every count on the small shape, the buckets' edges on the others; at
+     * the racecheck size (gpu_test_size.h) one count per kernel: the dp4a
+     * buckets 1, 2, 4, 8 and the matrix units' 2, 3, 4 tiles (1 tile: the
+     * mma paths at 3 and 8) */
+    static const int some[] = {1, 2, 3, 4, 5, 8, 9, 16, 17, 24, 25, 32}, one_each[] = {1, 2, 3, 8, 9, 17, 32};
+    const bool race = racecheck_size();
+    const int *counts = race ? one_each : some;
+    const int nn = every_nt && !sanitizer_size() ? ST_MAX_TOKENS
+                                                 : race ? (int)(sizeof one_each / sizeof one_each[0]) : (int)(sizeof some / sizeof some[0]);
     for (int k = 0; k < nn; k++) {
-        const int nt = every_nt && !sanitizer_size() ? k + 1 : some[k];
+        const int nt = every_nt && !sanitizer_size() ? k + 1 : counts[k];
         float *x = malloc(sizeof(float) * (size_t)nt * (size_t)cols);
         st_random_floats(&r, x, (size_t)nt * (size_t)cols, 1.0f);
         float *ref = malloc(sizeof(float) * (size_t)nt * (size_t)rows), *y = malloc(sizeof(float) * (size_t)nt * (size_t)rows);

@@ -26,8 +26,8 @@ static void iq_mmvq_multi_token_gpu_matches_cpu_bitwise(void **state)
          * (st_mmvq_rows_per_group), on short rows to stay cheap; the
          * 8224 / 8448 columns: wide rows (257 / 264 units: 128 streams,
          * ST_CANON_WIDE_UNITS), uneven over the streams, 78 and 3 of them: a
-         * last lane group of 4 rows holding 2 or 3; 8192 x 8192 (below,
-         * at 2, 5 and 8 tokens): the wide rows' two-rows kernels */
+         * last lane group of 4 rows holding 2 or 3; rows of 8192 values
+         * (below, at 2, 5 and 8 tokens): the wide rows' two-rows kernels */
         const int shapes[][2] = {{5, big ? 512 : 96}, {333, big ? 2560 : 640}, {4096, big ? 1024 : 288},
                                  {8192, big ? 256 : 64}, {78, big ? 8448 : 8224}, {3, big ? 8448 : 8224}};
         const int few[][2] = {{5, big ? 512 : 96}, {33, 2560}, {8192, big ? 256 : 32}, {78, big ? 8448 : 8224}, {3, big ? 8448 : 8224}};
@@ -44,9 +44,13 @@ static void iq_mmvq_multi_token_gpu_matches_cpu_bitwise(void **state)
             if (g8 != gpu) st_ctx_destroy(g8);
         }
         g_shapes = ns + 1;
-        const int nts_wide2[] = {2, 5, 8};
-        st_ctx *cw = make_ctx_dims(ST_BACKEND_CPU, 8192, 8192), *gw = make_ctx_dims(ST_BACKEND_GPU, 8192, 8192);
-        sweep(cw, gw, t, 8192, 8192, nts_wide2, small ? 1 : 3);
+        /* 8192 values a row: 256 units, the fewest that take 128 streams
+         * (ST_CANON_WIDE_UNITS); at the sanitizer size on 16 rows (the wide
+         * rows' kernels do not depend on the row count: the full run's 8192
+         * rows were 90% of this sweep's weights x tokens) */
+        const int nts_wide2[] = {2, 5, 8}, wide_rows = small ? 16 : 8192;
+        st_ctx *cw = make_ctx_dims(ST_BACKEND_CPU, wide_rows, 8192), *gw = make_ctx_dims(ST_BACKEND_GPU, wide_rows, 8192);
+        sweep(cw, gw, t, wide_rows, 8192, nts_wide2, small ? 1 : 3);
         st_ctx_destroy(cw);
         st_ctx_destroy(gw);
     }

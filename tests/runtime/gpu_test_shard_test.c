@@ -1,4 +1,4 @@
-/* The shards of a GPU test (tests/common/gpu_test_size.h), which
+/* The sizes and shards of a GPU test (tests/common/gpu_test_size.h), which
  * tools/device-sanitize.sh runs side by side: the n shards of a test run
  * every unit of work exactly once between them, a test of cmocka cases
  * sharded by case (TEST_SHARD_CASES) likewise, and a malformed shard or one
@@ -124,12 +124,32 @@ static void a_malformed_shard_fails(void **state)
     }
 }
 
+/* The racecheck size only under racecheck at the sanitizer size: the other
+ * tools and the full run keep every token count. */
+static void the_racecheck_size_needs_both(void **state)
+{
+    (void)state;
+    const char *size[] = {NULL, "sanitizer", "full"}, *tool[] = {NULL, "racecheck", "memcheck"};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            if (size[i]) setenv("STRATA_GPU_TEST_SIZE", size[i], 1);
+            else unsetenv("STRATA_GPU_TEST_SIZE");
+            if (tool[j]) setenv("STRATA_SANITIZER_TOOL", tool[j], 1);
+            else unsetenv("STRATA_SANITIZER_TOOL");
+            assert_int_equal(racecheck_size(), i == 1 && j == 1);
+            assert_int_equal(sanitizer_size(), i == 1);
+        }
+    unsetenv("STRATA_GPU_TEST_SIZE");
+    unsetenv("STRATA_SANITIZER_TOOL");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_shards_cover_every_unit_once),
         cmocka_unit_test(cases_shard_by_case_and_an_empty_shard_fails),
         cmocka_unit_test(a_malformed_shard_fails),
+        cmocka_unit_test(the_racecheck_size_needs_both),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
