@@ -17,7 +17,8 @@
 # decoding runs; TUNE_MIX=1,2,4,8 for another mix, which the gate may
 # refuse); "bench" and "greedy" then also run with it
 # engaged (STRATA_DECODE_TUNING): llama-bench alternates no table / table
-# (the gate in the real engine: the paired change of tokens per second),
+# on the integration's default path, the fused FFN (the gate in the real
+# engine: the paired change of tokens per second),
 # greedy compares the tokens with and without it. STEPS picks parts:
 # "build" (both builds, the models, and with "gputests" the gpu tests and
 # the in-place bench meanwhile), then "backend bench batched greedy" (a
@@ -80,9 +81,12 @@ TAB=$(ls "$TD"/*.table 2> /dev/null | head -1)
 # with the fused FFN on (GGML_STRATA_FFN unset or 1): did it run (the
 # context-end counter)?
 ffn_taken() {
-  [ "$2" = 1 ] || return 0
   n=$(grep -oE "[0-9]+ MoE FFN" "$1" | awk '{s += $1} END {print s + 0}')
-  [ "$n" -gt 0 ] && el "fused FFN taken $n times ($(basename "$1"))" || el "FUSED FFN NOT TAKEN ($(basename "$1"))"
+  if [ "$2" = 1 ]; then
+    [ "$n" -gt 0 ] && el "fused FFN taken $n times ($(basename "$1"))" || el "FUSED FFN NOT TAKEN ($(basename "$1"))"
+  else # GGML_STRATA_FFN=0: per op, never the fused call
+    [ "$n" = 0 ] && el "per op: the fused FFN not taken ($(basename "$1"))" || el "PER OP TOOK THE FUSED FFN $n times ($(basename "$1"))"
+  fi
 }
 if has backend; then
   # MOE_FFN (the patch's test case): the FFN subgraph, with the fused call
@@ -101,10 +105,10 @@ if has backend; then
 fi
 if has bench; then
   # stock, ours per op (GGML_STRATA_FFN=0), ours with the fused FFN (the default)
-  for on in 0 1 ffn; do
-    GGML_STRATA=$([ $on = 0 ] && echo 0 || echo 1) GGML_STRATA_FFN=$([ $on = ffn ] && echo 1 || echo 0) \
-      timeout 90 "$bin/llama-bench" -m "$M" -p 0 -n 128 -r ${BENCH_REPS:-3} -o md > "$OUT/llama-bench-strata$on.txt" 2>&1
-    el "llama-bench GGML_STRATA=$on: rc=$?"; grep -E "^\|" "$OUT/llama-bench-strata$on.txt" | tail -2
+  for mode in stock perop ffn; do
+    GGML_STRATA=$([ $mode = stock ] && echo 0 || echo 1) GGML_STRATA_FFN=$([ $mode = perop ] && echo 0 || echo 1) \
+      timeout 90 "$bin/llama-bench" -m "$M" -p 0 -n 128 -r ${BENCH_REPS:-3} -o md > "$OUT/llama-bench-$mode.txt" 2>&1
+    el "llama-bench $mode: rc=$?"; grep -E "^\|" "$OUT/llama-bench-$mode.txt" | tail -2
   done
   if [ -n "$TAB" ]; then
     # the gate in the engine: rounds of (no table, table) in alternating order
@@ -154,6 +158,11 @@ if has greedy; then
   done
   grep -E "ggml_strata: a context ends" "$OUT/greedy-ffn-1.log" | head -2
   ffn_taken "$OUT/greedy-ffn-1.log" 1
+  ffn_taken "$OUT/greedy-perop-1.log" 0
+  # the two paths' bytes: the fused top-k sum is its own order, so they may
+  # differ; said, not judged
+  cmp -s "$OUT/greedy-perop-1.txt" "$OUT/greedy-ffn-1.txt" && el "per op and fused: the same tokens" ||
+    el "per op and fused: different tokens (the fused top-k sum's own order)"
   if [ -n "$TAB" ]; then
     # the table on the integration's default path (the fused FFN) and per op
     for mode in ffn perop; do

@@ -34,7 +34,7 @@
 # Scheduling. gpu_faults_test runs first and alone, its four tools one
 # after the other: it allocates the device's memory away and provokes
 # runtime errors on purpose, so a run beside it would lose its memory (and
-# its own exhaustion would be someone else's), and memcheck runs it with
+# its own exhaustion would be someone else's), and every tool runs it with
 # --report-api-errors no (the errors it provokes are its test; every other
 # test keeps the default, which reports them). Then two pools side by
 # side: racecheck's runs, RACE_JOBS at a time (--race-jobs, default 4), and
@@ -72,6 +72,12 @@ ALONE="gpu_faults_test"
 declare -A TFOR=()
 declare -A SHARDS=([batch_invariance_gpu_test]=8 [iq_multi_parity_test]=10 [native_grouped_parity_test]=8 [iq_parity_test]=2
                   [engine_ops_gpu_test]=5 [engine_runtime_test]=4)
+# a whole number from 1 (no sign, no leading zero: bash reads 08 as octal)
+posint() {
+  case "$2" in [1-9] | [1-9]*[0-9]) case "$2" in *[!0-9]*) ;; *) return 0 ;; esac ;; esac
+  echo "device-sanitize: $1 '$2': expected a whole number from 1" >&2
+  exit 2
+}
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-build) BUILD=0 ;;
@@ -79,10 +85,12 @@ while [ $# -gt 0 ]; do
     --tests) TESTS="$2"; shift ;;
     --timeout) TIMEOUT="$2"; shift ;;
     --timeout-for)
-      case "$2" in *=*) TFOR[${2%%=*}]=${2#*=} ;; *) echo "device-sanitize: --timeout-for TEST=SECONDS" >&2; exit 2 ;; esac
+      case "$2" in *=*) ;; *) echo "device-sanitize: --timeout-for TEST=SECONDS" >&2; exit 2 ;; esac
+      posint --timeout-for "${2#*=}"; TFOR[${2%%=*}]=${2#*=}
       shift ;;
     --shards)
-      case "$2" in *=[1-9]*) SHARDS[${2%%=*}]=${2#*=} ;; *) echo "device-sanitize: --shards TEST=N (N >= 1)" >&2; exit 2 ;; esac
+      case "$2" in *=*) ;; *) echo "device-sanitize: --shards TEST=N (N >= 1)" >&2; exit 2 ;; esac
+      posint --shards "${2#*=}"; SHARDS[${2%%=*}]=${2#*=}
       shift ;;
     --deadline) DEADLINE="$2"; shift ;;
     --jobs) JOBS="$2"; shift ;;
@@ -92,9 +100,17 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-case "$RACE_JOBS" in '' | *[!0-9]* | 0) echo "device-sanitize: --race-jobs N (N >= 1)" >&2; exit 2 ;; esac
+posint --race-jobs "$RACE_JOBS"
+posint --timeout "$TIMEOUT"
+posint --deadline "$DEADLINE"
 [ -n "$JOBS" ] || JOBS=$(( $(nproc) - 2 - RACE_JOBS > 2 ? $(nproc) - 2 - RACE_JOBS : 2 ))
-case "$JOBS" in *[!0-9]* | 0) echo "device-sanitize: --jobs N (N >= 1)" >&2; exit 2 ;; esac
+posint --jobs "$JOBS"
+for tool in $TOOLS; do
+  case "$tool" in memcheck | racecheck | synccheck | initcheck) ;;
+    *) echo "device-sanitize: --tools: '$tool' is not one of memcheck racecheck synccheck initcheck" >&2; exit 2 ;; esac
+done
+# each tool and test once (two runs of one would write one log)
+TOOLS=$(printf '%s\n' $TOOLS | awk 'NF && !seen[$0]++' | tr '\n' ' ' | sed 's/ $//')
 DEADLINE_AT=$((T_START + DEADLINE))
 export PATH=/usr/local/cuda/bin:$PATH
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
@@ -107,6 +123,7 @@ export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 if [ -z "$TESTS" ]; then
   TESTS=$(cd "$B" && ctest -N -L gpu | sed -n 's/^ *Test *#[0-9]*: *\([A-Za-z0-9_]*\).*/\1/p' | sort | tr '\n' ' ')
 fi
+TESTS=$(printf '%s\n' $TESTS | awk 'NF && !seen[$0]++' | tr '\n' ' ' | sed 's/ $//')
 [ -n "$TESTS" ] || { echo "device-sanitize: ctest -N -L gpu lists no test in $B" >&2; exit 1; }
 # the runs: each test, or its shards
 RUNS=""
@@ -130,7 +147,8 @@ run_one() {
   case "$spec" in *@*) shard=${spec#*@}; tag="$test.shard-${shard%/*}-of-${shard#*/}" ;; esac
   local log="$L/$tool.$tag.log" limit=${TFOR[$test]:-$TIMEOUT}
   local left=$((DEADLINE_AT - $(date +%s) - 5))
-  if [ "$left" -lt 15 ]; then echo "not run (deadline)" > "$log"; echo 125 > "$log.rc"; echo 0 > "$log.s"; return; fi
+  # not run: a mark of its own (timeout's exit statuses are the run's)
+  if [ "$left" -lt 15 ]; then echo "not run (deadline)" > "$log"; : > "$log.deadline"; echo 0 > "$log.s"; return; fi
   [ "$limit" -gt "$left" ] && limit=$left
   case "$tool" in
     racecheck) extra=(--racecheck-report hazard) ;;
@@ -190,7 +208,8 @@ bad=0
     for run in $RUNS; do
       case "$run" in *@*) s=${run#*@}; test="${run%%@*}.shard-${s%/*}-of-${s#*/}" ;; *) test=$run ;; esac
       log="$L/$tool.$test.log"
-      rc=$(cat "$log.rc" 2>/dev/null || echo 1)
+      rc=$(cat "$log.rc" 2>/dev/null || echo none)
+      [ -e "$log.deadline" ] && rc=deadline
       secs=$(cat "$log.s" 2>/dev/null || echo 0)
       sum=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" 2>/dev/null | tail -1 | sed 's/^========= //')
       [ -n "$sum" ] || sum="(no summary line)"
@@ -198,7 +217,8 @@ bad=0
       case "$rc" in
         0) grep -qE "SUMMARY: 0 (errors|hazards)" "$log" && verdict="clean" || verdict="SANITIZER FOUND SOMETHING" ;;
         124|137) verdict="TIMED OUT after $(cat "$log.limit" 2>/dev/null)s" ;;
-        125) verdict="NOT RUN (deadline)" ;;
+        deadline) verdict="NOT RUN (deadline)" ;;
+        none) verdict="NOT RUN (no record of it)" ;;
         77) verdict="skipped (exit 77: the reason in its log; multi_device_test needs two GPUs)" ;;
         127) verdict="NOT BUILT" ;;
         *) verdict="FAILED (exit $rc)" ;;
@@ -207,9 +227,9 @@ bad=0
       printf '%-10s %-42s %5s  %-58s %s\n' "$tool" "$test" "$secs" "$sum" "${tv:-no cmocka verdict} / $verdict"
     done
   done
-  case " $TESTS " in *" $ALONE "*) alone="; $ALONE alone, memcheck with --report-api-errors no" ;; *) alone="" ;; esac
-  echo "device-sanitize: $(( $(date +%s) - T_START )) s; tools [$TOOLS] over [$TESTS] (racecheck $RACE_JOBS at a time," \
-       "the others $JOBS)$alone; $bad runs not clean"
+  case " $TESTS " in *" $ALONE "*) alone="; $ALONE alone, with --report-api-errors no" ;; *) alone="" ;; esac
+  case " $TOOLS " in *" racecheck "*) pools="racecheck $RACE_JOBS at a time, the others $JOBS" ;; *) pools="$JOBS at a time" ;; esac
+  echo "device-sanitize: $(( $(date +%s) - T_START )) s; tools [$TOOLS] over [$TESTS] ($pools)$alone; $bad runs not clean"
 } | tee "$OUT/sanitize-summary.txt"
 bad=$(grep -c -vE "^tool |/ clean$|/ skipped |^device-sanitize:" "$OUT/sanitize-summary.txt")
 cp "$OUT/sanitize-summary.txt" "$L/"

@@ -21,11 +21,14 @@ static inline bool st_ends_with(const char *s, const char *end)
 }
 
 /* S with st_last_error() prefixed by "WHO: " (a copy first: st_fail
- * formats into the buffer st_last_error() returns). */
+ * formats into the buffer st_last_error() returns); a message that begins
+ * with "WHO: " already keeps its one prefix. */
 static inline st_status st_fail_prefixed(st_status s, const char *who)
 {
     char why[4096];
     snprintf(why, sizeof why, "%s", st_last_error());
+    const size_t n = strlen(who);
+    if (!strncmp(why, who, n) && !strncmp(why + n, ": ", 2)) return st_fail(s, "%s", why);
     return st_fail(s, "%s: %s", who, why);
 }
 

@@ -466,7 +466,7 @@ static void drop_links(item *it, int n)
 static st_status keep_old(item *x)
 {
     x->old = st_tune_fmt("%s.old.%ld", x->target, (long)getpid());
-    if (!x->old) return st_fail(ST_ERR_NOMEM, "tune: out of memory");
+    if (!x->old) return st_fail(ST_ERR_NOMEM, "out of memory");
     unlink(x->old); /* one a previous install of this process left: never, but a link must not fail on it */
     st_file_step();
     if (link(x->target, x->old) == 0) return ST_OK;

@@ -13,6 +13,7 @@
 #include "strata/decode.h"
 #include "strata/tools/report.h"
 #include "strata/tools/tables.h"
+#include "tools_internal.h"
 #include "tune_out.h"
 
 #include <cjson/cJSON.h>
@@ -1008,6 +1009,23 @@ static void table_list_index_and_interrupted_install(void **state)
  * the tune's journal (st_out_install_set): a SIGKILL at every step leaves,
  * once the next run of the folder settled it, all four old files or all
  * four new ones, and nothing else. */
+/* A refusal the settling already named ("settings: ...") is not named
+ * again by its caller (st_fail_prefixed); any other gets the prefix. */
+static void a_refusal_names_its_command_once(void **state)
+{
+    (void)state;
+    st_fail(ST_ERR_PARSE, "settings: %s is not a journal this tool wrote", "d/j");
+    assert_int_equal(st_fail_prefixed(ST_ERR_PARSE, "settings"), ST_ERR_PARSE);
+    assert_string_equal(st_last_error(), "settings: d/j is not a journal this tool wrote");
+    st_fail(ST_ERR_IO, "settingsX: no");
+    st_fail_prefixed(ST_ERR_IO, "settings");
+    assert_string_equal(st_last_error(), "settings: settingsX: no");
+    st_fail(ST_ERR_IO, "cannot read d/j");
+    st_fail_prefixed(ST_ERR_IO, "settings");
+    assert_string_equal(st_last_error(), "settings: cannot read d/j");
+    st_clear_error();
+}
+
 /* st_set_log sink: keeps the first line (USER: 512 bytes) */
 static void keep_line(void *user, const char *line)
 {
@@ -1052,8 +1070,9 @@ static void a_kill_at_any_step_of_a_settings_install_leaves_one_set(void **state
         /* its lines name the command that settled the folder */
         char line[512] = "";
         st_set_log(keep_line, line);
-        assert_int_equal(st_tune_out_recover("settings", dir, NULL, NULL, &done), ST_OK);
-        st_set_log(NULL, NULL);
+        const st_status rs = st_tune_out_recover("settings", dir, NULL, NULL, &done);
+        st_set_log(NULL, NULL); /* before any assertion: LINE is this frame's */
+        assert_int_equal(rs, ST_OK);
         if (done > 0 && strncmp(line, "settings: ", 10)) fail_msg("step %ld: the settling line '%s'", k, line);
         lines_named += done > 0;
         st_folder_unlock(&l);
@@ -1170,16 +1189,20 @@ static void a_folder_without_hard_links_is_refused_first(void **state)
     free(cli_write(dir, "strata-old.table", "old table", 9));
     g_fail_link = 1;
     const st_status p = st_out_probe(dir, "settings", 4096);
-    const char *why = p == ST_OK ? "" : st_last_error();
-    if (p == ST_OK || !strstr(why, "settings: cannot make a hard link in") || !strstr(why, "Operation not permitted"))
-        fail_msg("the probe: %s", p == ST_OK ? "passed" : why);
+    g_fail_link = 0; /* before any assertion: the later tests link again */
+    char why[1024];
+    snprintf(why, sizeof why, "%s", p == ST_OK ? "" : st_last_error());
     const st_identity id = cpu_identity();
     st_tune_out out;
+    g_fail_link = 1;
     const st_status s = st_tune_out_open(&out, dir, "x", -1, &id, false, 4096);
     g_fail_link = 0;
+    char twhy[1024];
+    snprintf(twhy, sizeof twhy, "%s", s == ST_OK ? "opened" : st_last_error());
     if (s == ST_OK) st_tune_out_close(&out);
-    if (s == ST_OK || !strstr(st_last_error(), "tune: cannot make a hard link in"))
-        fail_msg("a tune's folder: %s", s == ST_OK ? "opened" : st_last_error());
+    if (p == ST_OK || !strstr(why, "settings: cannot make a hard link in") || !strstr(why, "Operation not permitted"))
+        fail_msg("the probe: %s", p == ST_OK ? "passed" : why);
+    if (s == ST_OK || !strstr(twhy, "tune: cannot make a hard link in")) fail_msg("a tune's folder: %s", twhy);
     if (cli_count(dir, NULL) != 1) {
         cli_print_dir(dir);
         fail_msg("the refusals left files");
@@ -1382,6 +1405,7 @@ int main(void)
         cmocka_unit_test_teardown(another_runs_files_and_long_names_are_refused, cli_teardown),
         cmocka_unit_test_teardown(too_few_inodes_are_refused_before_the_sweep, cli_teardown),
         cmocka_unit_test_teardown(a_folder_without_hard_links_is_refused_first, cli_teardown),
+        cmocka_unit_test(a_refusal_names_its_command_once),
         cmocka_unit_test_teardown(a_kill_at_any_step_of_a_settings_install_leaves_one_set, cli_teardown),
         cmocka_unit_test_teardown(report_never_writes_over_a_tuner_name, cli_teardown),
         cmocka_unit_test_teardown(the_reservation_counts_the_index, cli_teardown),

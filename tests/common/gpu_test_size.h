@@ -66,15 +66,18 @@ __attribute__((unused)) static bool test_shard_next(void)
 }
 
 /* A test of several cmocka cases sharded by case: OUT (an array as long as
- * TESTS) gets this shard's cases of TESTS in order, N their count; a shard
- * left with none fails the run (more shards than cases) rather than pass on
- * nothing. Unsharded, every case. Run them with
- * _cmocka_run_group_tests(name, OUT, N, setup, teardown). */
+ * TESTS) gets this shard's cases of TESTS in order (case i in shard i % n),
+ * N their count; a shard left with none fails the run (more shards than
+ * cases) rather than pass on nothing. Unsharded, every case. Run them with
+ * _cmocka_run_group_tests(name, OUT, N, setup, teardown). The units of
+ * test_shard_next are not used: a case that asked it too would be sharded
+ * a second time. */
 #define TEST_SHARD_CASES(TESTS, OUT, N)                                                                  \
     do {                                                                                                 \
+        test_shard_init_();                                                                              \
         (N) = 0;                                                                                         \
         for (size_t i_ = 0; i_ < sizeof(TESTS) / sizeof((TESTS)[0]); i_++)                               \
-            if (test_shard_next()) (OUT)[(N)++] = (TESTS)[i_];                                           \
+            if ((long)i_ % test_shard_n_ == test_shard_k_) (OUT)[(N)++] = (TESTS)[i_];                   \
         if (!(N)) {                                                                                      \
             fprintf(stderr, "STRATA_GPU_TEST_SHARD=%s: more shards than the test's %zu cases\n",         \
                     getenv("STRATA_GPU_TEST_SHARD"), sizeof(TESTS) / sizeof((TESTS)[0]));                \

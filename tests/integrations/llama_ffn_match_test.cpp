@@ -296,7 +296,7 @@ int overlaps_after_alloc(int nt, bool with_deps, int * n_ffn) {
 } // namespace
 
 int main() {
-    setenv("GGML_STRATA_FFN", "1", 1); // ggml_strata_graph_optimize acts only then
+    setenv("GGML_STRATA_FFN", "1", 1); // on (the default); ggml_strata_graph_optimize acts unless it is 0
     std::vector<variant> vs;
     auto add = [&](variant v) { vs.push_back(v); };
     variant q;

@@ -47,6 +47,7 @@ static unsigned long shard_mask(const char *shard, bool cases, int *status)
             /* stderr quiet: the refusal is expected in some children */
             if (!freopen("/dev/null", "w", stderr)) _exit(9);
             TEST_SHARD_CASES(tests, run, n);
+            if (test_shard_unit_ != 0) _exit(5); /* the units of test_shard_next left to the cases */
             int last = -1;
             for (size_t j = 0; j < n; j++) {
                 const int i = *(const int *)run[j].initial_state;

@@ -209,7 +209,10 @@ int td_table_list(int argc, char **argv, const td_global *g)
             s = st_tables_index_build(dir, &id, &cfg, &ix);
         }
         if (s != ST_OK) {
-            td_eprint("table list: --prune: %s", st_last_error());
+            /* the settling's refusals name the command already */
+            const char *err = st_last_error();
+            if (!strncmp(err, "table list: ", 12)) td_eprint("%s", err);
+            else td_eprint("table list: --prune: %s", err);
             cJSON_Delete(pruned);
             st_tables_index_free(ix);
             return 1;
