@@ -55,8 +55,7 @@ st_status st_out_target_check(const char *path)
 {
     /* its temporary file and roll-back link ("NAME.tmp.<pid>.<n>",
      * "NAME.old.<pid>") must fit where it does: checked before a run */
-    const char *b = strrchr(path, '/');
-    if (strlen(b ? b + 1 : path) + 24 > 255 || strlen(path) + 24 >= 4096)
+    if (strlen(st_path_base(path)) + 24 > 255 || strlen(path) + 24 >= 4096)
         return st_fail(ST_ERR_INVALID_ARG, "%s: the name is too long for its temporary file (a name may have 255 bytes, a "
                                            "path 4095): name a shorter one",
                        path);
@@ -174,8 +173,7 @@ size_t st_out_blocks(const char *dir, size_t bytes)
 
 st_status st_out_not_tool_file(const char *path)
 {
-    const char *b = strrchr(path, '/');
-    b = b ? b + 1 : path;
+    const char *b = st_path_base(path);
     if (!strcmp(b, ST_TUNE_LOCK_NAME) || !strcmp(b, ST_TUNE_JOURNAL_NAME) || !strcmp(b, ST_TABLES_INDEX_NAME) ||
         st_ends_with(b, ".table") || st_ends_with(b, ".table.candidate") || st_ends_with(b, ST_MANIFEST_EXT))
         return st_fail(ST_ERR_INVALID_ARG,
@@ -249,6 +247,12 @@ long st_out_name_pid(const char *name, const char *tag, bool counter)
     return pid;
 }
 
+const char *st_path_base(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
 char *st_path_dir(const char *path)
 {
     const char *slash = strrchr(path, '/');
@@ -261,8 +265,7 @@ char *st_path_dir(const char *path)
  * P`) lives in a folder no settling run sweeps: its next write does. */
 static void sweep_dead_temps(const char *path)
 {
-    const char *slash = strrchr(path, '/');
-    const char *name = slash ? slash + 1 : path;
+    const char *name = st_path_base(path);
     char *dir = st_path_dir(path);
     if (!dir) return;
     DIR *d = opendir(dir);

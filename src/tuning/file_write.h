@@ -44,6 +44,9 @@ long st_out_name_pid(const char *name, const char *tag, bool counter);
  * root), NULL when out of memory. */
 char *st_path_dir(const char *path);
 
+/* The name part of PATH (within PATH: after its last '/'). */
+const char *st_path_base(const char *path);
+
 /* For a file the user names (`report -o`, the --html pages and their
  * JSON): ST_ERR_INVALID_ARG with one line when its name is one a tables
  * folder keeps for the tuner (its lock, its journal, tables.json, a

@@ -112,8 +112,7 @@ void st_manifests_free(st_manifest *ms, char **names, int n)
 
 st_status st_manifest_not_others(const char *path, const char *own)
 {
-    const char *slash = strrchr(path, '/');
-    const char *name = slash ? slash + 1 : path, *own_name = own ? (strrchr(own, '/') ? strrchr(own, '/') + 1 : own) : "";
+    const char *name = st_path_base(path), *own_name = own ? st_path_base(own) : "";
     char *dir = st_path_dir(path);
     if (!dir) return st_fail(ST_ERR_NOMEM, "manifest: out of memory");
     st_manifest *ms = NULL;

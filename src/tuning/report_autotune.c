@@ -3,6 +3,7 @@
  * then the campaign verdict, the identity, the byte compares, the gate's
  * step times, and per kernel family one chart per shape. */
 #include "report_page.h"
+#include "file_write.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -112,7 +113,7 @@ static void verdict(st_html *h, const cJSON *root, const cJSON *shapes)
     family_verdict(h, shapes, "expert", "expert_grouped");
     family_verdict(h, shapes, "mmvq", "iq_mmvq");
     st_html_raw(h, "</ul>\n<table>\n");
-    st_page_kv(h, "table", st_page_basename(st_j_str(tb, "path", "(none)")));
+    st_page_kv(h, "table", st_path_base(st_j_str(tb, "path", "(none)")));
     st_page_kv(h, "load line", st_j_str(tb, "engagement_line", ""));
     const char *gline = st_j_str(gate, "message", st_j_str(tb, "gate", ""));
     st_page_kv(h, "end-to-end gate", gline);
@@ -275,7 +276,7 @@ static const char *model_name(const cJSON *root)
     const char *m = st_j_str(op, "model_name", NULL);
     if (m && m[0]) return m;
     m = st_j_str(op, "model", "");
-    return m[0] ? st_page_basename(m) : "demo set";
+    return m[0] ? st_path_base(m) : "demo set";
 }
 
 void st_page_autotune(st_html *h, const cJSON *root)

@@ -137,7 +137,7 @@ st_status st_report_write(const char *json, const char *html_path)
      * in; never a new JSON without its page */
     char *page = NULL;
     size_t page_len = 0;
-    st_status s = st_report_html_render(json, strlen(json), st_page_basename(json_path), &page, &page_len);
+    st_status s = st_report_html_render(json, strlen(json), st_path_base(json_path), &page, &page_len);
     const char *path[2] = {json_path, html_path};
     const char *text[2] = {json, page};
     const size_t len[2] = {strlen(json), page_len};

@@ -45,12 +45,6 @@ const cJSON *st_j_arr(const cJSON *o, const char *key)
     return cJSON_IsArray(v) ? v : NULL;
 }
 
-const char *st_page_basename(const char *path)
-{
-    const char *s = strrchr(path, '/');
-    return s ? s + 1 : path;
-}
-
 static const char CSS[] =
     "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;color:#1d2530;"
     "background:#f6f7f9;margin:0;padding:24px 32px;max-width:1100px}\n"
@@ -264,7 +258,7 @@ st_status st_report_html_write(const char *json_path, const char *html_path)
     ST_TRY(st_manifest_not_others(html_path, NULL));
     ST_TRY(st_out_target_check(html_path)); /* before the render: a FIFO or a folder there is refused at once */
     ST_TRY(st_read_file(json_path, &json, &len));
-    st_status s = st_report_html_render(json, len, st_page_basename(json_path), &html, &hl);
+    st_status s = st_report_html_render(json, len, st_path_base(json_path), &html, &hl);
     free(json);
     if (s == ST_OK) s = st_file_write_atomic(html_path, html, hl);
     free(html);

@@ -31,8 +31,6 @@ void st_page_kv(st_html *h, const char *key, const char *value);
 /* STEPS: [{n_tokens, without_us, with_us, spread_without, spread_with}]:
  * one pair of bars per token count (without the table, with it). */
 void st_page_steps_chart(st_html *h, const cJSON *steps, const char *caption);
-/* The base name of PATH. */
-const char *st_page_basename(const char *path);
 
 void st_page_autotune(st_html *h, const cJSON *root);
 void st_page_verify(st_html *h, const cJSON *root);

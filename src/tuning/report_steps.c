@@ -3,6 +3,7 @@
  * then per shape the time per call of each path and token count). Both are
  * rendered from the JSON that `verify --html` and `bench --html` write. */
 #include "report_page.h"
+#include "file_write.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -26,7 +27,7 @@ static void header(st_html *h, const cJSON *root, const char *what, const char *
 void st_page_verify(st_html *h, const cJSON *root)
 {
     const cJSON *op = st_j_obj(root, "options");
-    header(h, root, "verify", st_page_basename(st_j_str(op, "table", "?")));
+    header(h, root, "verify", st_path_base(st_j_str(op, "table", "?")));
     const bool bytes = st_j_bool(root, "bytes_equal", false), passed = st_j_bool(root, "passed", false);
     if (!bytes)
         st_html_raw(h, "<section class=\"alert\" id=\"mismatch\">\n<h2>Byte-compare MISMATCH: the decode step gives other "

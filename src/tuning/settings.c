@@ -566,7 +566,7 @@ static st_status write_outputs(st_settings_run_state *s, st_settings_summary *su
     cJSON_Delete(prof);
     st_status st = rt && pt && mf ? ST_OK : st_fail(ST_ERR_NOMEM, "settings: out of memory for the report");
     if (st == ST_OK) st = check_outputs(s);
-    if (st == ST_OK) st = st_report_html_render(rt, strlen(rt), st_page_basename(sum->json_path), &page, &page_len);
+    if (st == ST_OK) st = st_report_html_render(rt, strlen(rt), st_path_base(sum->json_path), &page, &page_len);
     const char *path[3] = {sum->json_path, sum->html_path, sum->profile_path};
     const char *text[3] = {rt, page, pt};
     const size_t len[3] = {rt ? strlen(rt) : 0, page_len, pt ? strlen(pt) : 0};

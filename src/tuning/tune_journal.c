@@ -45,12 +45,6 @@ static void sync_dir(const char *dir)
     }
 }
 
-static const char *base(const char *p)
-{
-    const char *b = strrchr(p, '/');
-    return b ? b + 1 : p;
-}
-
 /* The names an install may move: the table, the report's JSON and page,
  * the run's manifest. */
 static bool output_name(const char *name)
@@ -111,14 +105,14 @@ static char *journal_text(const item *it, int n, bool back)
 {
     size_t cap = 64;
     for (int i = 0; i < n; i++)
-        cap += strlen(base(it[i].tmp)) + strlen(base(it[i].target)) + (it[i].old ? strlen(base(it[i].old)) : 1) +
+        cap += strlen(st_path_base(it[i].tmp)) + strlen(st_path_base(it[i].target)) + (it[i].old ? strlen(st_path_base(it[i].old)) : 1) +
                ST_SHA256_HEX + 5;
     char *t = malloc(cap);
     if (!t) return NULL;
     size_t at = (size_t)snprintf(t, cap, JOURNAL_HEAD "%s\n", back ? "back" : "forward");
     for (int i = 0; i < n; i++)
-        at += (size_t)snprintf(t + at, cap - at, "%s\t%s\t%s\t%s\n", base(it[i].tmp), base(it[i].target),
-                               it[i].old ? base(it[i].old) : "-", it[i].sha);
+        at += (size_t)snprintf(t + at, cap - at, "%s\t%s\t%s\t%s\n", st_path_base(it[i].tmp), st_path_base(it[i].target),
+                               it[i].old ? st_path_base(it[i].old) : "-", it[i].sha);
     return t;
 }
 
@@ -283,7 +277,7 @@ static st_status journal_parse(const char *who, const char *dir, const char *pat
         if (ok) ok = pid > 0 && (run < 0 || pid == run) && (!strcmp(f[2], "-") || st_out_name_pid(f[2] + tl, ".old.", false) == pid);
         if (ok && run < 0) ok = pid_dead(pid);
         if (ok) run = pid;
-        for (int k = 0; ok && k < *n; k++) ok = strcmp(base(it[k].target), f[1]) != 0;
+        for (int k = 0; ok && k < *n; k++) ok = strcmp(st_path_base(it[k].target), f[1]) != 0;
         if (!ok)
             return st_fail(ST_ERR_PARSE,
                            "%s: %s is not a journal this tool wrote (line %d), or its run is still alive: it was left "
@@ -316,7 +310,7 @@ static st_status journal_check(const char *who, const char *dir, const st_identi
         else if (!absent_or_regular(it[i].target)) why = "its target is not a regular file";
         else if (!absent_or_regular(it[i].tmp) || (it[i].old && !absent_or_regular(it[i].old)))
             why = "a temporary file or link is not a regular file";
-        else if (!our_output(dir, id, &m, base(it[i].target))) why = "its target is not an output of this tool";
+        else if (!our_output(dir, id, &m, st_path_base(it[i].target))) why = "its target is not an output of this tool";
         else if (regular(it[i].tmp)) {
             char hex[ST_SHA256_HEX];
             sha_of(it[i].tmp, hex);
@@ -330,7 +324,7 @@ static st_status journal_check(const char *who, const char *dir, const st_identi
         if (why)
             s = st_fail(ST_ERR_PARSE, "%s: %s does not describe an install of this tool (%s: %s): it was left as "
                         "it is, and so was its folder; remove it to use that folder",
-                        who, path, base(it[i].target), why);
+                        who, path, st_path_base(it[i].target), why);
     }
     st_manifests_free(m.ms, m.names, m.n);
     return s;
@@ -497,8 +491,8 @@ static st_status journal_install(const char *dir, const char *journal_path, cons
     size_t mf_len = 0;
     st_status s = n_files > 0 && n_files < JOURNAL_MAX_ITEMS ? ST_OK
                                                              : st_fail(ST_ERR_INVALID_ARG, "install: %d files", n_files);
-    for (int k = 0; k < n_files && s == ST_OK; k++) s = st_manifest_add(&mf, role[k], base(files[k]), texts[k], lens[k]);
-    if (s == ST_OK && index) s = st_manifest_add(&mf, ST_MF_INDEX, base(index), NULL, 0);
+    for (int k = 0; k < n_files && s == ST_OK; k++) s = st_manifest_add(&mf, role[k], st_path_base(files[k]), texts[k], lens[k]);
+    if (s == ST_OK && index) s = st_manifest_add(&mf, ST_MF_INDEX, st_path_base(index), NULL, 0);
     if (s == ST_OK) s = st_manifest_format(&mf, &mf_text, &mf_len);
     if (s != ST_OK) return s;
     const char *target[JOURNAL_MAX_ITEMS], *text[JOURNAL_MAX_ITEMS];
