@@ -18,7 +18,8 @@
 # test's sanitizer runs go side by side; the default shards the parity
 # sweeps (batch invariance 8, iq_multi_parity 10, native_grouped 8,
 # iq_parity 2: slices of formats and shapes) and the two engine tests by
-# cmocka case (engine_ops 5, engine_runtime 4: TEST_SHARD_CASES). Each run also sees STRATA_SANITIZER_TOOL,
+# cmocka case (engine_ops 9: its in-place sweep is five cases,
+# engine_runtime 4: TEST_SHARD_CASES). Each run also sees STRATA_SANITIZER_TOOL,
 # the tool's name. A test that exits 77 (multi_device_test on one GPU) is
 # reported skipped, not counted as a failure.
 #
@@ -29,7 +30,13 @@
 # s). Hence the finer shards and racecheck's pool of its own. On an H100
 # (2026-12-06) memcheck, synccheck and initcheck over every test took 120 s
 # (14 side by side); racecheck over every test does not fit one call:
-# docs/PERFORMANCE.md. --tests and --tools split it over calls.
+# docs/PERFORMANCE.md. --tests and --tools split it over calls. The ninth
+# session (an H100, every tool in one call, 562 s): memcheck, synccheck and
+# initcheck every run; racecheck 23 of 42 runs (all 0 hazards), the rest cut
+# by the timeout or the deadline. Since then (not yet measured) the
+# racecheck size also trims iq_multi_parity's 8192-row shape to the default
+# chain, native_grouped's large shapes to one routing, engine_ops'
+# in-place sweep (five cases now) and engine_runtime's two-context case.
 #
 # Scheduling. gpu_faults_test runs first and alone, its four tools one
 # after the other: it allocates the device's memory away and provokes
@@ -71,7 +78,7 @@ BUILD=1
 ALONE="gpu_faults_test"
 declare -A TFOR=()
 declare -A SHARDS=([batch_invariance_gpu_test]=8 [iq_multi_parity_test]=10 [native_grouped_parity_test]=8 [iq_parity_test]=2
-                  [engine_ops_gpu_test]=5 [engine_runtime_test]=4)
+                  [engine_ops_gpu_test]=9 [engine_runtime_test]=4)
 # a whole number from 1 (no sign, no leading zero: bash reads 08 as octal)
 posint() {
   case "$2" in [1-9] | [1-9]*[0-9]) case "$2" in *[!0-9]*) ;; *) return 0 ;; esac ;; esac

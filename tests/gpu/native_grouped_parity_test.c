@@ -69,7 +69,15 @@ static void route(st_rng *r, int kind, int nt, int topk, int n_expert, int32_t *
     }
 }
 
-static void expert_sweep(st_ctx *cpu, st_ctx *gpu, const eshape *s, const int *nts, int n_nt, int topk)
+/* Every path against the CPU on shape S, each token count of NTS, the three
+ * routings, or only routing ONLY (0..2; -1: all three). For a large shape
+ * at the racecheck size (gpu_test_size.h): one routing, and CHAIN_ONLY
+ * leaves out the rows pairs (the default chain and its knobs stay).
+ * racecheck looks for hazards inside a block; the three routings'
+ * per-expert counts and every rows pair's kernels also run on every
+ * format's small shape, at a fraction of a large shape's time. */
+static void expert_sweep(st_ctx *cpu, st_ctx *gpu, const eshape *s, const int *nts, int n_nt, int topk, int only,
+                         bool chain_only)
 {
     st_rng r;
     st_rng_seed(&r, 77u + (unsigned)s->gu * 131u + (unsigned)s->dn * 17u + (unsigned)s->n_embd);
@@ -86,10 +94,17 @@ static void expert_sweep(st_ctx *cpu, st_ctx *gpu, const eshape *s, const int *n
     make_mats(cpu, s, host, &mc);
     make_mats(gpu, s, host, &mg);
     path paths[32];
-    const int np = expert_paths(paths);
+    int np = expert_paths(paths);
+    if (chain_only) { /* the rows pairs out */
+        int k = 0;
+        for (int p = 0; p < np; p++)
+            if (!paths[p].gu_rows && !paths[p].dn_rows) paths[k++] = paths[p];
+        np = k;
+    }
     for (int ni = 0; ni < n_nt; ni++) {
         const int nt = nts[ni];
         for (int kind = 0; kind < 3; kind++) {
+            if (only >= 0 && kind != only) continue;
             int32_t ids[ST_MAX_PAIRS];
             float w[ST_MAX_PAIRS];
             route(&r, kind, nt, topk, s->n_expert, ids, w);
@@ -122,8 +137,10 @@ static void expert_grouped_gpu_matches_cpu_bitwise(void **state)
     st_ctx *cpu = make_ctx(ST_BACKEND_CPU), *gpu = make_ctx(ST_BACKEND_GPU);
     /* sanitizer size: token counts 1 and ST_MAX_TOKENS, one down token
      * count, and the campaign's 2560/640 (16 and 32 lanes per row) on 16
-     * experts instead of 64 */
-    const bool small = sanitizer_size();
+     * experts instead of 64; racecheck size: the large shapes with the
+     * random routing, the limits' shapes with every pair on its own expert
+     * (the lists full) and without the rows pairs (expert_sweep) */
+    const bool small = sanitizer_size(), race = racecheck_size();
     int all[ST_MAX_TOKENS];
     for (int i = 0; i < ST_MAX_TOKENS; i++) all[i] = i + 1;
     const int few[] = {1, ST_MAX_TOKENS / 2, ST_MAX_TOKENS}, ends[] = {1, ST_MAX_TOKENS};
@@ -132,16 +149,16 @@ static void expert_grouped_gpu_matches_cpu_bitwise(void **state)
      * fits their 32-value blocks), small shape, every token count */
     for (int i = 0; i < N_ALL_TYPES; i++) {
         eshape s = {ALL_TYPES[i], i % 2 ? ST_Q8_0 : ST_IQ4_NL, 256, 64, 8};
-        if (test_shard_next()) expert_sweep(cpu, gpu, &s, nts, n_nts, 2);
+        if (test_shard_next()) expert_sweep(cpu, gpu, &s, nts, n_nts, 2, -1, false);
     }
     /* every format as down (n_ff 256 fits every block), IQ3_S gate-up */
     for (int i = 0; i < N_ALL_TYPES; i++) {
         eshape s = {ST_IQ3_S, ALL_TYPES[i], 512, 256, 4};
-        if (test_shard_next()) expert_sweep(cpu, gpu, &s, small ? ends : few, small ? 1 : 3, 2);
+        if (test_shard_next()) expert_sweep(cpu, gpu, &s, small ? ends : few, small ? 1 : 3, 2, -1, false);
     }
     /* the campaign shape: 2560/640, 64 experts, top-8 */
     eshape big = {ST_IQ3_S, ST_IQ4_NL, 2560, 640, small ? 16 : 64};
-    if (test_shard_next()) expert_sweep(cpu, gpu, &big, small ? ends : few, small ? 2 : 3, 8);
+    if (test_shard_next()) expert_sweep(cpu, gpu, &big, small ? ends : few, small ? 2 : 3, 8, race ? 0 : -1, false);
     /* a gate-up row of 256 units (an expert row keeps the 32 canonical
      * streams at any length, where an iq_mmvq row this long takes 128), on
      * contexts that take 8192 values per row and 8192 rows per expert (the
@@ -149,7 +166,7 @@ static void expert_grouped_gpu_matches_cpu_bitwise(void **state)
     {
         st_ctx *cpu8 = make_ctx_dims(ST_BACKEND_CPU, 8192, 8192), *gpu8 = make_ctx_dims(ST_BACKEND_GPU, 8192, 8192);
         eshape wide_row = {ST_IQ3_S, ST_IQ4_NL, 8192, 64, 4};
-        if (test_shard_next()) expert_sweep(cpu8, gpu8, &wide_row, small ? ends : few, small ? 2 : 3, 2);
+        if (test_shard_next()) expert_sweep(cpu8, gpu8, &wide_row, small ? ends : few, small ? 2 : 3, 2, race ? 0 : -1, false);
         st_ctx_destroy(cpu8);
         st_ctx_destroy(gpu8);
     }
@@ -157,8 +174,8 @@ static void expert_grouped_gpu_matches_cpu_bitwise(void **state)
      * (token, slot) pairs (ST_MAX_TOKENS x ST_MAX_TOPK), and Qwen3-Next's
      * 512 experts with top-10 (the sanitizer size: the end token counts) */
     eshape wide = {ST_IQ3_S, ST_IQ4_NL, 256, 64, ST_MAX_EXPERTS};
-    if (test_shard_next()) expert_sweep(cpu, gpu, &wide, small ? ends : few, small ? 2 : 3, ST_MAX_TOPK);
-    if (test_shard_next()) expert_sweep(cpu, gpu, &wide, small ? ends : few, small ? 2 : 3, 10);
+    if (test_shard_next()) expert_sweep(cpu, gpu, &wide, small ? ends : few, small ? 2 : 3, ST_MAX_TOPK, race ? 2 : -1, race);
+    if (test_shard_next()) expert_sweep(cpu, gpu, &wide, small ? ends : few, small ? 2 : 3, 10, race ? 2 : -1, race);
     printf("native_grouped_parity%s%s: %zu comparisons, %zu mismatches\n", small ? " (sanitizer size)" : "",
            test_shard_label(), g_cmp, g_mis);
     st_ctx_destroy(cpu);

@@ -146,11 +146,17 @@ static const st_qtype ALL_TYPES[] = {ST_QTYPES(ST_ALL_TYPE_)};
 #undef ST_ALL_TYPE_
 #define N_ALL_TYPES ((int)(sizeof ALL_TYPES / sizeof ALL_TYPES[0]))
 
-/* Every mmvq path vs the CPU reference on one shape, for each token count. */
+/* Every mmvq path vs the CPU reference on one shape, for each token count.
+ * CHAIN_ONLY: the default chain and its knobs only, leaving out the
+ * variants (rows, mma, split, wide) whose kernels do not depend on the row
+ * count: for a shape there only for the default's choice by row count (the
+ * two-rows kernels from 8192 rows, st_mmvq_rows_per_group) when the other
+ * shapes run every variant (the racecheck size, gpu_test_size.h). */
 
 static size_t __attribute__((unused)) g_compares, g_bad;
 
-static void __attribute__((unused)) sweep(st_ctx *cpu, st_ctx *gpu, st_qtype t, int rows, int cols, const int *nts, int n_nt)
+static void __attribute__((unused)) sweep_paths(st_ctx *cpu, st_ctx *gpu, st_qtype t, int rows, int cols, const int *nts,
+                                                int n_nt, bool chain_only)
 {
     st_rng r;
     st_rng_seed(&r, 1000u + (unsigned)t * 7919u + (unsigned)rows * 31u + (unsigned)cols);
@@ -163,21 +169,23 @@ static void __attribute__((unused)) sweep(st_ctx *cpu, st_ctx *gpu, st_qtype t, 
     path paths[32];
     int np = 0;
     paths[np++] = (path){"default", 0, 0, 0, -1};
+    if (!chain_only) {
 #define ADD_ROWS(R) paths[np++] = (path){"rows " #R, R, 0, 0, -1};
-    STRATA_MMVQ_ROWS_VARIANTS(ADD_ROWS)
+        STRATA_MMVQ_ROWS_VARIANTS(ADD_ROWS)
 #undef ADD_ROWS
 #define ADD_MMA(W) paths[np++] = (path){"mma" #W, STRATA_MMVQ_ID_MMA(W), 0, 0, -1};
-    STRATA_MMVQ_MMA_VARIANTS(ADD_MMA)
+        STRATA_MMVQ_MMA_VARIANTS(ADD_MMA)
 #undef ADD_MMA
 #define ADD_SPLIT(W) paths[np++] = (path){"split" #W, STRATA_MMVQ_ID_SPLIT(W), 0, 0, -1};
-    STRATA_MMVQ_SPLIT_VARIANTS(ADD_SPLIT)
+        STRATA_MMVQ_SPLIT_VARIANTS(ADD_SPLIT)
 #undef ADD_SPLIT
-    /* the wide-row variants, on rows of 128 streams only */
+        /* the wide-row variants, on rows of 128 streams only */
 #define ADD_WIDE(T, R) paths[np++] = (path){"wide" #T "x" #R, STRATA_MMVQ_ID_WIDE(T, R), 0, 0, -1};
-    if (cols / 32 >= ST_CANON_WIDE_UNITS) {
-        STRATA_MMVQ_WIDE_VARIANTS(ADD_WIDE)
-    }
+        if (cols / 32 >= ST_CANON_WIDE_UNITS) {
+            STRATA_MMVQ_WIDE_VARIANTS(ADD_WIDE)
+        }
 #undef ADD_WIDE
+    }
     paths[np++] = (path){"STRATA_OLD_IQ_MMVQ", 0, 0, 0, ST_KNOB_OLD_IQ_MMVQ};
     paths[np++] = (path){"STRATA_IQ_STAGE_GRID_MMVQ=1", 0, 0, 0, ST_KNOB_IQ_STAGE_GRID_MMVQ};
     for (int k = 0; k < n_nt; k++) {
@@ -201,6 +209,11 @@ static void __attribute__((unused)) sweep(st_ctx *cpu, st_ctx *gpu, st_qtype t, 
     st_matrix_destroy(wc);
     st_matrix_destroy(wg);
     free(wh);
+}
+
+static void __attribute__((unused)) sweep(st_ctx *cpu, st_ctx *gpu, st_qtype t, int rows, int cols, const int *nts, int n_nt)
+{
+    sweep_paths(cpu, gpu, t, rows, cols, nts, n_nt, false);
 }
 
 #endif
