@@ -247,6 +247,13 @@ long st_out_name_pid(const char *name, const char *tag, bool counter)
     return pid;
 }
 
+bool st_pid_dead(long pid, bool own_is_dead)
+{
+    if (pid <= 0) return false;
+    if (pid == (long)getpid()) return own_is_dead;
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
 const char *st_path_base(const char *path)
 {
     const char *slash = strrchr(path, '/');
@@ -274,7 +281,7 @@ static void sweep_dead_temps(const char *path)
     while (d && (e = readdir(d)) != NULL) {
         if (strncmp(e->d_name, name, nl) || strncmp(e->d_name + nl, ".tmp.", 5)) continue;
         const long pid = st_out_name_pid(e->d_name + nl, ".tmp.", true);
-        if (pid <= 0 || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        if (!st_pid_dead(pid, false)) continue;
         const size_t fl = strlen(dir) + strlen(e->d_name) + 2;
         char *full = malloc(fl);
         struct stat st;

@@ -40,6 +40,14 @@ st_status st_out_not_input(const char *out, const char *input);
  * the temporary files, links and probes of a run carry its pid. */
 long st_out_name_pid(const char *name, const char *tag, bool counter);
 
+/* Whether the files carrying PID (> 0) are a dead process's: one that is
+ * gone (not alive, not one we may not signal). OWN_IS_DEAD: this process's
+ * own pid counts as dead too (a settling under the folder's lock, before
+ * this run made any file: the name is an earlier process's that had the
+ * same pid, as pids repeat from run to run in a container); else never
+ * (this process may be writing it now). */
+bool st_pid_dead(long pid, bool own_is_dead);
+
 /* The folder part of PATH (malloc'd; "." for a bare name, "/" at the
  * root), NULL when out of memory. */
 char *st_path_dir(const char *path);

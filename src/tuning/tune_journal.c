@@ -182,21 +182,11 @@ static bool can_complete(const item *it, int n)
     return true;
 }
 
-/* Whether process PID's files are a dead run's: a settling runs under the
- * folder's lock before this run made any file, so a name carrying this
- * process's own pid is an earlier process's that had the same pid (pids
- * repeat from run to run in a container); else a process that is gone
- * (not one alive, not one we may not signal). */
-static bool pid_dead(long pid)
-{
-    return pid > 0 && (pid == (long)getpid() || (kill((pid_t)pid, 0) != 0 && errno == ESRCH));
-}
-
 /* "<prefix>.<tag><pid>[.<n>]" of a dead run: its pid, else -1. */
 static long dead_run_pid(const char *name, const char *tag, bool counter)
 {
     const long pid = st_out_name_pid(name, tag, counter);
-    return pid_dead(pid) ? pid : -1;
+    return st_pid_dead(pid, true) ? pid : -1; /* under the lock: this pid's names are an earlier process's */
 }
 
 /* The manifests of DIR (read once per settling). */
@@ -275,7 +265,7 @@ static st_status journal_parse(const char *who, const char *dir, const char *pat
         /* one run's names, and that run is gone */
         const long pid = ok ? st_out_name_pid(f[0] + tl, ".tmp.", true) : -1;
         if (ok) ok = pid > 0 && (run < 0 || pid == run) && (!strcmp(f[2], "-") || st_out_name_pid(f[2] + tl, ".old.", false) == pid);
-        if (ok && run < 0) ok = pid_dead(pid);
+        if (ok && run < 0) ok = st_pid_dead(pid, true);
         if (ok) run = pid;
         for (int k = 0; ok && k < *n; k++) ok = strcmp(st_path_base(it[k].target), f[1]) != 0;
         if (!ok)
