@@ -35,8 +35,11 @@
 # initcheck every run; racecheck 23 of 42 runs (all 0 hazards), the rest cut
 # by the timeout or the deadline. Since then (not yet measured) the
 # racecheck size also trims iq_multi_parity's 8192-row shape to the default
-# chain, native_grouped's large shapes to one routing, engine_ops'
-# in-place sweep (five cases now) and engine_runtime's two-context case.
+# chain, native_grouped's large shapes to one routing and engine_ops'
+# in-place sweep (five cases now), and the sanitizer size (every tool)
+# runs engine_runtime's two-context case on 2 layers and one token count
+# per kernel (1, 2, 3, 5, 9, 17, 32; its other cases too, where 3, 9 and
+# 17 were missing: the 4-token bucket and the 2- and 3-tile kernels).
 #
 # Scheduling. gpu_faults_test runs first and alone, its four tools one
 # after the other: it allocates the device's memory away and provokes

@@ -375,7 +375,9 @@ static void in_place_dense(st_ctx *cpu, st_ctx *gpu, st_qtype t, int rows, int c
     /* at the racecheck size the 8192-row shape (there for the two-row
      * kernels the default picks by row count) runs the default chain only:
      * the matrix-unit kernels do not depend on the row count and run on
-     * the other shapes */
+     * the other shapes (this shape's rows of 8 units, a partial round,
+     * still reach the mma kernels through the default chain at 9-32
+     * tokens) */
     const bool race = racecheck_size();
     if (!(race && rows >= 8192)) {
 #define ADD_MMA(W) paths[np++] = (path){"mma" #W, STRATA_MMVQ_ID_MMA(W), 0, 0, -1};

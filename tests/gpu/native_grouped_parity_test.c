@@ -75,7 +75,11 @@ static void route(st_rng *r, int kind, int nt, int topk, int n_expert, int32_t *
  * leaves out the rows pairs (the default chain and its knobs stay).
  * racecheck looks for hazards inside a block; the three routings'
  * per-expert counts and every rows pair's kernels also run on every
- * format's small shape, at a fraction of a large shape's time. */
+ * format's small shape, at a fraction of a large shape's time. What a
+ * large shape then leaves out are branches after a block's shared-memory
+ * work (the 32-lane gate-up's return for a group with no expert: random
+ * routing uses every expert) and loop lengths (a rows pair's second pass
+ * over more than 256 pairs), no shared-memory access. */
 static void expert_sweep(st_ctx *cpu, st_ctx *gpu, const eshape *s, const int *nts, int n_nt, int topk, int only,
                          bool chain_only)
 {
