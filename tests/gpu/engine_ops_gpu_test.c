@@ -386,10 +386,8 @@ static void in_place_dense(st_ctx *cpu, st_ctx *gpu, st_qtype t, int rows, int c
     }
     paths[np++] = (path){"STRATA_IQ_STAGE_GRID_MMVQ=1", 0, 0, 0, ST_KNOB_IQ_STAGE_GRID_MMVQ};
     /* every count on the small shape, the buckets' edges on the others; at
-     * the racecheck size (gpu_test_size.h) one count per kernel: the dp4a
-     * buckets 1, 2, 4, 8 and the matrix units' 2, 3, 4 tiles (1 tile: the
-     * mma paths at 3 and 8) */
-    static const int some[] = {1, 2, 3, 4, 5, 8, 9, 16, 17, 24, 25, 32}, one_each[] = {1, 2, 3, 8, 9, 17, 32};
+     * the racecheck size one count per kernel (gpu_test_size.h) */
+    static const int some[] = {1, 2, 3, 4, 5, 8, 9, 16, 17, 24, 25, 32}, one_each[] = TEST_NT_PER_KERNEL;
     const int *counts = race ? one_each : some;
     const int nn = every_nt && !sanitizer_size() ? ST_MAX_TOKENS
                                                  : race ? (int)(sizeof one_each / sizeof one_each[0]) : (int)(sizeof some / sizeof some[0]);

@@ -139,13 +139,12 @@ static void step_three_ways(const st_verify_options *o, const int *nts, int n_nt
 }
 
 /* sanitizer size (gpu_test_size.h): 2 layers instead of 48 (4 in the
- * two-context case) and one token count per kernel: the dp4a buckets 1, 2,
- * 4 and 8 (st_nt_bucket: 1, 2, 3, 5) and the matrix units' 2, 3 and 4
- * tiles (9, 17, ST_MAX_TOKENS); every kernel and the capture still run. */
+ * two-context case) and one token count per kernel (TEST_NT_PER_KERNEL);
+ * every kernel and the capture still run. */
 
 static int token_counts(int *nts)
 {
-    static const int buckets[] = {1, 2, 3, 5, 9, 17, ST_MAX_TOKENS};
+    static const int buckets[] = TEST_NT_PER_KERNEL;
     if (sanitizer_size()) {
         memcpy(nts, buckets, sizeof buckets);
         return (int)(sizeof buckets / sizeof buckets[0]);
