@@ -25,9 +25,12 @@
  * each; gfx11: a lane's whole row); the factors of a C element's row come
  * by shuffle from the lane that decoded it. The next round's raw bytes are
  * requested before this round's matrix work, so each warp keeps a round of
- * weight loads in flight. The B operand and the activation scales come from
- * the tiled planes (common.h st_xplanes): one contiguous read per unit and
- * tile. */
+ * weight loads in flight. On NVIDIA with 8 or 16 warps and the formats of
+ * st_mma_coop, the block loads and decodes a round together instead, a
+ * warp's loads one row's 32 consecutive units (coalesced), into the same
+ * areas, the factors through shared memory. The B operand
+ * and the activation scales come from the tiled planes (common.h
+ * st_xplanes): one contiguous read per unit and tile. */
 #ifndef ST_MMVQ_MMA_H
 #define ST_MMVQ_MMA_H
 
@@ -65,15 +68,10 @@ ST_DEV void st_mma_stage(const typename st_unit_dec<TYPE>::raw (&r)[PER], const 
     }
 }
 
-/* The A operand of the warp's unit J of the round from its staging area S,
- * and the factors of the rows whose C elements the lane holds (from the
- * lanes that decoded them, F). */
-template <int TYPE, int PER>
-ST_DEV void st_mma_fetch_a(const uint32_t (*s)[8], int j, int lane, const st_mma_rowf (&f)[PER], uint32_t (&a)[st_mma::NA],
-                           st_mma_rowf (&cf)[st_mma::NC])
+/* The A operand of the warp's unit J of the round from its staging area S. */
+ST_DEV void st_mma_read_a(const uint32_t (*s)[8], int j, int lane, uint32_t (&a)[st_mma::NA])
 {
     using M = st_mma;
-    using D = st_unit_dec<TYPE>;
 #if ST_HIP
     /* the row's 8 words (lanes 16-31 repeat 0-15) */
     const uint4 *p = (const uint4 *)s[16 * j + M::a_row(lane, 0)];
@@ -87,6 +85,18 @@ ST_DEV void st_mma_fetch_a(const uint32_t (*s)[8], int j, int lane, const st_mma
     const uint2 r1 = *(const uint2 *)&s[16 * j + M::a_row(lane, 1)][2 * t];
     a[0] = r0.x, a[1] = r1.x, a[2] = r0.y, a[3] = r1.y;
 #endif
+}
+
+/* The A operand of the warp's unit J of the round from its staging area S,
+ * and the factors of the rows whose C elements the lane holds (from the
+ * lanes that decoded them, F). */
+template <int TYPE, int PER>
+ST_DEV void st_mma_fetch_a(const uint32_t (*s)[8], int j, int lane, const st_mma_rowf (&f)[PER], uint32_t (&a)[st_mma::NA],
+                           st_mma_rowf (&cf)[st_mma::NC])
+{
+    using M = st_mma;
+    using D = st_unit_dec<TYPE>;
+    st_mma_read_a(s, j, lane, a);
     /* row-unit 16 j + c_row sits in slot j / 2 (PER is 1 or 2) of lane
      * 16 (j % 2) + c_row */
     const st_mma_rowf &mine = PER > 1 && j >= 2 ? f[PER - 1] : f[0];
@@ -185,13 +195,89 @@ struct st_mma_gather_cols {
     }
 };
 
-/* The shared memory of st_mma_rows. */
-template <int W, int TILES, int NG> struct st_mma_smem {
+/* Whether the dense kernel of TYPE with W warps decodes a round with the
+ * whole block (the coalesced decode; NVIDIA, 8 or 16 warps, formats whose
+ * row-unit has the one factor W). Measured on an H100 (2026-12-06, one
+ * device call, docs/PERFORMANCE.md): an Nsight profile of the per-warp
+ * decode found 69-80% of its global load sectors excess (a warp's load
+ * touched 16 rows x 2 units: 32 lines) and L1 85% busy at one tile; with
+ * the coalesced decode, iq3_s 4096 x 14336 mma16 at 1 token 42.7 -> 31.3
+ * us, the default at 16 / 24 / 32 tokens 48.1 / 53.3 / 72.1 -> 38.0 /
+ * 40.1 / 61.9 us; the four shapes measured 8-33% faster at 16-32 tokens.
+ * Limited to what passed the parity test on the device (every path,
+ * n_tokens 1..32, 0 mismatches): the three planar formats below, the grid
+ * read from global memory (the kernel keeps the per-warp decode when the
+ * grid is staged: STRATA_IQ_STAGE_GRID_MMVQ); the other plain formats and
+ * the in-place layout take it once tested there. gfx11 keeps the per-warp
+ * decode. */
+#if ST_HIP
+template <int TYPE, int W> constexpr bool st_mma_coop = false;
+#else
+template <int TYPE, int W>
+constexpr bool st_mma_coop = (W == 8 || W == 16) && (TYPE == ST_IQ3_S || TYPE == ST_IQ4_XS || TYPE == ST_IQ4_NL);
+#endif
+
+/* The shared memory of st_mma_rows (COOP: with the block's decode, the
+ * specialization below). */
+template <int W, int TILES, int NG, bool COOP = false> struct st_mma_smem {
     static constexpr int RU = 16 * (32 / W);  /* row-units a warp decodes per round */
     uint32_t a[W][RU][8];                     /* each warp's decoded round */
     float part[W][16][st_mma::TOK];
     float grp[NG > 1 ? 2 : 1][NG > 1 ? TILES * 16 * st_mma::TOK : 1]; /* g0 (+ g2), g1 of a wide row */
 };
+
+/* The block's decode: two staging buffers (rounds alternate, so one block barrier per
+ * round suffices), each warp's area padded by 16 bytes so that the 32
+ * row-units a warp writes at once (one row, 32 units of as many areas or
+ * unit slots) spread over every bank, and the row factor W of each (row,
+ * unit u0 + l of the round) in F, rows 33 floats apart (no bank conflicts
+ * for the writer, one row and 32 units, nor for the reader, 8 rows and one
+ * unit). The second buffer shares its bytes with PART: the butterfly runs
+ * after a group's last round, behind a block barrier, and a group's first
+ * round stages into buffer 0. Fits the 48 KB of static shared memory: W
+ * 16, 4 tiles, 4 groups takes 41,600 bytes (28,672 without). */
+template <int W, int TILES, int NG> struct st_mma_smem<W, TILES, NG, true> {
+    static constexpr int RU = 16 * (32 / W);
+    static constexpr int AW = 8 * RU + 4; /* a warp's area in words, with the padding */
+    static constexpr int FS = 33;         /* a row's stride in F */
+    uint32_t a0[W][AW];
+    union {
+        uint32_t a1[W][AW];
+        float part[W][16][st_mma::TOK];
+    };
+    float f[2][16][FS];
+    float grp[NG > 1 ? 2 : 1][NG > 1 ? TILES * 16 * st_mma::TOK : 1];
+    /* warp W's staging area in buffer B, as st_mma_read_a reads it (the
+     * buffers are adjacent: an offset, not a select, which took 2-11 more
+     * registers in some variants) */
+    ST_DEVM uint32_t (*stage(int b, int w))[8] { return (uint32_t (*)[8])(&a0[0][0] + (b * W + w) * AW); }
+};
+
+/* The block's decode: decodes the thread's row-units of the round (rows WARP + W i of the
+ * block, i < PER, unit u0 + LANE of the round; R their raw bytes, U their
+ * units) into buffer B: the words where the unit's owner reads them (warp
+ * LANE % W, its unit LANE / W of the round: slot 16 (LANE / W) + row, in
+ * the order of st_mma::x_pos, as st_mma_stage) and the factor W to F. */
+template <int TYPE, int W, int PER, class SM>
+ST_DEV void st_mma_stage_coop(const typename st_unit_dec<TYPE>::raw (&r)[PER], const int (&u)[PER], int warp, int lane,
+                              const st_grids &g, SM &sm, int b)
+{
+    static_assert(offsetof(SM, a1) == sizeof(sm.a0), "SM::stage takes the buffers as adjacent");
+    uint32_t (*const s)[8] = sm.stage(b, lane % W);
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+        const int row = warp + W * i;
+        st_dunit un;
+        st_unit_dec<TYPE>().dec(r[i], u[i], g, un);
+        uint32_t w[8];
+#pragma unroll
+        for (int j = 0; j < 8; j++) w[st_mma::x_pos(j)] = un.w[j];
+        uint4 *d = (uint4 *)s[16 * (lane / W) + row];
+        d[0] = make_uint4(w[0], w[1], w[2], w[3]);
+        d[1] = make_uint4(w[4], w[5], w[6], w[7]);
+        sm.f[b][row][lane] = un.W;
+    }
+}
 
 /* One block's work: rows ROW0 .. ROW0 + 15 of the NROWS rows at RBASE of M
  * (a row past NROWS reads the last one and is never stored) times the
@@ -199,9 +285,9 @@ template <int W, int TILES, int NG> struct st_mma_smem {
  * of weight loads in flight per warp on NVIDIA; STORE(c, r, v) gets
  * row ROW0 + r's value of column c (c < st_mma::TOK NTL; the caller drops
  * the columns it does not have). Every thread of the block calls it. */
-template <int TYPE, int W, int TILES, int NG, int DEPTH_NV, class Cols, class Store>
+template <int TYPE, int W, int TILES, int NG, int DEPTH_NV, bool COOP = false, class Cols, class Store>
 ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64_t row0, int ntl, const st_grids &g,
-                        st_mma_smem<W, TILES, NG> &sm, const Cols &cols, Store store)
+                        st_mma_smem<W, TILES, NG, COOP> &sm, const Cols &cols, Store store)
 {
     using M = st_mma;
     using D = st_unit_dec<TYPE>;
@@ -209,8 +295,21 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
     constexpr int RU = 16 * SPW;            /* row-units a warp decodes per round */
     constexpr int PER = (RU + 31) / 32;     /* of them per lane */
     static_assert(W >= 8 && 32 % W == 0, "st_mma_fetch_a takes a lane's row-unit slots as 1 or 2 (W 8, 16, 32)");
+    /* COOP (st_mma_coop): a thread loads and decodes rows warp + W i (i <
+     * PER) of unit u0 + lane of each round, PER = 16 / W row-units as
+     * before, so a warp's load reads one row's 32 consecutive units; the
+     * words go to the owning warp's staging area, the factors through
+     * shared memory (only W: plain formats) */
+    static_assert(!COOP || ((W == 8 || W == 16) && PER == 16 / W), "the block's decode: 8 or 16 warps");
+    static_assert(!COOP || (!D::halves && !D::min), "the block's decode passes only the factor W");
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    uint32_t (*const sa)[8] = sm.a[warp];
+    uint32_t (*const sa)[8] = [&]() -> uint32_t (*)[8] {
+        if constexpr (COOP)
+            return sm.stage(0, warp);
+        else
+            return sm.a[warp];
+    }();
+    int buf = 0; /* COOP: the staging buffer of the next round */
     uint32_t ones[M::NA];
 #pragma unroll
     for (int i = 0; i < M::NA; i++) ones[i] = 0x01010101u;
@@ -239,13 +338,24 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
     /* into buffer D (a compile-time index) */
     auto load_round = [&](auto dc, int u0) {
         constexpr int d = decltype(dc)::value;
+        if constexpr (COOP) {
+            /* row warp + W i, unit u0 + lane */
+            const int u = u0 + lane < m.nu ? u0 + lane : m.nu - 1;
 #pragma unroll
-        for (int i = 0; i < PER; i++) {
-            const int k = lane + 32 * i;
-            const int64_t r = rbase + (row0 + k % 16 < nrows ? row0 + k % 16 : nrows - 1);
-            const int u = u0 + warp + W * (k / 16);
-            ru_u[d][i] = u < m.nu ? u : m.nu - 1;
-            if (RU % 32 == 0 || k < RU) D().load(m, r, ru_u[d][i], raw[d][i]);
+            for (int i = 0; i < PER; i++) {
+                const int64_t r = rbase + (row0 + warp + W * i < nrows ? row0 + warp + W * i : nrows - 1);
+                ru_u[d][i] = u;
+                D().load(m, r, u, raw[d][i]);
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < PER; i++) {
+                const int k = lane + 32 * i;
+                const int64_t r = rbase + (row0 + k % 16 < nrows ? row0 + k % 16 : nrows - 1);
+                const int u = u0 + warp + W * (k / 16);
+                ru_u[d][i] = u < m.nu ? u : m.nu - 1;
+                if (RU % 32 == 0 || k < RU) D().load(m, r, ru_u[d][i], raw[d][i]);
+            }
         }
     };
 
@@ -268,6 +378,7 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
         for (int i = 0; i < M::NC; i++)
 #pragma unroll
             for (int j = 0; j < SPW; j++) acc[tl][i][j] = 0.0f;
+    buf = 0; /* COOP: PART shares buffer 1, read by the butterfly before */
     if (PREFETCH) {
         load_round(I0{}, 32 * gq);
         if (DEPTH > 1 && 32 * gq + STEP < m.nu) load_round(ILAST{}, 32 * gq + STEP);
@@ -279,14 +390,37 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
         int cur_u[PER];
 #pragma unroll
         for (int i = 0; i < PER; i++) cur_u[i] = ru_u[d][i];
-        st_mma_stage<TYPE, PER, RU>(raw[d], cur_u, lane, g, sa, f);
+        /* COOP: the block's round into buffer BUF, whose last readers (the
+         * round two back) every warp has left before the previous round's
+         * barrier; then one block barrier, and this warp's units from its
+         * area there */
+        uint32_t (*sab)[8] = sa;
+        if constexpr (COOP) {
+            st_mma_stage_coop<TYPE, W, PER>(raw[d], cur_u, warp, lane, g, sm, buf);
+            sab = sm.stage(buf, warp);
+            (void)f;
+        } else
+            st_mma_stage<TYPE, PER, RU>(raw[d], cur_u, lane, g, sa, f);
         if (PREFETCH && u0 + DEPTH * STEP < m.nu) load_round(dc, u0 + DEPTH * STEP);
-        st_syncwarp();
+        if constexpr (COOP)
+            __syncthreads();
+        else
+            st_syncwarp();
         /* the warp's unit J (stream warp + W J) into accumulator slot S */
         auto unit = [&](int j, int u, int sl) {
             uint32_t a[M::NA];
             st_mma_rowf cf[M::NC];
-            st_mma_fetch_a<TYPE, PER>(sa, j, lane, f, a, cf);
+            if constexpr (COOP) {
+                /* the factors of unit slot warp + W j (C elements 2 h and
+                 * 2 h + 1 share row g + 8 h) */
+                st_mma_read_a(sab, j, lane, a);
+#pragma unroll
+                for (int i = 0; i < M::NC; i += 2) {
+                    cf[i] = st_mma_rowf{sm.f[buf][M::c_row(lane, i)][warp + W * j], 0.0f, 1, 1, 1, 1};
+                    cf[i + 1] = cf[i];
+                }
+            } else
+                st_mma_fetch_a<TYPE, PER>(sab, j, lane, f, a, cf);
             /* the first NTL tiles (the dense kernel: every tile; the last
              * tile's columns past the call's hold zeros or another column's
              * vector and are never stored) */
@@ -355,7 +489,10 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
             unit(j, u, j);
         }
 #endif
-        st_syncwarp(); /* the staging area is read before the next round writes it */
+        if constexpr (COOP)
+            buf ^= 1;
+        else
+            st_syncwarp(); /* the staging area is read before the next round writes it */
     };
     for (int u0 = 32 * gq; u0 < m.nu; u0 += DEPTH * STEP) {
         round(I0{}, u0);
@@ -371,7 +508,9 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
             for (int i = 0; i < M::NC; i++)
 #pragma unroll
                 for (int jj = 0; jj < h / W; jj++) acc[tl][i][jj] = st_fadd(acc[tl][i][jj], acc[tl][i][jj + h / W]);
-        if (tl > 0 || gq > 0) __syncthreads(); /* the previous tile's partials are read */
+        /* the previous tile's partials are read (COOP: and PART's bytes, the
+         * staging buffer 1, are no longer) */
+        if (COOP || tl > 0 || gq > 0) __syncthreads();
 #pragma unroll
         for (int i = 0; i < M::NC; i++) sm.part[warp][M::c_row(lane, i)][M::c_tok(lane, i)] = acc[tl][i][0];
         __syncthreads();
@@ -405,10 +544,11 @@ __global__ void __launch_bounds__(32 * W) st_mmvq_mma_kernel(st_mat_dev m, st_xp
                                                             st_grids gg)
 {
     __shared__ uint32_t s_grid[st_grid_bytes<TYPE>::n / 4 + 1];
-    __shared__ __align__(16) st_mma_smem<W, TILES, NG> sm;
+    constexpr bool COOP = st_mma_coop<TYPE, W> && !STAGE;
+    __shared__ __align__(16) st_mma_smem<W, TILES, NG, COOP> sm;
     const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
     const int64_t row0 = (int64_t)blockIdx.x * 16;
-    st_mma_rows<TYPE, W, TILES, NG, 1>(m, 0, m.rows, row0, TILES, g, sm, st_mma_tiled_cols{x}, [&](int tok, int r, float v) {
+    st_mma_rows<TYPE, W, TILES, NG, 1, COOP>(m, 0, m.rows, row0, TILES, g, sm, st_mma_tiled_cols{x}, [&](int tok, int r, float v) {
         if (tok < nt) y[(int64_t)tok * m.rows + row0 + r] = v;
     });
 }
