@@ -9,7 +9,7 @@
 #
 #   tools/device-sanitize.sh [--no-build] [--tools "memcheck racecheck ..."]
 #       [--tests "iq_parity_test ..."] [--timeout S] [--timeout-for TEST=S]...
-#       [--shards TEST=N]... [--deadline S] [--jobs N] [--race-jobs N]
+#       [--shards TEST=N]... [--deadline S] [--jobs N] [--race-jobs N] [--gpus N]
 #
 # Shards. --shards TEST=N runs TEST as N runs per tool, each with
 # STRATA_GPU_TEST_SHARD=k/N (tests/common/gpu_test_size.h: the test runs its
@@ -60,6 +60,17 @@
 # 600); a run the deadline leaves no time for is reported "not run
 # (deadline)", never silently dropped.
 #
+# Several GPUs (--gpus N, default every GPU: those CUDA_VISIBLE_DEVICES
+# names when it is set, else those nvidia-smi lists). The runs,
+# longest limits first, are dealt to the GPUs in turn (run i to GPU i % N),
+# and each GPU has the two pools above (RACE_JOBS and JOBS runs at a time:
+# per GPU; --jobs's default is then the CPUs less two, shared by the GPUs,
+# less RACE_JOBS), each run seeing its GPU alone (CUDA_VISIBLE_DEVICES) but
+# multi_device_test, which sees them all (it needs two). On one GPU the
+# sweep does not fit one call (2026-12-06, an H100: 67 of 184 runs cut by
+# the deadline, docs/PERFORMANCE.md); the sanitizers' runs share the GPU,
+# so the way to one call is more GPUs, not more runs on one.
+#
 # Output. Per tool and test one line on stdout: tool, test, seconds, the
 # sanitizer's summary ("ERROR SUMMARY: 0 errors", "RACECHECK SUMMARY: 0
 # hazards displayed ..."), the test's own verdict, and "clean" or what is
@@ -77,8 +88,10 @@ TIMEOUT=240
 DEADLINE=530
 JOBS=""
 RACE_JOBS=4
+GPUS=""
 BUILD=1
 ALONE="gpu_faults_test"
+ALL_GPUS="multi_device_test" # sees every GPU, the others one each
 declare -A TFOR=()
 declare -A SHARDS=([batch_invariance_gpu_test]=8 [iq_multi_parity_test]=10 [native_grouped_parity_test]=8 [iq_parity_test]=2
                   [engine_ops_gpu_test]=9 [engine_runtime_test]=4)
@@ -105,6 +118,7 @@ while [ $# -gt 0 ]; do
     --deadline) DEADLINE="$2"; shift ;;
     --jobs) JOBS="$2"; shift ;;
     --race-jobs) RACE_JOBS="$2"; shift ;;
+    --gpus) GPUS="$2"; shift ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0 ;;
     *) echo "device-sanitize: unknown option '$1'" >&2; exit 2 ;;
   esac
@@ -113,7 +127,25 @@ done
 posint --race-jobs "$RACE_JOBS"
 posint --timeout "$TIMEOUT"
 posint --deadline "$DEADLINE"
-[ -n "$JOBS" ] || JOBS=$(( $(nproc) - 2 - RACE_JOBS > 2 ? $(nproc) - 2 - RACE_JOBS : 2 ))
+# the GPUs: CUDA_VISIBLE_DEVICES's list when it is set, else nvidia-smi's
+if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
+  IFS=, read -ra GPU_IDS <<< "$CUDA_VISIBLE_DEVICES"
+else
+  n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+  GPU_IDS=()
+  for ((g = 0; g < n; g++)); do GPU_IDS+=("$g"); done
+fi
+[ "${#GPU_IDS[@]}" -ge 1 ] || GPU_IDS=(0)
+[ -n "$GPUS" ] || GPUS=${#GPU_IDS[@]}
+posint --gpus "$GPUS"
+if [ "$GPUS" -gt "${#GPU_IDS[@]}" ]; then
+  echo "device-sanitize: --gpus $GPUS: this machine shows ${#GPU_IDS[@]} GPU(s)" >&2
+  exit 2
+fi
+if [ -z "$JOBS" ]; then
+  JOBS=$(( ($(nproc) - 2) / GPUS - RACE_JOBS ))
+  [ "$JOBS" -ge 2 ] || JOBS=2
+fi
 posint --jobs "$JOBS"
 for tool in $TOOLS; do
   case "$tool" in memcheck | racecheck | synccheck | initcheck) ;;
@@ -123,7 +155,9 @@ done
 TOOLS=$(printf '%s\n' $TOOLS | awk 'NF && !seen[$0]++' | tr '\n' ' ' | sed 's/ $//')
 DEADLINE_AT=$((T_START + DEADLINE))
 export PATH=/usr/local/cuda/bin:$PATH
-CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+# (COMPUTE_SANITIZER: another one, e.g. the stand-in of the CPU test,
+# tests/tools/device_sanitize_test.sh)
+CS=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)}
 [ -n "$CS" ] || { echo "device-sanitize: compute-sanitizer not found (CUDA toolkit)" >&2; exit 1; }
 if [ "$BUILD" = 1 ] && ! ls "$B"/tests/gpu_faults_test > /dev/null 2>&1; then
   SKIP_TESTS=1 tools/device-check.sh || { echo "device-sanitize: the CUDA build failed" >&2; exit 1; }
@@ -168,7 +202,10 @@ run_one() {
   local t0
   t0=$(date +%s)
   if [ -x "$B/tests/$test" ]; then
-    (cd "$B/tests" && STRATA_GPU_TEST_SIZE=sanitizer STRATA_GPU_TEST_SHARD=$shard STRATA_SANITIZER_TOOL=$tool \
+    # on several GPUs (SAN_GPU set) the run sees its own, multi_device_test all
+    local vis=()
+    [ -n "${SAN_GPU:-}" ] && [ "$test" != "$ALL_GPUS" ] && vis=(CUDA_VISIBLE_DEVICES="$SAN_GPU")
+    (cd "$B/tests" && env "${vis[@]}" STRATA_GPU_TEST_SIZE=sanitizer STRATA_GPU_TEST_SHARD=$shard STRATA_SANITIZER_TOOL=$tool \
        CUDA_MODULE_LOADING=LAZY CMOCKA_MESSAGE_OUTPUT=STDOUT timeout -k 10 "$limit" "$CS" --tool "$tool" "${extra[@]}" --print-limit 20 "./$test") > "$log" 2>&1
     echo $? > "$log.rc"
   else
@@ -179,7 +216,7 @@ run_one() {
   echo "$limit" > "$log.limit"
 }
 export -f run_one
-export CS B L TIMEOUT DEADLINE_AT ALONE
+export CS B L TIMEOUT DEADLINE_AT ALONE ALL_GPUS
 # associative arrays do not cross into xargs' shells: the per-test limits as a string
 TFOR_LIST=""
 for k in "${!TFOR[@]}"; do TFOR_LIST="$TFOR_LIST $k=${TFOR[$k]}"; done
@@ -205,10 +242,19 @@ runs_of() { # "race" or "other": the pool's runs, "TOOL RUN" per line
     done
   done | sort -rn -s -k1,1 -k2,2 | cut -d' ' -f3-
 }
-runs_of race | xargs -r -P "$RACE_JOBS" -L 1 bash -c 'run_listed "$0" "$1"' &
-race_pool=$!
-runs_of other | xargs -r -P "$JOBS" -L 1 bash -c 'run_listed "$0" "$1"'
-wait $race_pool
+# (on several GPUs: the runs dealt in turn, the two pools per GPU)
+pool_pids=()
+for g in $(seq 0 $((GPUS - 1))); do
+  vis=""
+  [ "$GPUS" -gt 1 ] && vis=${GPU_IDS[$g]}
+  runs_of race | awk -v n="$GPUS" -v g="$g" 'NR % n == g' |
+    SAN_GPU=$vis xargs -r -P "$RACE_JOBS" -L 1 bash -c 'run_listed "$0" "$1"' &
+  pool_pids+=($!)
+  runs_of other | awk -v n="$GPUS" -v g="$g" 'NR % n == g' |
+    SAN_GPU=$vis xargs -r -P "$JOBS" -L 1 bash -c 'run_listed "$0" "$1"' &
+  pool_pids+=($!)
+done
+wait "${pool_pids[@]}"
 
 # the summary: one line per tool and test
 bad=0
@@ -239,6 +285,7 @@ bad=0
   done
   case " $TESTS " in *" $ALONE "*) alone="; $ALONE alone, with --report-api-errors no" ;; *) alone="" ;; esac
   case " $TOOLS " in *" racecheck "*) pools="racecheck $RACE_JOBS at a time, the others $JOBS" ;; *) pools="$JOBS at a time" ;; esac
+  [ "$GPUS" -gt 1 ] && pools="$pools; per GPU, $GPUS GPUs"
   echo "device-sanitize: $(( $(date +%s) - T_START )) s; tools [$TOOLS] over [$TESTS] ($pools)$alone; $bad runs not clean"
 } | tee "$OUT/sanitize-summary.txt"
 bad=$(grep -c -vE "^tool |/ clean$|/ skipped |^device-sanitize:" "$OUT/sanitize-summary.txt")

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# tools/device-sanitize.sh's bookkeeping on a machine without a GPU: stand-ins
+# for compute-sanitizer, nvidia-smi and the gpu tests (each prints what it
+# saw), then the checks: every tool x run is made and reported once, the
+# shards reach the tests, the runs are dealt over several GPUs each seeing
+# its own (multi_device_test every one), one GPU sets no visibility, a
+# failed test, a sanitizer finding, a run cut by its limit and a skipped
+# test are each reported as such, and the exit status follows them.
+#   device_sanitize_test.sh PROJECT_SOURCE_DIR
+set -uo pipefail
+SRC=${1:?usage: device_sanitize_test.sh PROJECT_SOURCE_DIR}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+mkdir -p "$T/bin" "$T/b/tests"
+
+# compute-sanitizer: runs the program (the last argument) and prints the
+# summary line of its tool; FIND_HAZARD=1 reports one for racecheck
+cat > "$T/bin/cs" <<'EOF'
+#!/usr/bin/env bash
+tool=""
+while [ $# -gt 1 ]; do [ "$1" = --tool ] && tool=$2; shift; done
+"$1"; rc=$?
+if [ "$tool" = racecheck ]; then
+  if [ "${FIND_HAZARD:-0}" = 1 ]; then echo "========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)"
+  else echo "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"; fi
+else
+  echo "========= ERROR SUMMARY: 0 errors"
+fi
+exit $rc
+EOF
+# nvidia-smi -L: three GPUs
+printf '#!/bin/sh\necho "GPU 0: Stand-in (UUID: a)"\necho "GPU 1: Stand-in (UUID: b)"\necho "GPU 2: Stand-in (UUID: c)"\n' > "$T/bin/nvidia-smi"
+# a test: prints what it saw; FAIL_SHARD=k fails shard k, SLOW_TEST=name sleeps
+cat > "$T/b/tests/a_test" <<'EOF'
+#!/usr/bin/env bash
+echo "saw tool=$STRATA_SANITIZER_TOOL size=$STRATA_GPU_TEST_SIZE shard=$STRATA_GPU_TEST_SHARD vis=${CUDA_VISIBLE_DEVICES-unset}"
+[ "${SLOW_TEST:-}" = a_test ] && sleep 30
+if [ -n "${FAIL_SHARD:-}" ] && [ "${STRATA_GPU_TEST_SHARD%/*}" = "$FAIL_SHARD" ]; then echo "[  FAILED  ] 1 test(s)"; exit 1; fi
+echo "[  PASSED  ] 1 test(s)."
+EOF
+cp "$T/b/tests/a_test" "$T/b/tests/gpu_faults_test"
+cat > "$T/b/tests/multi_device_test" <<'EOF'
+#!/usr/bin/env bash
+echo "saw vis=${CUDA_VISIBLE_DEVICES-unset}"
+echo "multi_device_test needs two GPUs"; exit 77
+EOF
+chmod +x "$T/bin/"* "$T/b/tests/"*
+
+# run ARGS...: device-sanitize with the stand-ins; OUT is $T/out.N
+n_run=0
+run() {
+  n_run=$((n_run + 1))
+  O="$T/out.$n_run"
+  env -u CUDA_VISIBLE_DEVICES PATH="$T/bin:$PATH" COMPUTE_SANITIZER="$T/bin/cs" BUILD_DIR="$T/b" OUT="$O" "$@" > "$O.stdout" 2>&1
+  rc=$?
+  mkdir -p "$O/x" && tar -xzf "$O/sanitize-logs.tar.gz" -C "$O/x" 2>/dev/null
+  return $rc
+}
+S="$SRC/tools/device-sanitize.sh"
+TESTS="a_test multi_device_test gpu_faults_test"
+
+# 1. three GPUs (nvidia-smi's), a_test in 4 shards: every tool x run once, clean
+run bash "$S" --no-build --tests "$TESTS" --shards a_test=4 --deadline 120 --timeout 30 --jobs 2 --race-jobs 1 ||
+  fail "clean sweep exited $rc: $(tail -5 "$O.stdout")"
+sum="$O/sanitize-summary.txt"
+[ "$(grep -cE '^(memcheck|racecheck|synccheck|initcheck) ' "$sum")" = 24 ] || fail "expected 24 runs (4 tools x 6): $(cat "$sum")"
+[ "$(grep -c '/ clean$' "$sum")" = 20 ] || fail "expected 20 clean runs: $(cat "$sum")"
+[ "$(grep -c 'skipped (exit 77' "$sum")" = 4 ] || fail "multi_device_test not reported skipped 4 times"
+grep -q "per GPU, 3 GPUs" "$sum" || fail "the summary does not name the 3 GPUs"
+logs="$O/x/sanitize"
+for k in 0 1 2 3; do
+  for tool in memcheck racecheck synccheck initcheck; do
+    grep -q "saw tool=$tool size=sanitizer shard=$k/4 vis=[012]$" "$logs/$tool.a_test.shard-$k-of-4.log" ||
+      fail "$tool shard $k: $(cat "$logs/$tool.a_test.shard-$k-of-4.log")"
+  done
+done
+used=$(cat "$logs"/*.a_test.shard-*.log | sed -n 's/.*vis=\([0-9]\)$/\1/p' | sort -u | tr -d '\n')
+[ "$used" = 012 ] || fail "the 16 shard runs used GPUs '$used', not all of 0 1 2"
+grep -q "saw vis=unset" "$logs/memcheck.multi_device_test.log" || fail "multi_device_test did not see every GPU"
+
+# 2. one GPU (--gpus 1): no visibility set
+run bash "$S" --no-build --tests "a_test" --gpus 1 --deadline 60 --timeout 30 --tools "memcheck racecheck" ||
+  fail "one-GPU sweep exited $rc"
+grep -q "vis=unset" "$O/x/sanitize/memcheck.a_test.log" || fail "one GPU set a visibility: $(cat "$O/x/sanitize/memcheck.a_test.log")"
+grep -q "per GPU" "$O/sanitize-summary.txt" && fail "one GPU's summary speaks of GPUs"
+
+# 3. CUDA_VISIBLE_DEVICES names the GPUs (5 and 7): the runs take those
+n_run=$((n_run + 1)); O="$T/out.$n_run"
+PATH="$T/bin:$PATH" COMPUTE_SANITIZER="$T/bin/cs" BUILD_DIR="$T/b" OUT="$O" CUDA_VISIBLE_DEVICES=5,7 \
+  bash "$S" --no-build --tests a_test --shards a_test=4 --tools memcheck --deadline 60 --timeout 30 > "$O.stdout" 2>&1 ||
+  fail "CUDA_VISIBLE_DEVICES=5,7 exited $?"
+mkdir -p "$O/x" && tar -xzf "$O/sanitize-logs.tar.gz" -C "$O/x"
+used=$(cat "$O/x/sanitize"/*.log | sed -n 's/.*vis=\([0-9]\)$/\1/p' | sort -u | tr -d '\n')
+[ "$used" = 57 ] || fail "CUDA_VISIBLE_DEVICES=5,7: the runs used '$used'"
+# more GPUs than there are: refused, one line, nothing run
+run bash "$S" --no-build --tests a_test --gpus 4 && fail "--gpus 4 on 3 GPUs was accepted"
+grep -q "this machine shows 3 GPU" "$O.stdout" || fail "--gpus 4: $(cat "$O.stdout")"
+[ -e "$O/sanitize-logs.tar.gz" ] && fail "--gpus 4 ran something"
+
+# 4. a failed shard, a hazard, a run past its limit: each reported, exit 1
+FAIL_SHARD=2 run bash "$S" --no-build --tests a_test --shards a_test=4 --tools memcheck --deadline 60 --timeout 30 &&
+  fail "a failed shard exited 0"
+grep -q "memcheck *a_test.shard-2-of-4 .*FAILED (exit 1)" "$O/sanitize-summary.txt" || fail "the failed shard: $(cat "$O/sanitize-summary.txt")"
+[ "$(grep -c '/ clean$' "$O/sanitize-summary.txt")" = 3 ] || fail "the other shards are not clean"
+FIND_HAZARD=1 run bash "$S" --no-build --tests a_test --tools racecheck --deadline 60 --timeout 30 && fail "a hazard exited 0"
+grep -q "SANITIZER FOUND SOMETHING" "$O/sanitize-summary.txt" || fail "the hazard: $(cat "$O/sanitize-summary.txt")"
+SLOW_TEST=a_test run bash "$S" --no-build --tests a_test --tools memcheck --deadline 60 --timeout 2 && fail "a run past its limit exited 0"
+grep -q "TIMED OUT after 2s" "$O/sanitize-summary.txt" || fail "the timeout: $(cat "$O/sanitize-summary.txt")"
+echo "device_sanitize_test: 8 cases passed"
