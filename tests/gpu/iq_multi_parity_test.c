@@ -13,9 +13,11 @@ static void iq_mmvq_multi_token_gpu_matches_cpu_bitwise(void **state)
            st_ctx_identity(gpu)->runtime);
     int nts[ST_MAX_TOKENS];
     for (int i = 0; i < ST_MAX_TOKENS; i++) nts[i] = i + 1;
-    /* sanitizer size: 1, an odd count, the 8 of a chunk, the first matrix-unit
-     * count (9) and the most */
-    const int buckets[] = {1, 3, 8, 9, ST_MAX_TOKENS};
+    /* sanitizer size: one token count per kernel (gpu_test_size.h), the
+     * matrix units' 3 tiles included: their block-decoded kernels
+     * (mmvq_mma.h st_mma_coop) share staging buffers across warps, what
+     * racecheck is for */
+    const int buckets[] = TEST_NT_PER_KERNEL;
     const int n_buckets = (int)(sizeof buckets / sizeof buckets[0]);
     const bool small = sanitizer_size();
     for (size_t i = 0; i < sizeof ALL_TYPES / sizeof ALL_TYPES[0]; i++) {
