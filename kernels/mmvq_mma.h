@@ -25,12 +25,13 @@
  * each; gfx11: a lane's whole row); the factors of a C element's row come
  * by shuffle from the lane that decoded it. The next round's raw bytes are
  * requested before this round's matrix work, so each warp keeps a round of
- * weight loads in flight. On NVIDIA with 8 or 16 warps and the formats of
- * st_mma_coop, the block loads and decodes a round together instead, a
- * warp's loads one row's 32 consecutive units (coalesced), into the same
- * areas, the factors through shared memory. The B operand
- * and the activation scales come from the tiled planes (common.h
- * st_xplanes): one contiguous read per unit and tile. */
+ * weight loads in flight. On NVIDIA with 8 or 16 warps, the formats of
+ * st_mma_coop and the grid read from global memory, the whole block loads
+ * and decodes each round instead: each warp's load reads 32 consecutive
+ * units of one row (coalesced), the words go to the owning warp's area in
+ * one of two alternating buffers, and the factors through shared memory.
+ * The B operand and the activation scales come from the tiled planes
+ * (common.h st_xplanes): one contiguous read per unit and tile. */
 #ifndef ST_MMVQ_MMA_H
 #define ST_MMVQ_MMA_H
 
@@ -226,16 +227,18 @@ template <int W, int TILES, int NG, bool COOP = false> struct st_mma_smem {
     float grp[NG > 1 ? 2 : 1][NG > 1 ? TILES * 16 * st_mma::TOK : 1]; /* g0 (+ g2), g1 of a wide row */
 };
 
-/* The block's decode: two staging buffers (rounds alternate, so one block barrier per
- * round suffices), each warp's area padded by 16 bytes so that the 32
- * row-units a warp writes at once (one row, 32 units of as many areas or
- * unit slots) spread over every bank, and the row factor W of each (row,
- * unit u0 + l of the round) in F, rows 33 floats apart (no bank conflicts
- * for the writer, one row and 32 units, nor for the reader, 8 rows and one
- * unit). The second buffer shares its bytes with PART: the butterfly runs
- * after a group's last round, behind a block barrier, and a group's first
- * round stages into buffer 0. Fits the 48 KB of static shared memory: W
- * 16, 4 tiles, 4 groups takes 41,600 bytes (28,672 without). */
+/* The block's decode: two staging buffers (rounds alternate, so one block
+ * barrier per round suffices), each warp's area padded by 16 bytes so that
+ * the 32 row-units a warp writes at once (one row, 32 units spread over W
+ * areas, 32 / W unit slots each) spread over every bank, and the row
+ * factor W of each (row, unit u0 + l of the round) in F, rows 33 floats
+ * apart (no bank conflicts for the writer, one row and 32 units, nor for
+ * the reader, 8 rows and one unit). The second buffer shares its bytes
+ * with PART: the butterfly runs after a group's last round, behind a block
+ * barrier; a group's first round stages into buffer 0, and its second
+ * writes buffer 1 only after the first round's barrier, which every thread
+ * reaches after the previous butterfly. Fits the 48 KB of static shared
+ * memory: W 16, 4 tiles, 4 groups takes 41,600 bytes (28,672 without). */
 template <int W, int TILES, int NG> struct st_mma_smem<W, TILES, NG, true> {
     static constexpr int RU = 16 * (32 / W);
     static constexpr int AW = 8 * RU + 4; /* a warp's area in words, with the padding */
@@ -247,17 +250,18 @@ template <int W, int TILES, int NG> struct st_mma_smem<W, TILES, NG, true> {
     };
     float f[2][16][FS];
     float grp[NG > 1 ? 2 : 1][NG > 1 ? TILES * 16 * st_mma::TOK : 1];
-    /* warp W's staging area in buffer B, as st_mma_read_a reads it (the
+    /* warp w's staging area in buffer B, as st_mma_read_a reads it (the
      * buffers are adjacent: an offset, not a select, which took 2-11 more
      * registers in some variants) */
     ST_DEVM uint32_t (*stage(int b, int w))[8] { return (uint32_t (*)[8])(&a0[0][0] + (b * W + w) * AW); }
 };
 
-/* The block's decode: decodes the thread's row-units of the round (rows WARP + W i of the
- * block, i < PER, unit u0 + LANE of the round; R their raw bytes, U their
- * units) into buffer B: the words where the unit's owner reads them (warp
- * LANE % W, its unit LANE / W of the round: slot 16 (LANE / W) + row, in
- * the order of st_mma::x_pos, as st_mma_stage) and the factor W to F. */
+/* The block's decode: decodes the thread's row-units of the round (rows
+ * WARP + W i of the block, i < PER, unit u0 + LANE of the round; R their
+ * raw bytes, U their units) into buffer B: the words where the unit's
+ * owner reads them (warp LANE % W, its unit LANE / W of the round: slot 16
+ * (LANE / W) + row, in the order of st_mma::x_pos, as st_mma_stage) and the
+ * factor W to sm.f[B]. */
 template <int TYPE, int W, int PER, class SM>
 ST_DEV void st_mma_stage_coop(const typename st_unit_dec<TYPE>::raw (&r)[PER], const int (&u)[PER], int warp, int lane,
                               const st_grids &g, SM &sm, int b)
@@ -302,6 +306,9 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
      * shared memory (only W: plain formats) */
     static_assert(!COOP || ((W == 8 || W == 16) && PER == 16 / W), "the block's decode: 8 or 16 warps");
     static_assert(!COOP || (!D::halves && !D::min), "the block's decode passes only the factor W");
+#if ST_HIP
+    static_assert(!COOP, "the block's decode reads the factors in the NVIDIA C layout");
+#endif
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     uint32_t (*const sa)[8] = [&]() -> uint32_t (*)[8] {
         if constexpr (COOP)
@@ -316,8 +323,9 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
 
     /* The raw bytes of the lane's row-units of the round at U0 (row-unit k
      * = lane + 32 i: row k % 16, the warp's unit k / 16 of the round, that
-     * is stream warp + W (k / 16)); past the rows' or the row's end the last
-     * row or unit is read and never used. */
+     * is stream warp + W (k / 16); COOP: rows warp + W i of unit u0 +
+     * lane); past the rows' or the row's end the last row or unit is read
+     * and never used. */
     /* gfx11 with two row-units per lane (W 8): no prefetch, and the B words
      * (8 per lane and tile there) loaded tile by tile, else the registers
      * spill */
@@ -361,7 +369,8 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
 
     /* A round: the warp's SPW units of 32 (stream warp + W j takes unit u0
      * + warp + W j). Its lanes decode the 16 SPW row-units once into the
-     * warp's staging area, the raw bytes of the round DEPTH rounds on are
+     * warp's staging area (COOP: the block decodes the round together,
+     * st_mma_stage_coop), the raw bytes of the round DEPTH rounds on are
      * requested, and each unit's A operand comes from the staging area:
      * every weight is read and decoded once, DEPTH rounds of loads in
      * flight while this round computes. Each stream j has its own
@@ -378,7 +387,9 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
         for (int i = 0; i < M::NC; i++)
 #pragma unroll
             for (int j = 0; j < SPW; j++) acc[tl][i][j] = 0.0f;
-    buf = 0; /* COOP: PART shares buffer 1, read by the butterfly before */
+    /* COOP: a group's first round stages into buffer 0, because buffer 1
+     * holds PART, which the previous group's butterfly may still read */
+    buf = 0;
     if (PREFETCH) {
         load_round(I0{}, 32 * gq);
         if (DEPTH > 1 && 32 * gq + STEP < m.nu) load_round(ILAST{}, 32 * gq + STEP);
@@ -390,10 +401,10 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
         int cur_u[PER];
 #pragma unroll
         for (int i = 0; i < PER; i++) cur_u[i] = ru_u[d][i];
-        /* COOP: the block's round into buffer BUF, whose last readers (the
-         * round two back) every warp has left before the previous round's
-         * barrier; then one block barrier, and this warp's units from its
-         * area there */
+        /* COOP: the block stages this round into buffer BUF. Its last
+         * readers (two rounds back, or the previous group's) finished
+         * before an earlier block barrier. After one block barrier, each
+         * warp reads its units from its area there. */
         uint32_t (*sab)[8] = sa;
         if constexpr (COOP) {
             st_mma_stage_coop<TYPE, W, PER>(raw[d], cur_u, warp, lane, g, sm, buf);
@@ -508,8 +519,8 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
             for (int i = 0; i < M::NC; i++)
 #pragma unroll
                 for (int jj = 0; jj < h / W; jj++) acc[tl][i][jj] = st_fadd(acc[tl][i][jj], acc[tl][i][jj + h / W]);
-        /* the previous tile's partials are read (COOP: and PART's bytes, the
-         * staging buffer 1, are no longer) */
+        /* the previous tile's partials are read (COOP: also, no thread
+         * still reads staging buffer 1, which shares PART's bytes) */
         if (COOP || tl > 0 || gq > 0) __syncthreads();
 #pragma unroll
         for (int i = 0; i < M::NC; i++) sm.part[warp][M::c_row(lane, i)][M::c_tok(lane, i)] = acc[tl][i][0];
