@@ -509,8 +509,21 @@ static st_status parse_all(const st_bench_options *o, st_tune_shape *shapes, int
         return st_fail(ST_ERR_INVALID_ARG, "bench: at most %d variants", ST_BENCH_MAX_VARIANTS);
     if (o->n_variants && !o->n_shapes)
         return st_fail(ST_ERR_INVALID_ARG, "variants apply to the shapes given (the suite runs the default chain)");
-    for (int i = 0; i < o->n_shapes; i++)
+    if (o->n_ntoks < 0 || o->n_ntoks > ST_MAX_TOKENS || (o->n_ntoks && !o->ntoks))
+        return st_fail(ST_ERR_INVALID_ARG, "the token counts: expected 1..%d of them", ST_MAX_TOKENS);
+    for (int i = 0; i < o->n_ntoks; i++) {
+        if (o->ntoks[i] < 1 || o->ntoks[i] > ST_MAX_TOKENS)
+            return st_fail(ST_ERR_INVALID_ARG, "token count %d is outside 1..%d", o->ntoks[i], ST_MAX_TOKENS);
+        for (int k = 0; k < i; k++)
+            if (o->ntoks[k] == o->ntoks[i]) return st_fail(ST_ERR_INVALID_ARG, "token count %d given twice", o->ntoks[i]);
+    }
+    bool any_mmvq = false;
+    for (int i = 0; i < o->n_shapes; i++) {
         if (st_tune_parse_shape(o->shapes[i], 64, 8, &shapes[i]) != ST_OK) return ST_ERR_PARSE; /* its line stays */
+        any_mmvq |= shapes[i].kind == ST_SHAPE_MMVQ;
+    }
+    if (o->n_ntoks && !any_mmvq)
+        return st_fail(ST_ERR_INVALID_ARG, "token counts apply to the mmvq shapes given (an expert shape has its own)");
     for (int v = 0; v < o->n_variants; v++) {
         const char *name = o->variants[v];
         const size_t len = strlen(name);
@@ -606,10 +619,20 @@ st_status st_bench_run(st_ctx *c, const st_bench_options *opt, st_bench_result *
         say(&e, "%-6s %-32s %2s %-9s %9s %6s %8s %7s %7s %6s", "kind", "shape", "nt", "path", "us/call", "spread", "GB/s",
             "%read", "%same", "vs nt1");
     }
+    /* the token counts given, in increasing order (1 first: the rows'
+     * cost against 1 token) */
+    int ntoks[ST_MAX_TOKENS];
+    for (int i = 0; i < o.n_ntoks; i++) {
+        int k = i;
+        for (; k > 0 && ntoks[k - 1] > o.ntoks[i]; k--) ntoks[k] = ntoks[k - 1];
+        ntoks[k] = o.ntoks[i];
+    }
     for (int i = 0; i < ns && s == ST_OK; i++) {
         const st_tune_shape *sh = &parsed[i];
         const int one[] = {sh->n_tokens};
-        s = sh->kind == ST_SHAPE_MMVQ ? bench_shape(c, &e, sh, DENSE_NTS, (int)ST_ARRAY_LEN(DENSE_NTS), (const int(*)[2])variant, nv)
+        const int *nts = o.n_ntoks ? ntoks : DENSE_NTS;
+        const int nn = o.n_ntoks ? o.n_ntoks : (int)ST_ARRAY_LEN(DENSE_NTS);
+        s = sh->kind == ST_SHAPE_MMVQ ? bench_shape(c, &e, sh, nts, nn, (const int(*)[2])variant, nv)
                                        : bench_shape(c, &e, sh, one, 1, (const int(*)[2])variant, nv);
     }
     if (s == ST_OK && suite) s = run_suite(c, &e);

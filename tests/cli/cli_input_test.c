@@ -91,6 +91,10 @@ static void numeric_options_refuse_nan_infinity_and_out_of_range(void **state)
         cli_run r = cli(QUICK, "tune", "--ntok-mix", bad_mix[i], NULL);
         cli_expect_usage(&r, "--ntok-mix", bad_mix[i]);
         cli_free(&r);
+        /* bench's token counts: the same list (td_ntok_list) */
+        r = cli(QUICK, "bench", "--shape", "mmvq q8_0 64 64", "--ntok", bad_mix[i], NULL);
+        cli_expect_usage(&r, "--ntok", bad_mix[i]);
+        cli_free(&r);
     }
     /* 104 is split4's rows value inside the library, never a name for it */
     static const char *const bad_variant[] = {"3", "4x", "4/4junk", "/4", "4/", "-4", "104", "split", "split3",
@@ -178,6 +182,29 @@ static void an_unknown_option_is_called_unknown_even_when_last(void **state)
     }
 }
 
+/* bench --ntok: an mmvq shape's rows at exactly the token counts given, in
+ * increasing order (so each has its cost against 1 token), and no other. */
+static void bench_measures_the_token_counts_given(void **state)
+{
+    (void)state;
+    cli_run r = cli(120.0, "--backend", "cpu", "bench", "--quick", "--no-suite", "--shape", "mmvq q8_0 64 64", "--ntok",
+                    "7,1,3", NULL);
+    cli_expect_exit(&r, 0, "bench --ntok 7,1,3");
+    int seen[8], n = 0;
+    for (const char *l = r.out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l)) {
+        char kind[16], type[16], shape[32], path[16];
+        int nt;
+        if (sscanf(l, "%15s %15s %31s %d %15s", kind, type, shape, &nt, path) == 5 && !strcmp(kind, "mmvq") &&
+            !strcmp(path, "default")) {
+            if (n == 8) fail_msg("more default rows than the 3 token counts:\n%s", r.out);
+            seen[n++] = nt;
+        }
+    }
+    if (n != 3 || seen[0] != 1 || seen[1] != 3 || seen[2] != 7)
+        fail_msg("bench --ntok 7,1,3: the default rows' token counts are not 1, 3, 7:\n%s", r.out);
+    cli_free(&r);
+}
+
 /* Options the command would not use are refused, not dropped in silence. */
 static void options_that_would_be_ignored_are_refused(void **state)
 {
@@ -195,6 +222,9 @@ static void options_that_would_be_ignored_are_refused(void **state)
         {"bench", "--shape", "expert q8_0 q8_0 64 64 1", "--variant", "wide64x2", NULL},
         {"bench", "--no-suite", "--layers", "4", NULL},
         {"bench", "--shape", "mmvq q8_0 64 64", "--layers", "4", NULL},
+        {"bench", "--ntok", "5,6", NULL},
+        {"bench", "--no-suite", "--ntok", "5,6", NULL},
+        {"bench", "--shape", "expert q8_0 q8_0 64 64 1", "--ntok", "5,6", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cli_run r = cli_exec(cases[i], QUICK, NULL, NULL);
@@ -542,6 +572,7 @@ int main(void)
         cmocka_unit_test(an_option_is_never_taken_as_a_value),
         cmocka_unit_test(an_unknown_option_is_called_unknown_even_when_last),
         cmocka_unit_test(options_that_would_be_ignored_are_refused),
+        cmocka_unit_test(bench_measures_the_token_counts_given),
         cmocka_unit_test(a_missing_file_is_an_error_wherever_it_is_named),
         cmocka_unit_test(fifos_and_devices_are_refused_at_once_everywhere),
         cmocka_unit_test(a_table_with_a_byte_order_mark_is_refused_by_name),

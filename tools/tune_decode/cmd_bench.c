@@ -8,8 +8,8 @@
 #include <string.h>
 
 static const char BENCH_HELP[] =
-    "usage: tune_decode bench [--shape 'SPEC']... [--variant V]... [--model M.gguf] [--layers N]\n"
-    "                         [--quick] [--no-suite] [--html FILE.html]\n"
+    "usage: tune_decode bench [--shape 'SPEC']... [--variant V]... [--ntok LIST] [--model M.gguf]\n"
+    "                         [--layers N] [--quick] [--no-suite] [--html FILE.html]\n"
     "\n"
     "Measures, in one process: the read bandwidth (a streaming-read kernel over 1 GiB), the\n"
     "device-to-device copy bandwidth (bytes read + written), the launch overhead (back-to-back\n"
@@ -37,6 +37,7 @@ static const char BENCH_HELP[] =
     "--variant V (up to 8, with --shape): also time variant V of the --shape rows in the same\n"
     "round-robin: R, mmaW, splitW or wideTxR (rows of 8192 values or more) for mmvq shapes, G/D\n"
     "for expert shapes (tune_decode variants).\n"
+    "--ntok LIST (with an mmvq --shape): its token counts instead, e.g. 5,6,7 (distinct, 1..32).\n"
     "--html FILE.html: the figures as a page (one chart per shape), and their JSON beside it\n"
     "(FILE.json, the --json document; tune_decode report FILE.json renders it again).\n";
 
@@ -50,7 +51,7 @@ static void on_line(void *user, const char *line)
 int cmd_bench(int argc, char **argv, const td_global *g)
 {
     const char *specs[ST_BENCH_MAX_SHAPES], *variants[ST_BENCH_MAX_VARIANTS], *model = NULL, *html = NULL;
-    int ns = 0, nv = 0, layers = 48;
+    int ns = 0, nv = 0, layers = 48, ntoks[ST_MAX_TOKENS], n_ntoks = 0;
     bool suite = true, quick = false, layers_given = false;
     int rc = 0;
     for (int i = 1; i < argc; i++) {
@@ -76,6 +77,11 @@ int cmd_bench(int argc, char **argv, const td_global *g)
             if (!(v = td_value(argc, argv, &i, "bench", &rc))) return rc;
             if ((rc = td_int_option("bench", a, v, 0, 512, &layers))) return rc;
             layers_given = true;
+        } else if (!strcmp(a, "--ntok")) {
+            if (!(v = td_value(argc, argv, &i, "bench", &rc))) return rc;
+            if ((n_ntoks = td_ntok_list(v, ntoks, ST_MAX_TOKENS)) <= 0)
+                return td_usage_error("bench: --ntok '%s': expected distinct token counts 1..%d like 5,6,7", v,
+                                      ST_MAX_TOKENS);
         } else if (!strcmp(a, "--variant")) {
             if (!(v = td_value(argc, argv, &i, "bench", &rc))) return rc;
             if (nv >= ST_BENCH_MAX_VARIANTS) return td_usage_error("bench: at most %d --variant", ST_BENCH_MAX_VARIANTS);
@@ -86,6 +92,7 @@ int cmd_bench(int argc, char **argv, const td_global *g)
     }
     if (nv && !ns)
         return td_usage_error("bench: --variant applies to the --shape rows (the suite runs the default chain)");
+    if (n_ntoks && !ns) return td_usage_error("bench: --ntok applies to the mmvq --shape rows (the suite has its own)");
     if (layers_given && (ns || !suite))
         return td_usage_error("bench: --layers sets the suite's synthetic model (not run with --shape or --no-suite)");
     st_bench_options o;
@@ -94,6 +101,8 @@ int cmd_bench(int argc, char **argv, const td_global *g)
     o.n_shapes = ns;
     o.variants = variants;
     o.n_variants = nv;
+    o.ntoks = n_ntoks ? ntoks : NULL;
+    o.n_ntoks = n_ntoks;
     o.suite = suite && !ns;
     o.suite_model_path = "tests/data/gguf/tiny-moe.gguf";
     o.layers = layers;
@@ -103,7 +112,8 @@ int cmd_bench(int argc, char **argv, const td_global *g)
     /* what was named is checked before the minutes of probes: a shape that
      * does not parse is an error, a variant that does not apply a usage one */
     st_status s = st_bench_check(&o);
-    if (s == ST_ERR_INVALID_ARG) return td_usage_error("bench: --variant %s", st_last_error());
+    if (s == ST_ERR_INVALID_ARG) /* a variant, or token counts that no shape takes */
+        return td_usage_error("bench: %s %s", strstr(st_last_error(), "token count") ? "--ntok:" : "--variant", st_last_error());
     if (s != ST_OK) return td_fail("bench", s, 1);
     /* where the page and its JSON go, before the minutes of probes */
     if (html && (s = st_report_write_check(html, &model, model ? 1 : 0)) != ST_OK) return td_fail("bench", s, 1);

@@ -89,29 +89,6 @@ static const char TUNE_HELP[] =
 
 static volatile int g_stop;
 
-/* "1,2,4,8": distinct token counts 1..ST_MAX_TOKENS, at most MAX of them,
- * nothing else (no empty items, no trailing text). */
-static int parse_list(const char *s, int *v, int max)
-{
-    int n = 0;
-    const char *p = s;
-    for (;;) {
-        const char *comma = strchr(p, ',');
-        const size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        char item[16];
-        long x;
-        if (len == 0 || len >= sizeof item || n >= max) return -1;
-        memcpy(item, p, len);
-        item[len] = '\0';
-        if (!td_parse_int(item, 1, ST_MAX_TOKENS, &x)) return -1;
-        for (int k = 0; k < n; k++)
-            if (v[k] == (int)x) return -1;
-        v[n++] = (int)x;
-        if (!comma) return n;
-        p = comma + 1;
-    }
-}
-
 /* "expert", "mmvq" or both, comma-separated. */
 static bool parse_kinds(const char *s, bool *expert, bool *mmvq)
 {
@@ -156,7 +133,7 @@ int cmd_tune(int argc, char **argv, const td_global *g)
             if ((rc = td_percent_option("tune", a, v, 0, 99, &o.threshold))) return rc;
         } else if (!strcmp(a, "--ntok-mix")) {
             if (!(v = td_value(argc, argv, &i, "tune", &rc))) return rc;
-            o.n_ntok_mix = parse_list(v, mix, ST_MAX_TOKENS);
+            o.n_ntok_mix = td_ntok_list(v, mix, ST_MAX_TOKENS);
             o.ntok_mix = mix;
             if (o.n_ntok_mix <= 0)
                 return td_usage_error("tune: --ntok-mix '%s': expected distinct token counts 1..%d like 1,2,4,8", v,

@@ -83,6 +83,10 @@ int td_usage_error(const char *fmt, ...);
 const char *td_value(int argc, char **argv, int *i, const char *cmd, int *rc);
 /* V as a decimal integer in LO..HI: digits only, no sign, nothing after. */
 bool td_parse_int(const char *v, long lo, long hi, long *out);
+/* A list of distinct token counts 1..ST_MAX_TOKENS ("1,2,4,8") into V (room
+ * for MAX): their number, or -1 (an empty item, a repeat, more than MAX,
+ * anything else). */
+int td_ntok_list(const char *s, int *v, int max);
 /* td_parse_int, or a usage error naming CMD, OPT and the range: returns 0
  * or 2. */
 int td_int_option(const char *cmd, const char *opt, const char *v, long lo, long hi, int *out);

@@ -39,6 +39,27 @@ bool td_parse_int(const char *v, long lo, long hi, long *out)
     return true;
 }
 
+int td_ntok_list(const char *s, int *v, int max)
+{
+    int n = 0;
+    const char *p = s;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        const size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char item[16];
+        long x;
+        if (len == 0 || len >= sizeof item || n >= max) return -1;
+        memcpy(item, p, len);
+        item[len] = '\0';
+        if (!td_parse_int(item, 1, ST_MAX_TOKENS, &x)) return -1;
+        for (int k = 0; k < n; k++)
+            if (v[k] == (int)x) return -1;
+        v[n++] = (int)x;
+        if (!comma) return n;
+        p = comma + 1;
+    }
+}
+
 int td_int_option(const char *cmd, const char *opt, const char *v, long lo, long hi, int *out)
 {
     long x;

@@ -36,7 +36,7 @@ extern "C" {
  * callers' smaller struct_size keeps its meaning. */
 typedef struct {
     size_t struct_size;
-    /* Shapes ("mmvq TYPE ROWS COLS": n_tokens 1 2 4 8 16 24 32; "expert GU DN
+    /* Shapes ("mmvq TYPE ROWS COLS": n_tokens 1 2 4 8 16 24 32 or NTOKS; "expert GU DN
      * N_EMBD N_FF N_TOKENS": its N_TOKENS), 64 experts and top-8. */
     const char *const *shapes;
     int n_shapes;
@@ -61,6 +61,12 @@ typedef struct {
      * notes) as it is measured, without a newline; NULL: none. */
     void (*on_line)(void *user, const char *line);
     void *user;
+    /* The token counts of the mmvq shapes given (distinct, each
+     * 1..ST_MAX_TOKENS, at most ST_MAX_TOKENS of them; measured in
+     * increasing order); NULL and 0: 1 2 4 8 16 24 32. Only with shapes, at
+     * least one of them mmvq (an expert shape keeps its N_TOKENS). */
+    const int *ntoks;
+    int n_ntoks;
 } st_bench_options;
 
 ST_API void st_bench_options_init_size(st_bench_options *o, size_t size);
