@@ -75,8 +75,10 @@ static inline void st_bench_options_default(st_bench_options *o) { st_bench_opti
 
 /* Checks O without measuring: ST_ERR_PARSE when a shape does not parse,
  * ST_ERR_INVALID_ARG when a variant is not compiled in, is not of the
- * shapes' kind or does not fit their rows; one line in st_last_error()
- * (naming the variant or shape, not an option). */
+ * shapes' kind or does not fit their rows, or when the token counts are
+ * out of range, repeated or given with no mmvq shape; one line in
+ * st_last_error() (naming the variant, shape or token count, not an
+ * option). */
 ST_API st_status st_bench_check(const st_bench_options *o);
 
 /* Set up with st_bench_result_init (struct_size and zeros); the library
