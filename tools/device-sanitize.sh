@@ -46,14 +46,19 @@
 # runtime errors on purpose, so a run beside it would lose its memory (and
 # its own exhaustion would be someone else's), and every tool runs it with
 # --report-api-errors no (the errors it provokes are its test; every other
-# test keeps the default, which reports them). Then two pools side by
-# side: racecheck's runs, RACE_JOBS at a time (--race-jobs, default 4), and
-# the other tools' runs, JOBS at a time (--jobs, default: the CPUs less two
-# less RACE_JOBS, at least 2), each the longest limits first. racecheck is
-# bound by the GPU, not the CPUs (2026-12-06, an H100: 14 runs side by side
-# took 252-264 s for an eighth of batch invariance, where on the H200 8
-# took 138-162 s for a quarter): more of its runs at once only share the
-# GPU, and time-slicing among many contexts costs. Each run has its own timeout
+# test keeps the default, which reports them). Then two phases, each the
+# longest limits first: the other tools' runs, JOBS at a time (--jobs,
+# default: the CPUs less two, at least 2), then racecheck's, RACE_JOBS at a
+# time (--race-jobs, default 4). racecheck is bound by the GPU, not the
+# CPUs (2026-12-06, an H100: 14 runs side by side took 252-264 s for an
+# eighth of batch invariance, where on the H200 8 took 138-162 s for a
+# quarter): more of its runs at once only share the GPU, and time-slicing
+# among many contexts costs. Run side by side with the others it starved
+# them: alone, memcheck, synccheck and initcheck over every test took 120 s
+# (the ninth session); beside racecheck's pool, in 562 s, synccheck's runs
+# never started and memcheck's of three tests were cut (2026-12-06,
+# docs/PERFORMANCE.md). Hence the light tools first, racecheck with what
+# is left of the deadline. Each run has its own timeout
 # (--timeout S for all, default 240; --timeout-for TEST=S for one, as often
 # as needed), cut to what is left of the whole call's deadline (--deadline
 # S from the start of this script, default 530, under the device call's
@@ -63,9 +68,9 @@
 # Several GPUs (--gpus N, default every GPU: those CUDA_VISIBLE_DEVICES
 # names when it is set, else those nvidia-smi lists). The runs,
 # longest limits first, are dealt to the GPUs in turn (run i to GPU i % N),
-# and each GPU has the two pools above (RACE_JOBS and JOBS runs at a time:
-# per GPU; --jobs's default is then the CPUs less two, shared by the GPUs,
-# less RACE_JOBS), each run seeing its GPU alone (CUDA_VISIBLE_DEVICES) but
+# and each GPU has the two phases above (JOBS and RACE_JOBS runs at a time:
+# per GPU; --jobs's default is then the CPUs less two, shared by the GPUs),
+# each run seeing its GPU alone (CUDA_VISIBLE_DEVICES) but
 # multi_device_test, which sees them all (it needs two). On one GPU the
 # sweep does not fit one call (2026-12-06, an H100: 67 of 184 runs cut by
 # the deadline, docs/PERFORMANCE.md); the sanitizers' runs share the GPU,
@@ -143,7 +148,7 @@ if [ "$GPUS" -gt "${#GPU_IDS[@]}" ]; then
   exit 2
 fi
 if [ -z "$JOBS" ]; then
-  JOBS=$(( ($(nproc) - 2) / GPUS - RACE_JOBS ))
+  JOBS=$(( ($(nproc) - 2) / GPUS ))
   [ "$JOBS" -ge 2 ] || JOBS=2
 fi
 posint --jobs "$JOBS"
@@ -229,8 +234,8 @@ for test in $TESTS; do
   [ "$test" = "$ALONE" ] || continue
   for tool in $TOOLS; do run_listed "$tool" "$test"; done
 done
-# 2. the rest in two pools side by side: racecheck's runs RACE_JOBS at a
-# time, the other tools' JOBS at a time; the longest limits first
+# 2. the rest in two phases: the other tools' runs JOBS at a time, then
+# racecheck's RACE_JOBS at a time; the longest limits first
 runs_of() { # "race" or "other": the pool's runs, "TOOL RUN" per line
   for run in $RUNS; do
     [ "$run" = "$ALONE" ] && continue
@@ -242,16 +247,17 @@ runs_of() { # "race" or "other": the pool's runs, "TOOL RUN" per line
     done
   done | sort -rn -s -k1,1 -k2,2 | cut -d' ' -f3-
 }
-# (on several GPUs: the runs dealt in turn, the two pools per GPU)
+# (on several GPUs: the runs dealt in turn, the two phases per GPU)
 pool_pids=()
 for g in $(seq 0 $((GPUS - 1))); do
   vis=""
   [ "$GPUS" -gt 1 ] && vis=${GPU_IDS[$g]}
-  runs_of race | awk -v n="$GPUS" -v g="$g" 'NR % n == g' |
-    SAN_GPU=$vis xargs -r -P "$RACE_JOBS" -L 1 bash -c 'run_listed "$0" "$1"' &
-  pool_pids+=($!)
-  runs_of other | awk -v n="$GPUS" -v g="$g" 'NR % n == g' |
-    SAN_GPU=$vis xargs -r -P "$JOBS" -L 1 bash -c 'run_listed "$0" "$1"' &
+  (
+    runs_of other | awk -v n="$GPUS" -v g="$g" 'NR % n == g' |
+      SAN_GPU=$vis xargs -r -P "$JOBS" -L 1 bash -c 'run_listed "$0" "$1"'
+    runs_of race | awk -v n="$GPUS" -v g="$g" 'NR % n == g' |
+      SAN_GPU=$vis xargs -r -P "$RACE_JOBS" -L 1 bash -c 'run_listed "$0" "$1"'
+  ) &
   pool_pids+=($!)
 done
 wait "${pool_pids[@]}"
@@ -284,7 +290,7 @@ bad=0
     done
   done
   case " $TESTS " in *" $ALONE "*) alone="; $ALONE alone, with --report-api-errors no" ;; *) alone="" ;; esac
-  case " $TOOLS " in *" racecheck "*) pools="racecheck $RACE_JOBS at a time, the others $JOBS" ;; *) pools="$JOBS at a time" ;; esac
+  case " $TOOLS " in *" racecheck "*) pools="the others $JOBS at a time, then racecheck $RACE_JOBS" ;; *) pools="$JOBS at a time" ;; esac
   [ "$GPUS" -gt 1 ] && pools="$pools; per GPU, $GPUS GPUs"
   echo "device-sanitize: $(( $(date +%s) - T_START )) s; tools [$TOOLS] over [$TESTS] ($pools)$alone; $bad runs not clean"
 } | tee "$OUT/sanitize-summary.txt"

@@ -3,7 +3,8 @@
 # for compute-sanitizer, nvidia-smi and the gpu tests (each prints what it
 # saw), then the checks: every tool x run is made and reported once, the
 # shards reach the tests, the runs are dealt over several GPUs each seeing
-# its own (multi_device_test every one), one GPU sets no visibility, a
+# its own (multi_device_test every one), one GPU sets no visibility,
+# racecheck's runs come after the other tools' runs, a
 # failed test, a sanitizer finding, a run cut by its limit and a skipped
 # test are each reported as such, and the exit status follows them.
 #   device_sanitize_test.sh PROJECT_SOURCE_DIR
@@ -35,7 +36,10 @@ printf '#!/bin/sh\necho "GPU 0: Stand-in (UUID: a)"\necho "GPU 1: Stand-in (UUID
 cat > "$T/b/tests/a_test" <<'EOF'
 #!/usr/bin/env bash
 echo "saw tool=$STRATA_SANITIZER_TOOL size=$STRATA_GPU_TEST_SIZE shard=$STRATA_GPU_TEST_SHARD vis=${CUDA_VISIBLE_DEVICES-unset}"
+echo "start $(date +%s%N)"
 [ "${SLOW_TEST:-}" = a_test ] && sleep 30
+sleep 0.2
+echo "end $(date +%s%N)"
 if [ -n "${FAIL_SHARD:-}" ] && [ "${STRATA_GPU_TEST_SHARD%/*}" = "$FAIL_SHARD" ]; then echo "[  FAILED  ] 1 test(s)"; exit 1; fi
 echo "[  PASSED  ] 1 test(s)."
 EOF
@@ -79,11 +83,16 @@ used=$(cat "$logs"/*.a_test.shard-*.log | sed -n 's/.*vis=\([0-9]\)$/\1/p' | sor
 [ "$used" = 012 ] || fail "the 16 shard runs used GPUs '$used', not all of 0 1 2"
 grep -q "saw vis=unset" "$logs/memcheck.multi_device_test.log" || fail "multi_device_test did not see every GPU"
 
-# 2. one GPU (--gpus 1): no visibility set
-run bash "$S" --no-build --tests "a_test" --gpus 1 --deadline 60 --timeout 30 --tools "memcheck racecheck" ||
+# 2. one GPU (--gpus 1): no visibility set; racecheck's runs start only
+# after every other tool's run has ended
+run bash "$S" --no-build --tests "a_test" --shards a_test=3 --gpus 1 --jobs 3 --race-jobs 2 --deadline 60 --timeout 30 ||
   fail "one-GPU sweep exited $rc"
-grep -q "vis=unset" "$O/x/sanitize/memcheck.a_test.log" || fail "one GPU set a visibility: $(cat "$O/x/sanitize/memcheck.a_test.log")"
+grep -q "vis=unset" "$O/x/sanitize/memcheck.a_test.shard-0-of-3.log" || fail "one GPU set a visibility"
 grep -q "per GPU" "$O/sanitize-summary.txt" && fail "one GPU's summary speaks of GPUs"
+last_other=$(cat "$O"/x/sanitize/{memcheck,synccheck,initcheck}.a_test.*.log | sed -n 's/^end //p' | sort -n | tail -1)
+first_race=$(cat "$O"/x/sanitize/racecheck.a_test.*.log | sed -n 's/^start //p' | sort -n | head -1)
+[ -n "$last_other" ] && [ -n "$first_race" ] || fail "no run times in the logs"
+[ "$first_race" -ge "$last_other" ] || fail "a racecheck run started before the other tools' runs had ended"
 
 # 3. CUDA_VISIBLE_DEVICES names the GPUs (5 and 7): the runs take those
 n_run=$((n_run + 1)); O="$T/out.$n_run"
@@ -107,4 +116,4 @@ FIND_HAZARD=1 run bash "$S" --no-build --tests a_test --tools racecheck --deadli
 grep -q "SANITIZER FOUND SOMETHING" "$O/sanitize-summary.txt" || fail "the hazard: $(cat "$O/sanitize-summary.txt")"
 SLOW_TEST=a_test run bash "$S" --no-build --tests a_test --tools memcheck --deadline 60 --timeout 2 && fail "a run past its limit exited 0"
 grep -q "TIMED OUT after 2s" "$O/sanitize-summary.txt" || fail "the timeout: $(cat "$O/sanitize-summary.txt")"
-echo "device_sanitize_test: 8 cases passed"
+echo "device_sanitize_test: 9 cases passed"
