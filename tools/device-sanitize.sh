@@ -66,7 +66,8 @@
 # (deadline)", never silently dropped.
 #
 # Several GPUs (--gpus N, default every GPU: those CUDA_VISIBLE_DEVICES
-# names when it is set, else those nvidia-smi lists). The runs,
+# names when it is set, else those nvidia-smi lists; the phases below are
+# per GPU). The runs,
 # longest limits first, are dealt to the GPUs in turn (run i to GPU i % N),
 # and each GPU has the two phases above (JOBS and RACE_JOBS runs at a time:
 # per GPU; --jobs's default is then the CPUs less two, shared by the GPUs),
@@ -132,9 +133,20 @@ done
 posint --race-jobs "$RACE_JOBS"
 posint --timeout "$TIMEOUT"
 posint --deadline "$DEADLINE"
-# the GPUs: CUDA_VISIBLE_DEVICES's list when it is set, else nvidia-smi's
-if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
-  IFS=, read -ra GPU_IDS <<< "$CUDA_VISIBLE_DEVICES"
+# the GPUs: CUDA_VISIBLE_DEVICES's list when it is set (its items without
+# blanks, empty ones dropped; set but empty: no GPU, refused), else
+# nvidia-smi's
+if [ -n "${CUDA_VISIBLE_DEVICES+set}" ]; then
+  IFS=, read -ra items <<< "$CUDA_VISIBLE_DEVICES"
+  GPU_IDS=()
+  for id in "${items[@]}"; do
+    id=${id//[[:space:]]/}
+    [ -n "$id" ] && GPU_IDS+=("$id")
+  done
+  if [ "${#GPU_IDS[@]}" = 0 ]; then
+    echo "device-sanitize: CUDA_VISIBLE_DEVICES='$CUDA_VISIBLE_DEVICES' shows no GPU" >&2
+    exit 2
+  fi
 else
   n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
   GPU_IDS=()
@@ -210,7 +222,7 @@ run_one() {
     # on several GPUs (SAN_GPU set) the run sees its own, multi_device_test all
     local vis=()
     [ -n "${SAN_GPU:-}" ] && [ "$test" != "$ALL_GPUS" ] && vis=(CUDA_VISIBLE_DEVICES="$SAN_GPU")
-    (cd "$B/tests" && env "${vis[@]}" STRATA_GPU_TEST_SIZE=sanitizer STRATA_GPU_TEST_SHARD=$shard STRATA_SANITIZER_TOOL=$tool \
+    (cd "$B/tests" && env ${vis[@]+"${vis[@]}"} STRATA_GPU_TEST_SIZE=sanitizer STRATA_GPU_TEST_SHARD=$shard STRATA_SANITIZER_TOOL=$tool \
        CUDA_MODULE_LOADING=LAZY CMOCKA_MESSAGE_OUTPUT=STDOUT timeout -k 10 "$limit" "$CS" --tool "$tool" "${extra[@]}" --print-limit 20 "./$test") > "$log" 2>&1
     echo $? > "$log.rc"
   else
@@ -249,13 +261,16 @@ runs_of() { # "race" or "other": the pool's runs, "TOOL RUN" per line
 }
 # (on several GPUs: the runs dealt in turn, the two phases per GPU)
 pool_pids=()
+# racecheck's deal goes on where the other tools' stopped (so GPU 0 does
+# not take the longest run of both)
+off=$(runs_of other | wc -l)
 for g in $(seq 0 $((GPUS - 1))); do
   vis=""
   [ "$GPUS" -gt 1 ] && vis=${GPU_IDS[$g]}
   (
     runs_of other | awk -v n="$GPUS" -v g="$g" 'NR % n == g' |
       SAN_GPU=$vis xargs -r -P "$JOBS" -L 1 bash -c 'run_listed "$0" "$1"'
-    runs_of race | awk -v n="$GPUS" -v g="$g" 'NR % n == g' |
+    runs_of race | awk -v n="$GPUS" -v g="$g" -v off="$off" '(NR + off) % n == g' |
       SAN_GPU=$vis xargs -r -P "$RACE_JOBS" -L 1 bash -c 'run_listed "$0" "$1"'
   ) &
   pool_pids+=($!)

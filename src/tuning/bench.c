@@ -509,8 +509,9 @@ static st_status parse_all(const st_bench_options *o, st_tune_shape *shapes, int
         return st_fail(ST_ERR_INVALID_ARG, "bench: at most %d variants", ST_BENCH_MAX_VARIANTS);
     if (o->n_variants && !o->n_shapes)
         return st_fail(ST_ERR_INVALID_ARG, "variants apply to the shapes given (the suite runs the default chain)");
-    if (o->n_ntoks < 0 || o->n_ntoks > ST_MAX_TOKENS || (o->n_ntoks && !o->ntoks))
-        return st_fail(ST_ERR_INVALID_ARG, "the token counts: expected 1..%d of them", ST_MAX_TOKENS);
+    if (o->n_ntoks < 0 || o->n_ntoks > ST_MAX_TOKENS)
+        return st_fail(ST_ERR_INVALID_ARG, "%d token counts: expected 0..%d of them", o->n_ntoks, ST_MAX_TOKENS);
+    if (o->n_ntoks && !o->ntoks) return st_fail(ST_ERR_INVALID_ARG, "%d token counts and no array of them", o->n_ntoks);
     for (int i = 0; i < o->n_ntoks; i++) {
         if (o->ntoks[i] < 1 || o->ntoks[i] > ST_MAX_TOKENS)
             return st_fail(ST_ERR_INVALID_ARG, "token count %d is outside 1..%d", o->ntoks[i], ST_MAX_TOKENS);

@@ -21,6 +21,8 @@ cat > "$T/bin/cs" <<'EOF'
 #!/usr/bin/env bash
 tool=""
 while [ $# -gt 1 ]; do [ "$1" = --tool ] && tool=$2; shift; done
+# the ledger: one line per run made (tool, shard, GPU, program)
+echo "$tool ${STRATA_GPU_TEST_SHARD:-whole} ${CUDA_VISIBLE_DEVICES-unset} $1" >> "$LEDGER"
 "$1"; rc=$?
 if [ "$tool" = racecheck ]; then
   if [ "${FIND_HAZARD:-0}" = 1 ]; then echo "========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)"
@@ -56,6 +58,7 @@ n_run=0
 run() {
   n_run=$((n_run + 1))
   O="$T/out.$n_run"
+  export LEDGER="$O.ledger"
   env -u CUDA_VISIBLE_DEVICES PATH="$T/bin:$PATH" COMPUTE_SANITIZER="$T/bin/cs" BUILD_DIR="$T/b" OUT="$O" "$@" > "$O.stdout" 2>&1
   rc=$?
   mkdir -p "$O/x" && tar -xzf "$O/sanitize-logs.tar.gz" -C "$O/x" 2>/dev/null
@@ -71,6 +74,9 @@ sum="$O/sanitize-summary.txt"
 [ "$(grep -cE '^(memcheck|racecheck|synccheck|initcheck) ' "$sum")" = 24 ] || fail "expected 24 runs (4 tools x 6): $(cat "$sum")"
 [ "$(grep -c '/ clean$' "$sum")" = 20 ] || fail "expected 20 clean runs: $(cat "$sum")"
 [ "$(grep -c 'skipped (exit 77' "$sum")" = 4 ] || fail "multi_device_test not reported skipped 4 times"
+# what was run, not only reported: each tool x run once
+[ "$(wc -l < "$LEDGER")" = 24 ] || fail "the sanitizer ran $(wc -l < "$LEDGER") times, not 24: $(cat "$LEDGER")"
+[ -z "$(awk '{print $1, $2, $4}' "$LEDGER" | sort | uniq -d)" ] || fail "a run was made twice: $(cat "$LEDGER")"
 grep -q "per GPU, 3 GPUs" "$sum" || fail "the summary does not name the 3 GPUs"
 logs="$O/x/sanitize"
 for k in 0 1 2 3; do
@@ -79,7 +85,7 @@ for k in 0 1 2 3; do
       fail "$tool shard $k: $(cat "$logs/$tool.a_test.shard-$k-of-4.log")"
   done
 done
-used=$(cat "$logs"/*.a_test.shard-*.log | sed -n 's/.*vis=\([0-9]\)$/\1/p' | sort -u | tr -d '\n')
+used=$(cat "$logs"/*.a_test.shard-*.log | sed -n 's/.*vis=\([^ ]*\)$/\1/p' | sort -u | tr -d '\n')
 [ "$used" = 012 ] || fail "the 16 shard runs used GPUs '$used', not all of 0 1 2"
 grep -q "saw vis=unset" "$logs/memcheck.multi_device_test.log" || fail "multi_device_test did not see every GPU"
 
@@ -94,14 +100,31 @@ first_race=$(cat "$O"/x/sanitize/racecheck.a_test.*.log | sed -n 's/^start //p' 
 [ -n "$last_other" ] && [ -n "$first_race" ] || fail "no run times in the logs"
 [ "$first_race" -ge "$last_other" ] || fail "a racecheck run started before the other tools' runs had ended"
 
-# 3. CUDA_VISIBLE_DEVICES names the GPUs (5 and 7): the runs take those
-n_run=$((n_run + 1)); O="$T/out.$n_run"
-PATH="$T/bin:$PATH" COMPUTE_SANITIZER="$T/bin/cs" BUILD_DIR="$T/b" OUT="$O" CUDA_VISIBLE_DEVICES=5,7 \
-  bash "$S" --no-build --tests a_test --shards a_test=4 --tools memcheck --deadline 60 --timeout 30 > "$O.stdout" 2>&1 ||
-  fail "CUDA_VISIBLE_DEVICES=5,7 exited $?"
-mkdir -p "$O/x" && tar -xzf "$O/sanitize-logs.tar.gz" -C "$O/x"
-used=$(cat "$O/x/sanitize"/*.log | sed -n 's/.*vis=\([0-9]\)$/\1/p' | sort -u | tr -d '\n')
-[ "$used" = 57 ] || fail "CUDA_VISIBLE_DEVICES=5,7: the runs used '$used'"
+# 3. CUDA_VISIBLE_DEVICES names the GPUs: the runs take those, blanks and
+# empty items dropped (ids or UUIDs); set but empty: refused, nothing run
+vis_run() { # CUDA_VISIBLE_DEVICES value, then the script's arguments
+  local v=$1
+  shift
+  n_run=$((n_run + 1))
+  O="$T/out.$n_run"
+  export LEDGER="$O.ledger"
+  PATH="$T/bin:$PATH" COMPUTE_SANITIZER="$T/bin/cs" BUILD_DIR="$T/b" OUT="$O" CUDA_VISIBLE_DEVICES="$v" \
+    bash "$S" "$@" > "$O.stdout" 2>&1
+  rc=$?
+  mkdir -p "$O/x" && tar -xzf "$O/sanitize-logs.tar.gz" -C "$O/x" 2>/dev/null
+  return $rc
+}
+vis_run "5,7" --no-build --tests a_test --shards a_test=4 --tools memcheck --deadline 60 --timeout 30 ||
+  fail "CUDA_VISIBLE_DEVICES=5,7 exited $rc"
+used=$(cat "$O/x/sanitize"/*.log | sed -n 's/.*vis=\([^ ]*\)$/\1/p' | sort -u | tr '\n' ' ')
+[ "$used" = "5 7 " ] || fail "CUDA_VISIBLE_DEVICES=5,7: the runs used '$used'"
+vis_run " GPU-aa, ,GPU-bb " --no-build --tests a_test --shards a_test=4 --tools memcheck --deadline 60 --timeout 30 ||
+  fail "CUDA_VISIBLE_DEVICES with blanks exited $rc"
+used=$(cat "$O/x/sanitize"/*.log | sed -n 's/.*vis=\([^ ]*\)$/\1/p' | sort -u | tr '\n' ' ')
+[ "$used" = "GPU-aa GPU-bb " ] || fail "CUDA_VISIBLE_DEVICES=' GPU-aa, ,GPU-bb ': the runs used '$used'"
+vis_run "" --no-build --tests a_test --tools memcheck && fail "an empty CUDA_VISIBLE_DEVICES was accepted"
+grep -q "shows no GPU" "$O.stdout" || fail "an empty CUDA_VISIBLE_DEVICES: $(cat "$O.stdout")"
+[ -e "$O.ledger" ] && fail "an empty CUDA_VISIBLE_DEVICES ran something"
 # more GPUs than there are: refused, one line, nothing run
 run bash "$S" --no-build --tests a_test --gpus 4 && fail "--gpus 4 on 3 GPUs was accepted"
 grep -q "this machine shows 3 GPU" "$O.stdout" || fail "--gpus 4: $(cat "$O.stdout")"
@@ -116,4 +139,4 @@ FIND_HAZARD=1 run bash "$S" --no-build --tests a_test --tools racecheck --deadli
 grep -q "SANITIZER FOUND SOMETHING" "$O/sanitize-summary.txt" || fail "the hazard: $(cat "$O/sanitize-summary.txt")"
 SLOW_TEST=a_test run bash "$S" --no-build --tests a_test --tools memcheck --deadline 60 --timeout 2 && fail "a run past its limit exited 0"
 grep -q "TIMED OUT after 2s" "$O/sanitize-summary.txt" || fail "the timeout: $(cat "$O/sanitize-summary.txt")"
-echo "device_sanitize_test: 9 cases passed"
+echo "device_sanitize_test: 11 cases passed"

@@ -86,6 +86,21 @@ static void init_writes_only_the_callers_size(void **state)
     assert_true(f->alpha == 1.702f && f->limit == 7.0f && !f->down_bias);
     pattern_kept(f, fs, sizeof *f + 64, "st_ffn_options_init_size");
     free(f);
+
+    /* bench options from before the token counts: the pattern where NTOKS
+     * would be is not read (the default list), and not written */
+    const size_t bs = offsetof(st_bench_options, ntoks);
+    st_bench_options *b = older(sizeof *b + 64);
+    st_bench_options_init_size(b, bs);
+    assert_int_equal(b->struct_size, bs);
+    assert_true(b->suite && b->layers == 48);
+    pattern_kept(b, bs, sizeof *b + 64, "st_bench_options_init_size");
+    const char *const shape[] = {"mmvq q8_0 64 64"};
+    b->shapes = shape;
+    b->n_shapes = 1;
+    if (st_bench_check(b) != ST_OK) fail_msg("an older bench caller's options: %s", st_last_error());
+    pattern_kept(b, bs, sizeof *b + 64, "st_bench_check");
+    free(b);
 }
 
 static void a_struct_never_set_up_is_refused(void **state)

@@ -37,7 +37,8 @@ static const char BENCH_HELP[] =
     "--variant V (up to 8, with --shape): also time variant V of the --shape rows in the same\n"
     "round-robin: R, mmaW, splitW or wideTxR (rows of 8192 values or more) for mmvq shapes, G/D\n"
     "for expert shapes (tune_decode variants).\n"
-    "--ntok LIST (with an mmvq --shape): its token counts instead, e.g. 5,6,7 (distinct, 1..32).\n"
+    "--ntok LIST (with an mmvq --shape): its token counts instead, e.g. 5,6,7 (distinct, 1..32),\n"
+    "measured in increasing order; an expert --shape keeps its N_TOKENS.\n"
     "--html FILE.html: the figures as a page (one chart per shape), and their JSON beside it\n"
     "(FILE.json, the --json document; tune_decode report FILE.json renders it again).\n";
 
@@ -92,7 +93,7 @@ int cmd_bench(int argc, char **argv, const td_global *g)
     }
     if (nv && !ns)
         return td_usage_error("bench: --variant applies to the --shape rows (the suite runs the default chain)");
-    if (n_ntoks && !ns) return td_usage_error("bench: --ntok applies to the mmvq --shape rows (the suite has its own)");
+    if (n_ntoks && !ns) return td_usage_error("bench: --ntok applies to the mmvq --shape rows (no --shape given)");
     if (layers_given && (ns || !suite))
         return td_usage_error("bench: --layers sets the suite's synthetic model (not run with --shape or --no-suite)");
     st_bench_options o;
@@ -112,8 +113,14 @@ int cmd_bench(int argc, char **argv, const td_global *g)
     /* what was named is checked before the minutes of probes: a shape that
      * does not parse is an error, a variant that does not apply a usage one */
     st_status s = st_bench_check(&o);
-    if (s == ST_ERR_INVALID_ARG) /* a variant, or token counts that no shape takes */
-        return td_usage_error("bench: %s %s", strstr(st_last_error(), "token count") ? "--ntok:" : "--variant", st_last_error());
+    if (s == ST_ERR_INVALID_ARG) {
+        /* the variants' fault, or (they pass alone) the token counts' */
+        o.n_ntoks = 0;
+        const bool ntok = n_ntoks && st_bench_check(&o) == ST_OK;
+        o.n_ntoks = n_ntoks;
+        if (ntok) st_bench_check(&o); /* its line again */
+        return td_usage_error("bench: %s %s", ntok ? "--ntok:" : "--variant", st_last_error());
+    }
     if (s != ST_OK) return td_fail("bench", s, 1);
     /* where the page and its JSON go, before the minutes of probes */
     if (html && (s = st_report_write_check(html, &model, model ? 1 : 0)) != ST_OK) return td_fail("bench", s, 1);
