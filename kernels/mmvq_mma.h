@@ -310,12 +310,6 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
     static_assert(!COOP, "the block's decode reads the factors in the NVIDIA C layout");
 #endif
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    uint32_t (*const sa)[8] = [&]() -> uint32_t (*)[8] {
-        if constexpr (COOP)
-            return sm.stage(0, warp);
-        else
-            return sm.a[warp];
-    }();
     int buf = 0; /* COOP: the staging buffer of the next round */
     uint32_t ones[M::NA];
 #pragma unroll
@@ -405,13 +399,15 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
          * readers (two rounds back, or the previous group's) finished
          * before an earlier block barrier. After one block barrier, each
          * warp reads its units from its area there. */
-        uint32_t (*sab)[8] = sa;
+        uint32_t (*sab)[8]; /* this warp's staging area of the round */
         if constexpr (COOP) {
             st_mma_stage_coop<TYPE, W, PER>(raw[d], cur_u, warp, lane, g, sm, buf);
             sab = sm.stage(buf, warp);
             (void)f;
-        } else
-            st_mma_stage<TYPE, PER, RU>(raw[d], cur_u, lane, g, sa, f);
+        } else {
+            sab = sm.a[warp];
+            st_mma_stage<TYPE, PER, RU>(raw[d], cur_u, lane, g, sab, f);
+        }
         if (PREFETCH && u0 + DEPTH * STEP < m.nu) load_round(dc, u0 + DEPTH * STEP);
         if constexpr (COOP)
             __syncthreads();
