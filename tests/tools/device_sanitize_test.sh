@@ -53,18 +53,23 @@ echo "multi_device_test needs two GPUs"; exit 77
 EOF
 chmod +x "$T/bin/"* "$T/b/tests/"*
 
-# run ARGS...: device-sanitize with the stand-ins; OUT is $T/out.N
+# run ARGS...: device-sanitize with the stand-ins; OUT is $T/out.N; with
+# VIS set, CUDA_VISIBLE_DEVICES is VIS, else unset
 n_run=0
 run() {
   n_run=$((n_run + 1))
   O="$T/out.$n_run"
   export LEDGER="$O.ledger"
-  env -u CUDA_VISIBLE_DEVICES PATH="$T/bin:$PATH" COMPUTE_SANITIZER="$T/bin/cs" BUILD_DIR="$T/b" OUT="$O" "$@" > "$O.stdout" 2>&1
+  local vis=(-u CUDA_VISIBLE_DEVICES)
+  [ -n "${VIS+set}" ] && vis=(CUDA_VISIBLE_DEVICES="$VIS")
+  env "${vis[@]}" PATH="$T/bin:$PATH" COMPUTE_SANITIZER="$T/bin/cs" BUILD_DIR="$T/b" OUT="$O" "$@" > "$O.stdout" 2>&1
   rc=$?
   mkdir -p "$O/x" && tar -xzf "$O/sanitize-logs.tar.gz" -C "$O/x" 2>/dev/null
   return $rc
 }
 S="$SRC/tools/device-sanitize.sh"
+# the GPUs the runs of LOGS saw, each once, blank-separated
+gpus_used() { cat "$@" | sed -n 's/.*vis=\([^ ]*\)$/\1/p' | sort -u | tr '\n' ' '; }
 TESTS="a_test multi_device_test gpu_faults_test"
 
 # 1. three GPUs (nvidia-smi's), a_test in 4 shards: every tool x run once, clean
@@ -85,8 +90,8 @@ for k in 0 1 2 3; do
       fail "$tool shard $k: $(cat "$logs/$tool.a_test.shard-$k-of-4.log")"
   done
 done
-used=$(cat "$logs"/*.a_test.shard-*.log | sed -n 's/.*vis=\([^ ]*\)$/\1/p' | sort -u | tr -d '\n')
-[ "$used" = 012 ] || fail "the 16 shard runs used GPUs '$used', not all of 0 1 2"
+used=$(gpus_used "$logs"/*.a_test.shard-*.log)
+[ "$used" = "0 1 2 " ] || fail "the 16 shard runs used GPUs '$used', not all of 0 1 2"
 grep -q "saw vis=unset" "$logs/memcheck.multi_device_test.log" || fail "multi_device_test did not see every GPU"
 
 # 2. one GPU (--gpus 1): no visibility set; racecheck's runs start only
@@ -102,27 +107,15 @@ first_race=$(cat "$O"/x/sanitize/racecheck.a_test.*.log | sed -n 's/^start //p' 
 
 # 3. CUDA_VISIBLE_DEVICES names the GPUs: the runs take those, blanks and
 # empty items dropped (ids or UUIDs); set but empty: refused, nothing run
-vis_run() { # CUDA_VISIBLE_DEVICES value, then the script's arguments
-  local v=$1
-  shift
-  n_run=$((n_run + 1))
-  O="$T/out.$n_run"
-  export LEDGER="$O.ledger"
-  PATH="$T/bin:$PATH" COMPUTE_SANITIZER="$T/bin/cs" BUILD_DIR="$T/b" OUT="$O" CUDA_VISIBLE_DEVICES="$v" \
-    bash "$S" "$@" > "$O.stdout" 2>&1
-  rc=$?
-  mkdir -p "$O/x" && tar -xzf "$O/sanitize-logs.tar.gz" -C "$O/x" 2>/dev/null
-  return $rc
-}
-vis_run "5,7" --no-build --tests a_test --shards a_test=4 --tools memcheck --deadline 60 --timeout 30 ||
+VIS="5,7" run bash "$S" --no-build --tests a_test --shards a_test=4 --tools memcheck --deadline 60 --timeout 30 ||
   fail "CUDA_VISIBLE_DEVICES=5,7 exited $rc"
-used=$(cat "$O/x/sanitize"/*.log | sed -n 's/.*vis=\([^ ]*\)$/\1/p' | sort -u | tr '\n' ' ')
+used=$(gpus_used "$O/x/sanitize"/*.log)
 [ "$used" = "5 7 " ] || fail "CUDA_VISIBLE_DEVICES=5,7: the runs used '$used'"
-vis_run " GPU-aa, ,GPU-bb " --no-build --tests a_test --shards a_test=4 --tools memcheck --deadline 60 --timeout 30 ||
+VIS=" GPU-aa, ,GPU-bb " run bash "$S" --no-build --tests a_test --shards a_test=4 --tools memcheck --deadline 60 --timeout 30 ||
   fail "CUDA_VISIBLE_DEVICES with blanks exited $rc"
-used=$(cat "$O/x/sanitize"/*.log | sed -n 's/.*vis=\([^ ]*\)$/\1/p' | sort -u | tr '\n' ' ')
+used=$(gpus_used "$O/x/sanitize"/*.log)
 [ "$used" = "GPU-aa GPU-bb " ] || fail "CUDA_VISIBLE_DEVICES=' GPU-aa, ,GPU-bb ': the runs used '$used'"
-vis_run "" --no-build --tests a_test --tools memcheck && fail "an empty CUDA_VISIBLE_DEVICES was accepted"
+VIS="" run bash "$S" --no-build --tests a_test --tools memcheck && fail "an empty CUDA_VISIBLE_DEVICES was accepted"
 grep -q "shows no GPU" "$O.stdout" || fail "an empty CUDA_VISIBLE_DEVICES: $(cat "$O.stdout")"
 [ -e "$O.ledger" ] && fail "an empty CUDA_VISIBLE_DEVICES ran something"
 # more GPUs than there are: refused, one line, nothing run

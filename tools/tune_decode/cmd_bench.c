@@ -103,7 +103,6 @@ int cmd_bench(int argc, char **argv, const td_global *g)
     o.variants = variants;
     o.n_variants = nv;
     o.ntoks = n_ntoks ? ntoks : NULL;
-    o.n_ntoks = n_ntoks;
     o.suite = suite && !ns;
     o.suite_model_path = "tests/data/gguf/tiny-moe.gguf";
     o.layers = layers;
@@ -111,17 +110,15 @@ int cmd_bench(int argc, char **argv, const td_global *g)
     o.quick = quick;
     o.on_line = g->json ? NULL : on_line;
     /* what was named is checked before the minutes of probes: a shape that
-     * does not parse is an error, a variant that does not apply a usage one */
+     * does not parse is an error, a variant or token counts that do not
+     * apply a usage one (the shapes and variants first, without the token
+     * counts, so a refusal names the option it is about) */
+    o.n_ntoks = 0;
     st_status s = st_bench_check(&o);
-    if (s == ST_ERR_INVALID_ARG) {
-        /* the variants' fault, or (they pass alone) the token counts' */
-        o.n_ntoks = 0;
-        const bool ntok = n_ntoks && st_bench_check(&o) == ST_OK;
-        o.n_ntoks = n_ntoks;
-        if (ntok) st_bench_check(&o); /* its line again */
-        return td_usage_error("bench: %s %s", ntok ? "--ntok:" : "--variant", st_last_error());
-    }
+    if (s == ST_ERR_INVALID_ARG) return td_usage_error("bench: --variant %s", st_last_error());
     if (s != ST_OK) return td_fail("bench", s, 1);
+    o.n_ntoks = n_ntoks;
+    if (n_ntoks && st_bench_check(&o) != ST_OK) return td_usage_error("bench: --ntok: %s", st_last_error());
     /* where the page and its JSON go, before the minutes of probes */
     if (html && (s = st_report_write_check(html, &model, model ? 1 : 0)) != ST_OK) return td_fail("bench", s, 1);
     char *cl = html ? td_command_line(argc, argv) : NULL;
