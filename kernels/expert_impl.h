@@ -323,7 +323,8 @@ __global__ void __launch_bounds__(32 * W) st_expert_mma_kernel(st_expert_args a,
     constexpr int COLS = TILES * st_mma::TOK;
     __shared__ uint32_t s_grid[st_grid_bytes<TYPE>::n / 4 + 1];
     __shared__ int s_pl[ST_MAX_PAIRS], s_vec[ST_MAX_PAIRS];
-    __shared__ __align__(16) st_mma_smem<W, TILES, 1> sm; /* an expert row: one group of 32 streams */
+    constexpr bool COOP = st_mma_coop<TYPE, W>;
+    __shared__ __align__(16) st_mma_smem<W, TILES, 1, COOP> sm; /* an expert row: one group of 32 streams */
     __shared__ float s_g[DOWN ? 1 : 16][DOWN ? 1 : COLS];
     const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
     /* the expert's pairs from st_expert_pairs_kernel's table */
@@ -344,15 +345,15 @@ __global__ void __launch_bounds__(32 * W) st_expert_mma_kernel(st_expert_args a,
         const int ntl = (nc + st_mma::TOK - 1) / st_mma::TOK;
         if constexpr (DOWN) {
             const st_mma_gather_cols cols{a.hq, s_vec + c0, nc};
-            st_mma_rows<TYPE, W, TILES, 1, 2>(a.down, rbase, nrows, row0, ntl, g, sm, cols, [&](int c, int r, float v) {
+            st_mma_rows<TYPE, W, TILES, 1, 2, COOP>(a.down, rbase, nrows, row0, ntl, g, sm, cols, [&](int c, int r, float v) {
                 if (c < nc) a.y[(int64_t)s_pl[c0 + c] * a.n_embd + row0 + r] = v;
             });
         } else {
             const st_mma_gather_cols cols{a.xq, s_vec + c0, nc};
-            st_mma_rows<TYPE, W, TILES, 1, 2>(a.gate, rbase, nrows, row0, ntl, g, sm, cols,
+            st_mma_rows<TYPE, W, TILES, 1, 2, COOP>(a.gate, rbase, nrows, row0, ntl, g, sm, cols,
                                                [&](int c, int r, float v) { s_g[r][c] = v; });
             __syncthreads(); /* the staging and partial areas are reused */
-            st_mma_rows<TYPE, W, TILES, 1, 2>(a.up, rbase, nrows, row0, ntl, g, sm, cols, [&](int c, int r, float v) {
+            st_mma_rows<TYPE, W, TILES, 1, 2, COOP>(a.up, rbase, nrows, row0, ntl, g, sm, cols, [&](int c, int r, float v) {
                 if (c < nc) a.h[(int64_t)s_pl[c0 + c] * a.n_ff + row0 + r] = st_silu_mul(s_g[r][c], v);
             });
         }

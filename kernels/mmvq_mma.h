@@ -215,7 +215,8 @@ struct st_mma_gather_cols {
 template <int TYPE, int W> constexpr bool st_mma_coop = false;
 #else
 template <int TYPE, int W>
-constexpr bool st_mma_coop = (W == 8 || W == 16) && (TYPE == ST_IQ3_S || TYPE == ST_IQ4_XS || TYPE == ST_IQ4_NL);
+constexpr bool st_mma_coop = (W == 8 || W == 16) && (st_base_type(TYPE) == ST_IQ3_S || st_base_type(TYPE) == ST_IQ4_XS ||
+                                                     st_base_type(TYPE) == ST_IQ4_NL);
 #endif
 
 /* The shared memory of st_mma_rows (COOP: with the block's decode, the
@@ -551,7 +552,7 @@ __global__ void __launch_bounds__(32 * W) st_mmvq_mma_kernel(st_mat_dev m, st_xp
                                                             st_grids gg)
 {
     __shared__ uint32_t s_grid[st_grid_bytes<TYPE>::n / 4 + 1];
-    constexpr bool COOP = st_mma_coop<TYPE, W> && !STAGE;
+    constexpr bool COOP = st_mma_coop<TYPE, W>;
     __shared__ __align__(16) st_mma_smem<W, TILES, NG, COOP> sm;
     const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
     const int64_t row0 = (int64_t)blockIdx.x * 16;
