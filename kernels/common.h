@@ -75,14 +75,29 @@ ST_DEV int64_t st_xtile(int t, int u, int nu)
     return ((int64_t)(t / st_mma::TOK) * nu + u) * st_mma::TOK + t % st_mma::TOK;
 }
 
-/* Whether an iq_mmvq call of variant ROWS (an id, strata/variants.h) with NT
- * tokens runs on the matrix units and so reads tiled activations: the
- * matrix-unit variants, and the default chain beyond 8 tokens (not the
- * legacy path). The one place the runtime and the launcher decide it. */
-static inline bool st_mmvq_tiled(int rows, int nt, bool legacy)
+/* Whether the matrix-unit kernels of format TYPE (either layout) decode a
+ * round with the whole block (mmvq_mma.h st_mma_coop: NVIDIA, the formats
+ * that passed the device parity test with it). */
+ST_HD constexpr bool st_mma_block_decode(int type)
+{
+#if ST_HIP
+    return (void)type, false;
+#else
+    return st_base_type(type) == ST_IQ3_S || st_base_type(type) == ST_IQ4_XS || st_base_type(type) == ST_IQ4_NL;
+#endif
+}
+
+/* Whether an iq_mmvq call of format TYPE and variant ROWS (an id,
+ * strata/variants.h) with NT tokens runs on the matrix units and so reads
+ * tiled activations: the matrix-unit variants, and the default chain (not
+ * the legacy path) beyond 8 tokens, or from STRATA_MMVQ_BLOCK_DECODE_MMA_TOKENS
+ * tokens for the formats of st_mma_block_decode. The one place the runtime
+ * and the launcher decide it. */
+static inline bool st_mmvq_tiled(int type, int rows, int nt, bool legacy)
 {
     const st_mmvq_variant v = st_mmvq_variant_of(rows);
-    return v.family == ST_MMVQ_MMA || (v.family == ST_MMVQ_DEFAULT && !legacy && nt > 8);
+    const int from = st_mma_block_decode(type) ? STRATA_MMVQ_BLOCK_DECODE_MMA_TOKENS : 9;
+    return v.family == ST_MMVQ_MMA || (v.family == ST_MMVQ_DEFAULT && !legacy && nt >= from);
 }
 
 /* Whether this build's kernels were compiled with the dependent-launch

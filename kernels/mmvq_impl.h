@@ -273,11 +273,12 @@ st_rt_error st_launch_mmvq(const st_launch &L, const st_mat_dev &m, const st_xpl
     const st_mmvq_variant v = st_mmvq_variant_of(rows);
     /* the matrix units read the tiled activations the runtime quantized
      * for them (the same st_mmvq_tiled), the other kernels the plain */
-    if ((x.tiled != 0) != st_mmvq_tiled(rows, nt, legacy)) return ST_RT_INVALID_VALUE;
+    if ((x.tiled != 0) != st_mmvq_tiled(TYPE, rows, nt, legacy)) return ST_RT_INVALID_VALUE;
     if (v.family == ST_MMVQ_MMA) return st_launch_mmvq_mma<TYPE>(L, m, x, nt, y, v.warps, stage);
     /* verify batches: the default chain takes the matrix units (each
      * weight decoded once for every token) */
-    if (x.tiled) return st_launch_mmvq_mma<TYPE>(L, m, x, nt, y, st_mma_default_warps(TYPE, nt), stage);
+    if (x.tiled)
+        return st_launch_mmvq_mma<TYPE>(L, m, x, nt, y, st_mma_default_warps(TYPE, nt, st_canon_mmvq_groups(m.nu)), stage);
     if (nt > 8) {
         /* a rows variant and the legacy path run in chunks of 8 tokens,
          * exact because a token's bytes never depend on the other tokens

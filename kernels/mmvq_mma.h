@@ -25,8 +25,8 @@
  * each; gfx11: a lane's whole row); the factors of a C element's row come
  * by shuffle from the lane that decoded it. The next round's raw bytes are
  * requested before this round's matrix work, so each warp keeps a round of
- * weight loads in flight. On NVIDIA with 8 or 16 warps, the formats of
- * st_mma_coop and the grid read from global memory, the whole block loads
+ * weight loads in flight. On NVIDIA with 8 or 16 warps and the formats of
+ * st_mma_coop (either layout, the grid staged or not), the whole block loads
  * and decodes each round instead: each warp's load reads 32 consecutive
  * units of one row (coalesced), the words go to the owning warp's area in
  * one of two alternating buffers, and the factors through shared memory.
@@ -196,27 +196,39 @@ struct st_mma_gather_cols {
     }
 };
 
-/* Whether the dense kernel of TYPE with W warps decodes a round with the
- * whole block (the coalesced decode; NVIDIA, 8 or 16 warps, formats whose
- * row-unit has the one factor W). Measured on an H100 (2026-12-06, one
- * device call, docs/PERFORMANCE.md): an Nsight profile of the per-warp
- * decode found 69-80% of its global load sectors excess (a warp's load
- * touched 16 rows x 2 units: 32 lines) and L1 85% busy at one tile; with
- * the coalesced decode, iq3_s 4096 x 14336 mma16 at 1 token 42.7 -> 31.3
- * us, the default at 16 / 24 / 32 tokens 48.1 / 53.3 / 72.1 -> 38.0 /
- * 40.1 / 61.9 us; the four shapes measured 8-33% faster at 16-32 tokens.
- * Limited to what passed the parity test on the device (every path,
- * n_tokens 1..32, 0 mismatches): the three planar formats below, the grid
- * read from global memory (the kernel keeps the per-warp decode when the
- * grid is staged: STRATA_IQ_STAGE_GRID_MMVQ); the other plain formats and
- * the in-place layout take it once tested there. gfx11 keeps the per-warp
- * decode. */
+/* Whether st_mma_rows of TYPE with W warps decodes a round with the whole
+ * block (the coalesced decode; NVIDIA, 8 or 16 warps, the formats of
+ * st_mma_block_decode, whose row-unit has the one factor W; the dense and
+ * the expert kernels, either layout, the grid staged or not). Measured on
+ * an H100 (2026-12-06, one device call, docs/PERFORMANCE.md): an Nsight
+ * profile of the per-warp decode found 69-80% of its global load sectors
+ * excess (a warp's load touched 16 rows x 2 units: 32 lines) and L1 85%
+ * busy at one tile; with the coalesced decode, iq3_s 4096 x 14336 mma16 at
+ * 1 token 42.7 -> 31.3 us, the default at 16 / 24 / 32 tokens 48.1 / 53.3
+ * / 72.1 -> 38.0 / 40.1 / 61.9 us; the four shapes measured 8-33% faster
+ * at 16-32 tokens; the MoE layer iq3_s/iq4_nl at 24 / 32 tokens 314 / 315
+ * -> 272 / 277 us (its expert kernels). Limited to what passed the parity
+ * tests on the device (every path, n_tokens 1..32, the in-place layout and
+ * the expert kernels, 0 mismatches); the other formats take it once tested
+ * there. gfx11 keeps the per-warp decode. */
+template <int TYPE, int W> constexpr bool st_mma_coop = (W == 8 || W == 16) && st_mma_block_decode(TYPE);
+
+/* The blocks per SM the dense kernel of TYPE with W warps is compiled for
+ * (__launch_bounds__): 2 for mma8 with the block decode (NVIDIA), which
+ * holds it to 128 registers. Measured on an H100 (2026-12-06, one device
+ * call, two runs each): every configuration at 2 or more blocks per SM ran
+ * fast and every one at 1 slow; iq4_xs 4096 x 14336 at 24 tokens (3 tiles,
+ * 130 -> 128 registers) 61.4 -> 39.4 us, at 32 tokens (4 tiles, 157 -> 128
+ * and 48 bytes of spills) 66.0 -> 53.3, iq3_s 4096 x 14336 at 32 67.7 ->
+ * 52.4, the 14336 x 4096 shapes at 32 56.3-59.2 -> 48.4-50.7; ncu: L1 hits
+ * 4% -> 48% (the two blocks share the activations), long-scoreboard stalls
+ * the most common either way. The other formats keep 1 (unmeasured: their
+ * kernels at 4 tiles spill 8-128 bytes under the cap). */
+template <int TYPE, int W> constexpr int st_mma_min_blocks = W == 8 && st_mma_coop<TYPE, W> ? 2 : 1;
 #if ST_HIP
-template <int TYPE, int W> constexpr bool st_mma_coop = false;
+#define ST_MMA_BOUNDS(TYPE, W) __launch_bounds__(32 * (W))
 #else
-template <int TYPE, int W>
-constexpr bool st_mma_coop = (W == 8 || W == 16) && (st_base_type(TYPE) == ST_IQ3_S || st_base_type(TYPE) == ST_IQ4_XS ||
-                                                     st_base_type(TYPE) == ST_IQ4_NL);
+#define ST_MMA_BOUNDS(TYPE, W) __launch_bounds__(32 * (W), (st_mma_min_blocks<TYPE, W>))
 #endif
 
 /* The shared memory of st_mma_rows (COOP: with the block's decode, the
@@ -548,7 +560,7 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
 }
 
 template <int TYPE, int W, int TILES, bool STAGE, int NG>
-__global__ void __launch_bounds__(32 * W) st_mmvq_mma_kernel(st_mat_dev m, st_xplanes x, int nt, float *__restrict__ y,
+__global__ void ST_MMA_BOUNDS(TYPE, W) st_mmvq_mma_kernel(st_mat_dev m, st_xplanes x, int nt, float *__restrict__ y,
                                                             st_grids gg)
 {
     __shared__ uint32_t s_grid[st_grid_bytes<TYPE>::n / 4 + 1];
@@ -587,21 +599,40 @@ static st_rt_error st_mmvq_mma_w(const st_launch &L, const st_mat_dev &m, const 
 }
 
 
-/* The default chain's warps beyond 8 tokens. NVIDIA: 8 at 17..24 tokens
- * (every format), and beyond 24 for IQ4_NL, else 16. Measured on the H200
- * in one run (us, mma16 -> mma8): 24 tokens iq4_nl 4096x14336 61.7 ->
- * 45.8, 14336x4096 49.2 -> 48.0, iq3_s 58.4 -> 54.2 / 62.1 -> 59.3,
- * iq4_xs 51.6 -> 47.4 / 54.1 -> 52.7; 32 tokens iq4_nl 80.8 -> 54.8 /
- * 60.1 -> 57.2, but iq3_s 74.3 -> 81.7 / 72.7 -> 80.9 and iq4_xs 69.0 ->
- * 77.2 / 64.8 -> 74.2; at 16 tokens within 1-6% either way. gfx11 (16
- * tokens per tile, unmeasured): 16. */
-static inline int st_mma_default_warps(int type, int nt)
+/* The default chain's warps on the matrix units (NG: the row's stream
+ * groups, st_canon_mmvq_groups). NVIDIA, the formats with the block decode
+ * (st_mma_block_decode; they take the matrix units from
+ * STRATA_MMVQ_BLOCK_DECODE_MMA_TOKENS tokens): 1 tile 8 on the 128-stream
+ * rows, else 16; 2 tiles 16; 3 tiles 8; 4 tiles 8, but 16 for IQ4_NL's
+ * 128-stream rows. Measured on an H100 (2026-12-06, one device call, us,
+ * mma8 / mma16, mma8 at two blocks per SM): 8 tokens 4096 x 14336 iq4_xs
+ * 28.4 / 30.3, iq3_s 31.2 / 30.9, iq4_nl 27.4 / 28.5, 14336 x 4096 27.7 /
+ * 26.2, 31.3 / 28.7, 26.9 / 24.5 (the dp4a default 32.2-36.7 there, and
+ * slower than either from 6 tokens on: docs/PERFORMANCE.md); 32 tokens
+ * 4096 x 14336 53.3 / 57.5, 52.4 / 57.8, 62.1 / 56.0, 14336 x 4096 48.4 /
+ * 52.3, 50.7 / 53.2, 48.9 / 50.0. The other formats (beyond 8 tokens): 8
+ * at 17..24 tokens, and beyond 24 for IQ4_NL, else 16, measured on the
+ * H200 with the per-warp decode (us, mma16 -> mma8): 24 tokens iq4_nl
+ * 4096x14336 61.7 -> 45.8, 14336x4096 49.2 -> 48.0, iq3_s 58.4 -> 54.2 /
+ * 62.1 -> 59.3, iq4_xs 51.6 -> 47.4 / 54.1 -> 52.7; 32 tokens iq4_nl 80.8
+ * -> 54.8 / 60.1 -> 57.2, but iq3_s 74.3 -> 81.7 / 72.7 -> 80.9 and iq4_xs
+ * 69.0 -> 77.2 / 64.8 -> 74.2; at 16 tokens within 1-6% either way. gfx11
+ * (16 tokens per tile, unmeasured): 16. */
+static inline int st_mma_default_warps(int type, int nt, int ng)
 {
 #if ST_HIP
-    (void)type, (void)nt;
+    (void)type, (void)nt, (void)ng;
     return 16;
 #else
-    return nt > 16 && (nt <= 24 || st_base_type(type) == ST_IQ4_NL) ? 8 : 16;
+    const bool nl = st_base_type(type) == ST_IQ4_NL;
+    if (st_mma_block_decode(type)) {
+        const int tiles = (nt + st_mma::TOK - 1) / st_mma::TOK;
+        if (tiles == 1) return ng == 4 ? 8 : 16;
+        if (tiles == 2) return 16;
+        if (tiles == 3) return 8;
+        return nl && ng == 4 ? 16 : 8;
+    }
+    return nt > 16 && (nt <= 24 || nl) ? 8 : 16;
 #endif
 }
 

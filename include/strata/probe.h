@@ -68,10 +68,20 @@ ST_API void st_ctx_graph_destroy(st_ctx *ctx, st_ctx_graph *graph);
 
 /* The expert rows pair whose launches equal the default chain's for the
  * experts EX under the context's dispatch at fewer than
- * STRATA_EXPERT_DEFAULT_MMA_TOKENS tokens (strata/variants.h; from there on
- * the default is a kernel no pair names), or 0/0 when none does: a tuner
+ * st_ctx_default_expert_mma_tokens tokens (from there on the default is a
+ * kernel no pair names), or 0/0 when none does: a tuner
  * need not time that pair against the default (it is the same launch). */
 ST_API void st_ctx_default_expert_equiv(st_ctx *ctx, const st_experts *ex, int *gu_rows, int *down_rows);
+
+/* The token count from which the default expert_grouped chain runs the
+ * experts EX on the integer matrix units under the context's dispatch:
+ * STRATA_EXPERT_BLOCK_DECODE_MMA_TOKENS where the gate and the down format
+ * both take the block decode on this device, else
+ * STRATA_EXPERT_DEFAULT_MMA_TOKENS (strata/variants.h); 1 with the
+ * STRATA_EXPERT_MMA knob; ST_MAX_TOKENS + 1 where it never does (the CPU
+ * backend, another expert knob's path, a NULL argument). Below it, a pair of
+ * st_ctx_default_expert_equiv is the default's launch. */
+ST_API int st_ctx_default_expert_mma_tokens(st_ctx *ctx, const st_experts *ex);
 
 /* One formatted line to the context's log (its st_ctx_params log_fn, else
  * the process's sink). CTX may be NULL: the process's sink. */

@@ -51,8 +51,16 @@ extern "C" {
  * the matrix units from STRATA_EXPERT_DEFAULT_MMA_TOKENS tokens (and the
  * knob STRATA_EXPERT_MMA), and on NVIDIA the default iq_mmvq takes 8 warps
  * (mma8) at 17..24 tokens, and beyond 24 for IQ4_NL (a table of space 8
- * compared its variants with the slower default). */
-#define STRATA_SELECTION_SPACE 9
+ * compared its variants with the slower default); 10 = the same bits and
+ * variants, another default: on NVIDIA the matrix-unit kernels of IQ3_S,
+ * IQ4_XS and IQ4_NL decode each round with the whole block, mma8 is
+ * compiled for two blocks per SM there, the default iq_mmvq of those
+ * formats takes the matrix units from STRATA_MMVQ_DEFAULT_MMA_TOKENS
+ * tokens and mma8 beyond 24 tokens (mma16 on IQ4_NL's 128-stream rows),
+ * and expert_grouped of those formats the matrix units from
+ * STRATA_EXPERT_BLOCK_DECODE_MMA_TOKENS tokens (a table of space 9
+ * compared its variants with slower defaults). */
+#define STRATA_SELECTION_SPACE 10
 
 /* Exactness contract (docs/DESIGN.md section 2). A row's K values are split into
  * units of ST_CANON_UNIT values (one q8_1 activation block). Unit u belongs
@@ -106,8 +114,18 @@ extern "C" {
 /* The default expert_grouped chain runs on the integer matrix units (the
  * STRATA_EXPERT_MMA path: each expert's rows decoded once for all its
  * tokens) from this many tokens on; below it, the (token, slot) pairs in
- * expert order on the dp4a kernels. */
+ * expert order on the dp4a kernels. From STRATA_EXPERT_BLOCK_DECODE_MMA_TOKENS
+ * on where the gate and the down format both take the block decode (NVIDIA:
+ * IQ3_S, IQ4_XS, IQ4_NL, either layout): st_ctx_default_expert_mma_tokens
+ * (strata/probe.h) says which for a set of experts. */
 #define STRATA_EXPERT_DEFAULT_MMA_TOKENS 24
+#define STRATA_EXPERT_BLOCK_DECODE_MMA_TOKENS 16
+
+/* The default iq_mmvq of the formats whose matrix-unit kernels decode a
+ * round with the whole block (NVIDIA: IQ3_S, IQ4_XS, IQ4_NL, either layout)
+ * runs on the matrix units from this many tokens on; the other formats, and
+ * gfx11, beyond 8 tokens. */
+#define STRATA_MMVQ_BLOCK_DECODE_MMA_TOKENS 6
 
 /* ---- the variant id: one encoding, owned here -------------------------
  *

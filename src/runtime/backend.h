@@ -106,6 +106,9 @@ typedef struct st_backend_ops {
                             int64_t x_slot_stride, int64_t x_token_stride, const int32_t *ids, int64_t ids_stride,
                             int nt, int topk, float *y, int64_t y_slot_stride, int64_t y_token_stride,
                             const st_dispatch_config *cfg);
+    /* st_ctx_default_expert_mma_tokens for a gate of format GATE and a down
+     * of format DOWN (the default chain under CFG). */
+    int (*expert_mma_from)(void *b, int gate, int down, const st_dispatch_config *cfg);
 } st_backend_ops;
 
 /* Opens a backend for P (limits resolved in LIM, knobs in CFG): fills the

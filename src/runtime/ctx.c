@@ -238,6 +238,12 @@ void st_ctx_default_expert_equiv(st_ctx *c, const st_experts *ex, int *gu, int *
     c->ops->default_expert_equiv(c->b, (int)ex->gate->m.cols, (int)(ex->gate->m.rows / ex->n_expert), &c->cfg, gu, dn);
 }
 
+int st_ctx_default_expert_mma_tokens(st_ctx *c, const st_experts *ex)
+{
+    if (!c || !ex || !ex->gate || !ex->down) return ST_MAX_TOKENS + 1;
+    return c->ops->expert_mma_from(c->b, (int)ex->gate->m.type, (int)ex->down->m.type, &c->cfg);
+}
+
 st_status st_ctx_alloc(st_ctx *c, size_t bytes, void **ptr)
 {
     if (!c || !ptr) return st_fail(ST_ERR_INVALID_ARG, "st_ctx_alloc: NULL argument");

@@ -292,8 +292,9 @@ static st_status tune_shape(st_ctx *ctx, const st_tune_options *o, const st_tune
         st_ctx_default_expert_equiv(ctx, &ex, &gu, &dn);
         /* the pair is the default's launch only below the matrix-unit
          * token count */
+        const int mma_from = st_ctx_default_expert_mma_tokens(ctx, &ex);
         for (int k = 0; k < res->n_nts; k++)
-            if (res->nts[k] >= STRATA_EXPERT_DEFAULT_MMA_TOKENS) gu = dn = 0;
+            if (res->nts[k] >= mma_from) gu = dn = 0;
         for (int c = 1; c < res->n_cand; c++)
             res->cand[c].same_launch = gu && res->cand[c].gu_rows == gu && res->cand[c].dn_rows == dn;
     }

@@ -188,8 +188,56 @@ static void expert_grouped_gpu_matches_cpu_bitwise(void **state)
     assert_true(g_cmp > 0);
 }
 
+/* st_ctx_default_expert_mma_tokens on the GPU: where both formats take the
+ * block decode (NVIDIA: IQ3_S, IQ4_XS, IQ4_NL, either layout) from
+ * STRATA_EXPERT_BLOCK_DECODE_MMA_TOKENS, else from
+ * STRATA_EXPERT_DEFAULT_MMA_TOKENS; 1 with the STRATA_EXPERT_MMA knob,
+ * never with another expert path's knob. (The parity sweep above runs the
+ * default chain at every token count on both sides of both counts.) */
+static void default_mma_tokens_follow_the_formats(void **state)
+{
+    (void)state;
+    st_ctx *gpu = make_ctx(ST_BACKEND_GPU);
+    const bool nv = strncmp(st_ctx_identity(gpu)->arch, "sm_", 3) == 0;
+    const struct {
+        st_qtype gu, dn;
+        bool block;
+    } sets[] = {{ST_IQ3_S, ST_IQ4_NL, true}, {ST_IQ4_XS, ST_IQ4_XS, true}, {ST_IQ3_S, ST_Q8_0, false},
+                {ST_Q4_K, ST_IQ4_NL, false}, {ST_Q4_K, ST_Q6_K, false}};
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
+        const eshape s = {sets[i].gu, sets[i].dn, 256, 256, 4};
+        void *host[3];
+        const size_t gb = (size_t)s.n_expert * s.n_ff * st_qtype_row_bytes(s.gu, s.n_embd);
+        const size_t db = (size_t)s.n_expert * s.n_embd * st_qtype_row_bytes(s.dn, s.n_ff);
+        host[0] = calloc(1, gb);
+        host[1] = calloc(1, gb);
+        host[2] = calloc(1, db);
+        emats m;
+        make_mats(gpu, &s, host, &m);
+        st_experts ex = {m.g, m.u, m.d, s.n_expert};
+        set_knob(gpu, -1);
+        const int want = nv && sets[i].block ? STRATA_EXPERT_BLOCK_DECODE_MMA_TOKENS : STRATA_EXPERT_DEFAULT_MMA_TOKENS;
+        assert_int_equal(st_ctx_default_expert_mma_tokens(gpu, &ex), want);
+        set_knob(gpu, ST_KNOB_EXPERT_MMA);
+        assert_int_equal(st_ctx_default_expert_mma_tokens(gpu, &ex), 1);
+        set_knob(gpu, ST_KNOB_EXPERT_V2);
+        assert_int_equal(st_ctx_default_expert_mma_tokens(gpu, &ex), ST_MAX_TOKENS + 1);
+        set_knob(gpu, -1);
+        st_matrix_destroy(m.g);
+        st_matrix_destroy(m.u);
+        st_matrix_destroy(m.d);
+        free(host[0]);
+        free(host[1]);
+        free(host[2]);
+    }
+    assert_int_equal(st_ctx_default_expert_mma_tokens(gpu, NULL), ST_MAX_TOKENS + 1);
+    assert_int_equal(st_ctx_default_expert_mma_tokens(NULL, NULL), ST_MAX_TOKENS + 1);
+    st_ctx_destroy(gpu);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(expert_grouped_gpu_matches_cpu_bitwise)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(expert_grouped_gpu_matches_cpu_bitwise),
+                                       cmocka_unit_test(default_mma_tokens_follow_the_formats)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "strata/decode.h"
+#include "strata/probe.h"
 #include "strata/reference.h"
 #include "randgen.h"
 
@@ -115,6 +116,28 @@ static void params_are_checked(void **state)
     assert_int_equal(st_ctx_create_ex(&p, &c), ST_OK);
     st_ctx_destroy(c);
     free(ws);
+}
+
+/* The CPU backend has no matrix-unit expert path: the default never takes
+ * it, whatever the formats (IQ3_S/IQ4_NL: the block decode's on NVIDIA) or
+ * knobs; a NULL argument says the same. */
+static void cpu_default_never_takes_the_matrix_units(void **state)
+{
+    st_ctx_params p;
+    cpu_params(&p);
+    fixture f;
+    assert_int_equal(st_ctx_create_ex(&p, &f.ctx), ST_OK);
+    make_weights(&f, 5);
+    assert_int_equal(st_ctx_default_expert_mma_tokens(f.ctx, &f.ex), ST_MAX_TOKENS + 1);
+    st_dispatch_config cfg;
+    st_dispatch_config_default(&cfg);
+    cfg.active[ST_KNOB_EXPERT_MMA] = true;
+    st_ctx_set_dispatch(f.ctx, &cfg);
+    assert_int_equal(st_ctx_default_expert_mma_tokens(f.ctx, &f.ex), ST_MAX_TOKENS + 1);
+    assert_int_equal(st_ctx_default_expert_mma_tokens(f.ctx, NULL), ST_MAX_TOKENS + 1);
+    assert_int_equal(st_ctx_default_expert_mma_tokens(NULL, &f.ex), ST_MAX_TOKENS + 1);
+    drop_weights(&f);
+    st_ctx_destroy(f.ctx);
 }
 
 /* A smaller limit asks for less scratch, and the defaults are the largest. */
@@ -339,6 +362,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(params_are_checked),
         cmocka_unit_test(workspace_follows_the_limits),
+        cmocka_unit_test(cpu_default_never_takes_the_matrix_units),
         cmocka_unit_test(calls_beyond_the_limits_are_refused),
         cmocka_unit_test(table_line_goes_to_the_context_log),
         cmocka_unit_test(two_contexts_in_two_threads),

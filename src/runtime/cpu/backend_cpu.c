@@ -177,6 +177,9 @@ static void cpu_default_expert_equiv(void *b, int n_embd, int n_ff, const st_dis
     *gu = *dn = 0;
 }
 
+/* the CPU backend has no matrix-unit path */
+static int cpu_expert_mma_from(void *b, int gate, int down, const st_dispatch_config *cfg) { return ST_MAX_TOKENS + 1; }
+
 static st_status cpu_probe_read(void *b, const void *src, size_t bytes, float *sink)
 {
     const uint64_t *p = src;
@@ -217,6 +220,7 @@ static const st_backend_ops CPU_OPS = {
     .probe_loads = cpu_probe_loads,
     .set_stream = cpu_set_stream,
     .expert_mat = cpu_expert_mat,
+    .expert_mma_from = cpu_expert_mma_from,
 };
 
 st_status st_cpu_backend_open(const st_ctx_params *p, const st_ctx_limits *lim, const st_dispatch_config *cfg,

@@ -350,7 +350,7 @@ st_status gpu_mmvq(void *b, const st_bmatrix *w, const float *x, int64_t xs, int
     if (legacy) {
         blocks = p.xblocks;
     } else {
-        const bool tiled = st_mmvq_tiled(rows, nt, legacy);
+        const bool tiled = st_mmvq_tiled(w->type, rows, nt, legacy);
         xp = xplanes(p.xq, w->cols, tiled ? st_xtile_tokens(nt) : nt);
         xp.tiled = tiled;
     }
@@ -439,6 +439,27 @@ st_status gpu_ffn_composed(gpu_backend *g, const st_bexperts *ex, const st_ffn_o
     return ST_OK;
 }
 
+/* The token count from which the default expert_grouped chain takes the
+ * matrix units for a gate of format GATE and a down of format DOWN under
+ * CFG (st_ctx_default_expert_mma_tokens): 1 with the STRATA_EXPERT_MMA
+ * knob, never (ST_MAX_TOKENS + 1) with another expert path's knob; with
+ * the block decode on both formats (st_mma_block_decode) from
+ * STRATA_EXPERT_BLOCK_DECODE_MMA_TOKENS, measured on an H100 (2026-12-06,
+ * iq3_s/iq4_nl 2560/640, 64 experts, top-8, us, the pairs in expert order
+ * -> the matrix units, two runs each: 12 tokens 186 -> 233, 16 267 -> 246,
+ * 20 383 -> 268); else from STRATA_EXPERT_DEFAULT_MMA_TOKENS, measured on
+ * the H200 with the per-warp decode (16 tokens 266 -> 288, 24 527 -> 318,
+ * 32 937 -> 324). */
+int default_mma_from(int gate, int down, const st_dispatch_config *cfg)
+{
+    if (cfg->active[ST_KNOB_EXPERT_V2] || cfg->active[ST_KNOB_EXPERT_V2K] || cfg->active[ST_KNOB_TSUM] ||
+        cfg->active[ST_KNOB_GROUPED_V1])
+        return ST_MAX_TOKENS + 1;
+    if (cfg->active[ST_KNOB_EXPERT_MMA]) return 1;
+    return st_mma_block_decode(gate) && st_mma_block_decode(down) ? STRATA_EXPERT_BLOCK_DECODE_MMA_TOKENS
+                                                                   : STRATA_EXPERT_DEFAULT_MMA_TOKENS;
+}
+
 st_status gpu_expert_grouped(void *b, const st_bexperts *ex, const st_ffn_options *o, const float *x, const int32_t *ids,
                              const float *wts, int nt, int topk, float *out, int gu_rows, int down_rows,
                              const st_dispatch_config *cfg)
@@ -478,12 +499,7 @@ st_status gpu_expert_grouped(void *b, const st_bexperts *ex, const st_ffn_option
         pl.v2k = cfg->active[ST_KNOB_EXPERT_V2K];
         pl.tsum = cfg->active[ST_KNOB_TSUM];
         pl.grouped_v1 = cfg->active[ST_KNOB_GROUPED_V1];
-        /* the matrix units from STRATA_EXPERT_DEFAULT_MMA_TOKENS tokens on
-         * (measured on the H200, 2560/640, 64 experts, top-8, us, the
-         * pairs in expert order -> the matrix units: 16 tokens 266 -> 288,
-         * 24 527 -> 318, 32 937 -> 324), or at any count with the knob */
-        pl.mma = (cfg->active[ST_KNOB_EXPERT_MMA] || nt >= STRATA_EXPERT_DEFAULT_MMA_TOKENS) && !pl.v2 && !pl.v2k &&
-                 !pl.tsum && !pl.grouped_v1;
+        pl.mma = nt >= default_mma_from(ex->gate->type, ex->down->type, cfg);
     } else {
         pl.stage_grid = true;
     }
@@ -567,6 +583,12 @@ st_status gpu_mem_info(void *b, size_t *free_bytes, size_t *total_bytes)
 }
 
 size_t gpu_llc_bytes(void *b) { return G(b)->llc; }
+
+int gpu_expert_mma_from(void *b, int gate, int down, const st_dispatch_config *cfg)
+{
+    (void)b;
+    return default_mma_from(gate, down, cfg);
+}
 
 void gpu_default_expert_equiv(void *b, int n_embd, int n_ff, const st_dispatch_config *cfg, int *gu, int *dn)
 {
@@ -784,7 +806,7 @@ const st_backend_ops GPU_OPS = {
     gpu_probe_read,   gpu_probe_copy,     gpu_probe_empty,   gpu_probe_loads,
     gpu_capture_begin, gpu_capture_end,   gpu_graph_launch,  gpu_graph_destroy,
     gpu_check_ptr,    gpu_capturing,
-    gpu_set_stream,   gpu_check_ids,    gpu_expert_mat,
+    gpu_set_stream,   gpu_check_ids,    gpu_expert_mat,   gpu_expert_mma_from,
 };
 
 st_status open_device(int device, st_identity *id)
