@@ -55,8 +55,9 @@ extern "C" {
  * variants, another default: on NVIDIA the matrix-unit kernels of IQ3_S,
  * IQ4_XS and IQ4_NL decode each round with the whole block, mma8 is
  * compiled for two blocks per SM there, the default iq_mmvq of those
- * formats takes the matrix units from STRATA_MMVQ_DEFAULT_MMA_TOKENS
- * tokens and mma8 beyond 24 tokens (mma16 on IQ4_NL's 128-stream rows),
+ * formats takes the matrix units from STRATA_MMVQ_BLOCK_DECODE_MMA_TOKENS
+ * tokens, mma8 beyond 8 tokens (and below on 128-stream rows; mma16 on
+ * planar IQ4_NL's 128-stream rows beyond 24),
  * and expert_grouped of those formats the matrix units from
  * STRATA_EXPERT_BLOCK_DECODE_MMA_TOKENS tokens (a table of space 9
  * compared its variants with slower defaults). */
