@@ -603,16 +603,19 @@ static st_rt_error st_mmvq_mma_w(const st_launch &L, const st_mat_dev &m, const 
  * groups, st_canon_mmvq_groups). NVIDIA, the formats with the block decode
  * (st_mma_block_decode; they take the matrix units from
  * STRATA_MMVQ_BLOCK_DECODE_MMA_TOKENS tokens): 1 tile 8 on the 128-stream
- * rows, else 16; 2 and 3 tiles 8; 4 tiles 8, but 16 for planar IQ4_NL's
- * 128-stream rows. Measured on an H100 (2026-12-06, two device calls, us,
+ * rows, else 16; 2 and 3 tiles 8; 4 tiles 8, but 16 on the 128-stream
+ * rows of planar IQ4_NL and in-place IQ4_XS. Measured on an H100
+ * (2026-12-06, three device calls, us,
  * mma8 / mma16, mma8 at two blocks per SM): 8 tokens 4096 x 14336 iq4_xs
  * 28.4 / 30.3, iq3_s 31.2 / 30.9, iq4_nl 27.4 / 28.5, 14336 x 4096 27.7 /
  * 26.2, 31.3 / 28.7, 26.9 / 24.5 (the dp4a default 32.2-36.7 there, and
  * slower than either from 6 tokens on: docs/PERFORMANCE.md); 16 tokens
  * 33.6 / 45.6, 36.0 / 47.5, 34.1 / 45.0, 33.7 / 39.3, 37.2 / 41.3, 32.7 /
  * 38.3; 32 tokens 53.3 / 57.5, 52.4 / 57.8, 62.1 / 56.0, 14336 x 4096 48.4
- * / 52.3, 50.7 / 53.2, 48.9 / 50.0; in place, iq4_nl 4096 x 14336 at 32
- * tokens 57.3 / 66.3. The other formats (beyond 8 tokens): 8 at 17..24
+ * / 52.3, 50.7 / 53.2, 48.9 / 50.0; in place at 32 tokens on 4096 x
+ * 14336, iq4_nl 57.3 / 66.3, iq3_s 57.2 / 71.7, but iq4_xs 69.8 / 58.2-58.7
+ * (those two from two calls on the same kind of card: the bench times
+ * variants on the planar layout only). The other formats (beyond 8 tokens): 8 at 17..24
  * tokens, and beyond 24 for IQ4_NL, else 16, measured on the H200 with the
  * per-warp decode (us, mma16 -> mma8): 24 tokens iq4_nl 4096x14336 61.7 ->
  * 45.8, 14336x4096 49.2 -> 48.0, iq3_s 58.4 -> 54.2 / 62.1 -> 59.3, iq4_xs
@@ -631,7 +634,7 @@ static inline int st_mma_default_warps(int type, int nt, int ng)
         const int tiles = (nt + st_mma::TOK - 1) / st_mma::TOK;
         if (tiles == 1) return ng == 4 ? 8 : 16;
         if (tiles < 4) return 8;
-        return type == ST_IQ4_NL && ng == 4 ? 16 : 8;
+        return ng == 4 && (type == ST_IQ4_NL || type == ST_IN_PLACE + ST_IQ4_XS) ? 16 : 8;
     }
     return nt > 16 && (nt <= 24 || nl) ? 8 : 16;
 #endif

@@ -57,7 +57,7 @@ extern "C" {
  * compiled for two blocks per SM there, the default iq_mmvq of those
  * formats takes the matrix units from STRATA_MMVQ_BLOCK_DECODE_MMA_TOKENS
  * tokens, mma8 beyond 8 tokens (and below on 128-stream rows; mma16 on
- * planar IQ4_NL's 128-stream rows beyond 24),
+ * the 128-stream rows of planar IQ4_NL and in-place IQ4_XS beyond 24),
  * and expert_grouped of those formats the matrix units from
  * STRATA_EXPERT_BLOCK_DECODE_MMA_TOKENS tokens (a table of space 9
  * compared its variants with slower defaults). */
