@@ -134,7 +134,10 @@ __global__ void __launch_bounds__(32) st_mmvq_legacy_kernel(st_mat_dev m, const 
  *     (T 128 RW 4 at 128 registers: 33.5 / 33.7 / 37.2; at 96 registers,
  *     spilling: 37.8 / 40.2 / 43.1).
  * Every one is launched as a dependent of the q8_1 kernel (NVIDIA sm_90+;
- * at 8 tokens 49.3 -> 48.0 us for iq4_xs, T 128).
+ * at 8 tokens 49.3 -> 48.0 us for iq4_xs, T 128). Since 2026-12-06 the
+ * three formats measured here reach the 8-token bucket at 5 tokens only on
+ * NVIDIA (their default takes the matrix units from 6:
+ * STRATA_MMVQ_BLOCK_DECODE_MMA_TOKENS); the other formats at 5-8.
  * gfx1100 (not measured: no AMD card here) takes RW 2 where the H200 takes
  * 4, and at 8 tokens the geometry before (T 128, RW 2): four rows held
  * 125-202 VGPRs there (10 or fewer waves per SIMD) against the default

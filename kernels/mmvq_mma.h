@@ -521,7 +521,12 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
     /* the butterfly: in-thread levels 16 .. W, then W/2 .. 1 over warps */
 #pragma unroll
     for (int tl = 0; tl < TILES; tl++) {
-        if (tl >= ntl) break; /* uniform across the block */
+        /* uniform across the block; NTL >= 1 always (the dense kernel
+         * passes TILES, the expert kernel a chunk of 1 or more columns):
+         * COOP relies on tile 0's barrier below, after which no thread
+         * still reads a staging buffer, before the next call or group
+         * stages again */
+        if (tl >= ntl) break;
 #pragma unroll
         for (int h = 16; h >= W; h >>= 1)
 #pragma unroll

@@ -38,8 +38,9 @@
 # chain, native_grouped's large shapes to one routing and engine_ops'
 # in-place sweep (five cases now), and the sanitizer size (every tool)
 # runs engine_runtime's two-context case on 2 layers and one token count
-# per kernel (1, 2, 3, 8, 9, 17, 32; its other cases too, where 3, 9 and
-# 17 were missing: the 4-token bucket and the 2- and 3-tile kernels).
+# per kernel (TEST_NT_PER_KERNEL: since 2026-12-06 1, 2, 3, 5, 6, 9, 17,
+# 32; its other cases too, where 3, 9 and 17 were missing: the 4-token
+# bucket and the 2- and 3-tile kernels).
 #
 # Scheduling. gpu_faults_test runs first and alone, its four tools one
 # after the other: it allocates the device's memory away and provokes

@@ -73,8 +73,10 @@ ST_API void st_ctx_graph_destroy(st_ctx *ctx, st_ctx_graph *graph);
  * need not time that pair against the default (it is the same launch). */
 ST_API void st_ctx_default_expert_equiv(st_ctx *ctx, const st_experts *ex, int *gu_rows, int *down_rows);
 
-/* The token count from which the default expert_grouped chain runs the
- * experts EX on the integer matrix units under the context's dispatch:
+/* The token count from which the default expert_grouped chain (the fused
+ * FFN: SiLU, no biases, dense output; st_expert_ffn's other options take
+ * the composed path, never these kernels) runs the experts EX on the
+ * integer matrix units under the context's dispatch:
  * STRATA_EXPERT_BLOCK_DECODE_MMA_TOKENS where the gate and the down format
  * both take the block decode on this device, else
  * STRATA_EXPERT_DEFAULT_MMA_TOKENS (strata/variants.h); 1 with the

@@ -40,11 +40,13 @@ __attribute__((unused)) static bool racecheck_size(void)
 }
 
 /* One token count per kernel, where a test at a sanitizer size runs each
- * kernel once: the dp4a buckets 1, 2, 4 and 8 (1, 2, 3, 8; 3 and 8 also
- * give the matrix units' 1 tile) and the matrix units' 2, 3 and 4 tiles
- * (9, 17, ST_MAX_TOKENS). A braced list for an array; the test's
- * ST_MAX_TOKENS. */
-#define TEST_NT_PER_KERNEL {1, 2, 3, 8, 9, 17, ST_MAX_TOKENS}
+ * kernel once: the dp4a buckets 1, 2, 4 and 8 (1, 2, 3, 5; 3 also gives
+ * the matrix-unit variants' 1 tile; 5 is the last count the default of
+ * the block-decode formats, iq3_s/iq4_xs/iq4_nl on NVIDIA, runs on dp4a),
+ * the default's first count on the matrix units for those formats (6: one
+ * tile), and the matrix units' 2, 3 and 4 tiles (9, 17, ST_MAX_TOKENS). A
+ * braced list for an array; the test's ST_MAX_TOKENS. */
+#define TEST_NT_PER_KERNEL {1, 2, 3, 5, 6, 9, 17, ST_MAX_TOKENS}
 
 static int test_shard_k_ = -1, test_shard_n_ = 1;
 static long test_shard_unit_ = 0;

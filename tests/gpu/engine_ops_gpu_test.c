@@ -377,7 +377,7 @@ static void in_place_dense(st_ctx *cpu, st_ctx *gpu, st_qtype t, int rows, int c
      * the matrix-unit kernels do not depend on the row count and run on
      * the other shapes (this shape's rows of 8 units, a partial round,
      * still reach the mma kernels through the default chain at 9-32
-     * tokens) */
+     * tokens, 6-32 for iq3_s/iq4_xs/iq4_nl on NVIDIA) */
     const bool race = racecheck_size();
     if (!(race && rows >= 8192)) {
 #define ADD_MMA(W) paths[np++] = (path){"mma" #W, STRATA_MMVQ_ID_MMA(W), 0, 0, -1};
@@ -387,7 +387,7 @@ static void in_place_dense(st_ctx *cpu, st_ctx *gpu, st_qtype t, int rows, int c
     paths[np++] = (path){"STRATA_IQ_STAGE_GRID_MMVQ=1", 0, 0, 0, ST_KNOB_IQ_STAGE_GRID_MMVQ};
     /* every count on the small shape, the buckets' edges on the others; at
      * the racecheck size one count per kernel (gpu_test_size.h) */
-    static const int some[] = {1, 2, 3, 4, 5, 8, 9, 16, 17, 24, 25, 32}, one_each[] = TEST_NT_PER_KERNEL;
+    static const int some[] = {1, 2, 3, 4, 5, 6, 8, 9, 16, 17, 24, 25, 32}, one_each[] = TEST_NT_PER_KERNEL;
     const int *counts = race ? one_each : some;
     const int nn = every_nt && !sanitizer_size() ? ST_MAX_TOKENS
                                                  : race ? (int)(sizeof one_each / sizeof one_each[0]) : (int)(sizeof some / sizeof some[0]);
