@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -69,10 +70,45 @@ st_status st_out_target_check(const char *path)
                    st_out_kind(st.st_mode));
 }
 
+/* The inputs this process named (every INPUT st_out_not_input was given,
+ * before any write): the dead-temporary sweep never removes one, whatever
+ * its name (a model or a report named like a temporary file of an output,
+ * "page.html.tmp.<dead pid>.<n>", stays an input). */
+enum { KEEP_MAX = 32 };
+static struct {
+    dev_t dev;
+    ino_t ino;
+} g_keep[KEEP_MAX];
+static int g_n_keep;
+static pthread_mutex_t g_keep_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void keep_input(const struct stat *st)
+{
+    pthread_mutex_lock(&g_keep_mu);
+    bool known = false;
+    for (int i = 0; i < g_n_keep && !known; i++) known = g_keep[i].dev == st->st_dev && g_keep[i].ino == st->st_ino;
+    if (!known && g_n_keep < KEEP_MAX) {
+        g_keep[g_n_keep].dev = st->st_dev;
+        g_keep[g_n_keep++].ino = st->st_ino;
+    }
+    pthread_mutex_unlock(&g_keep_mu);
+}
+
+static bool kept_input(const struct stat *st)
+{
+    pthread_mutex_lock(&g_keep_mu);
+    bool known = false;
+    for (int i = 0; i < g_n_keep && !known; i++) known = g_keep[i].dev == st->st_dev && g_keep[i].ino == st->st_ino;
+    pthread_mutex_unlock(&g_keep_mu);
+    return known;
+}
+
 st_status st_out_not_input(const char *out, const char *input)
 {
     struct stat a, b;
-    if (stat(out, &a) == 0 && stat(input, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+    const bool in = stat(input, &b) == 0;
+    if (in) keep_input(&b);
+    if (in && stat(out, &a) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
         return st_fail(ST_ERR_INVALID_ARG, "%s is the input %s: the output would replace it; name another file", out,
                        input);
     return ST_OK;
@@ -268,8 +304,9 @@ char *st_path_dir(const char *path)
 
 /* Removes the temporary files of PATH ("PATH.tmp.<pid>.<n>", regular
  * files) that a killed process left: of a pid that is gone, never this
- * process's or a live one's. A user-named page (`--html P`, `report -o
- * P`) lives in a folder no settling run sweeps: its next write does. */
+ * process's or a live one's, never an input of this process (keep_input).
+ * A user-named page (`--html P`, `report -o P`) lives in a folder no
+ * settling run sweeps: its next write does. */
 static void sweep_dead_temps(const char *path)
 {
     const char *name = st_path_base(path);
@@ -287,7 +324,7 @@ static void sweep_dead_temps(const char *path)
         struct stat st;
         if (full) {
             snprintf(full, fl, "%s/%s", dir, e->d_name);
-            if (lstat(full, &st) == 0 && S_ISREG(st.st_mode)) unlink(full);
+            if (lstat(full, &st) == 0 && S_ISREG(st.st_mode) && !kept_input(&st)) unlink(full);
         }
         free(full);
     }

@@ -541,6 +541,9 @@ st_status st_engine_identity(const char *bin, char *version, size_t vn, char sha
     st_sha256_init(&all);
     ST_TRY(hash_into(&all, bin));
     char dir[4096];
+    if (strlen(bin) >= sizeof dir) /* refused, never cut: a cut path hashes another folder */
+        return st_fail(ST_ERR_INVALID_ARG, "settings: the engine's path has %zu bytes, more than %zu: name a shorter one",
+                       strlen(bin), sizeof dir - 1);
     snprintf(dir, sizeof dir, "%s", bin);
     char *slash = strrchr(dir, '/');
     if (slash)

@@ -592,7 +592,7 @@ static st_status prune_locked(const char *dir, const st_identity *id, const st_d
         note(fn, user, "removed %s (superseded by %s)", e->file, e->superseded_by);
         for (int k = 0; k < e->n_reports && k < 2; k++) {
             if (!proven[k]) { /* missing, another table's now, or not proven ours: kept */
-                if (!strcmp(e->reports[k].status, "present"))
+                if (!strcmp(e->reports[k].status, "present") && strcmp(e->reports[k].file, e->file))
                     note(fn, user, "kept %s: not proven to be the report of %s", e->reports[k].file, e->file);
                 continue;
             }

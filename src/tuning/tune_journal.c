@@ -391,7 +391,13 @@ st_status st_tune_out_recover(const char *who, const char *dir, const st_identit
     char why[ST_FILE_WHY_MAX] = "";
     st_status s = ST_OK;
     int moved = 0;
-    if (st_file_read_all(path, JOURNAL_MAX_BYTES, &text, &len, why, &err) != ST_OK) {
+    struct stat js;
+    if (lstat(path, &js) == 0 && !S_ISREG(js.st_mode)) {
+        /* not a journal this tool wrote (a link, even one to nothing, is
+         * neither read through nor replaced nor removed) */
+        s = st_fail(ST_ERR_EXISTS, "%s: %s is %s, not a journal this tool wrote: it was left as it is, and so was %s; "
+                    "remove it to use %s", who, path, st_out_kind(js.st_mode), dir, dir);
+    } else if (st_file_read_all(path, JOURNAL_MAX_BYTES, &text, &len, why, &err) != ST_OK) {
         st_clear_error();
         if (err != ENOENT) s = st_fail(ST_ERR_IO, "%s: cannot read %s: %s", who, path, why);
     } else {
@@ -519,8 +525,10 @@ static st_status journal_install(const char *dir, const char *journal_path, cons
     if (s == ST_OK) s = st_file_write_atomic(journal_path, jt, strlen(jt));
     free(jt);
     if (s != ST_OK) { /* nothing moved; a journal renamed in whose folder sync failed goes too (the
-                       * settling under the lock left none before this run's) */
-        unlink(journal_path);
+                       * settling under the lock left none before this run's; a regular file
+                       * only: anything else standing there was never written over) */
+        struct stat js;
+        if (lstat(journal_path, &js) == 0 && S_ISREG(js.st_mode)) unlink(journal_path);
         char why[4096];
         snprintf(why, sizeof why, "%s", st_last_error());
         drop_temps(it, m);

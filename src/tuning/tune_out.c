@@ -236,7 +236,11 @@ static st_status find_ours(st_tune_out *o, const st_identity *id, char **found, 
 static st_status check_new_path(const char *path, const st_identity *id, bool force)
 {
     struct stat st;
-    if (force || lstat(path, &st) != 0) return ST_OK;
+    if (lstat(path, &st) != 0) return ST_OK;
+    if (!S_ISREG(st.st_mode)) /* --force replaces a file, never one of these */
+        return st_fail(ST_ERR_EXISTS, "%s is %s: not replaced (only a regular file is written over); move it away", path,
+                       st_out_kind(st.st_mode));
+    if (force) return ST_OK;
     char *buf = NULL;
     size_t len = 0;
     st_table *t = NULL;
@@ -276,6 +280,72 @@ static st_status use_existing(st_tune_out *o, char *path, bool force)
                    "tune: %s has this process's header but does not parse (%s): fix or remove it, or use --force to "
                    "replace it",
                    path, msg);
+}
+
+/* The report set at O's names (report, page, manifest: named after the
+ * model, not the device) is replaced by this run: refused when its
+ * manifest lists a table that is still in the folder and is for another
+ * device than ID (a table tuned on another card or backend keeps its
+ * report); a table of this device (superseded by a new runtime or build)
+ * or one gone leaves the set to this run, as before. */
+static st_status report_set_not_others(const st_tune_out *o, const st_identity *id)
+{
+    char *text = NULL;
+    size_t len = 0;
+    st_manifest m;
+    if (st_file_read_all(o->manifest_path, ST_MANIFEST_MAX_BYTES, &text, &len, NULL, NULL) != ST_OK ||
+        st_manifest_parse(text, len, &m) != ST_OK) {
+        free(text);
+        st_clear_error();
+        return ST_OK; /* no manifest there (or not ours: replaced only if the paths' checks allowed it) */
+    }
+    free(text);
+    const char *mine = o->table_path ? st_path_base(o->table_path) : "";
+    st_status s = ST_OK;
+    for (int k = 0; k < m.n && s == ST_OK; k++) {
+        if (m.e[k].role != ST_MF_TABLE || !strcmp(m.e[k].name, mine)) continue;
+        char *p = st_tune_fmt("%s/%s", o->dir, m.e[k].name), *buf = NULL;
+        size_t bl = 0;
+        st_table *t = NULL;
+        struct stat st;
+        if (p && lstat(p, &st) == 0 && S_ISREG(st.st_mode) && st_read_file(p, &buf, &bl) == ST_OK &&
+            st_table_parse_any(buf, bl, p, &t, NULL, 0) == ST_OK && !st_identity_same_device(st_table_identity(t), id)) {
+            char theirs[4 * ST_TOKEN_MAX + 16];
+            st_identity_header(st_table_identity(t), theirs, sizeof theirs);
+            s = st_fail(ST_ERR_EXISTS,
+                        "tune: %s, its page and its manifest describe %s, a table for '%s' (another device) that is "
+                        "still in %s: this run would replace them; tune into another --out",
+                        o->report_path, m.e[k].name, theirs, o->dir);
+        }
+        st_table_destroy(t);
+        free(buf);
+        free(p);
+    }
+    if (s == ST_OK) st_clear_error();
+    return s;
+}
+
+/* What the install adds beside the folder's files at its peak, beyond the
+ * run's own reports: the index (its new copy is written beside the old
+ * one, or is new), the larger of what it takes now and what the folder's
+ * tables make it (a table of 6000 rows, 135 KB, made a 424 KB index where
+ * none stood, 2026-12-06), and the merged table and the gate's candidate
+ * beside the table the run merges into (about its size each). Measured
+ * here, under the lock, before the sweep. */
+static size_t folder_bytes(const st_tune_out *o, const st_identity *id)
+{
+    size_t b = 2 * o->existing_len, now = 0;
+    struct stat st;
+    if (o->index_path && stat(o->index_path, &st) == 0 && S_ISREG(st.st_mode)) now = (size_t)st.st_size;
+    st_tables_index *ix = NULL;
+    char *text = NULL;
+    size_t len = 0;
+    if (st_tables_index_build(o->dir, id, NULL, &ix) != ST_OK || st_tables_index_format(ix, &text, &len) != ST_OK) len = 0;
+    b += len > now ? len : now;
+    st_clear_error(); /* a folder the index cannot describe is refused later, by its own step */
+    free(text);
+    st_tables_index_free(ix);
+    return b;
 }
 
 /* ---- open / close ------------------------------------------------------------ */
@@ -353,7 +423,6 @@ st_status st_tune_out_open_input(st_tune_out *o, const char *dir, const char *na
     if (s == ST_OK) s = st_out_dir_make(o->dir, "tune");
     if (s == ST_OK) s = take_lock(o);
     if (s == ST_OK) s = st_tune_out_recover("tune", o->dir, id, input, NULL);
-    if (s == ST_OK) s = st_out_probe(o->dir, "tune", probe_bytes);
     char *found = NULL, names[1024];
     int count = 0;
     if (s == ST_OK) s = find_ours(o, id, &found, &count, names, sizeof names);
@@ -396,6 +465,10 @@ st_status st_tune_out_open_input(st_tune_out *o, const char *dir, const char *na
         }
     }
     free(fresh);
+    /* the room the outputs take, reserved now that the table merged into is
+     * known: PROBE_BYTES (the caller's: the reports, this run's entries)
+     * and what the folder adds (folder_bytes) */
+    if (s == ST_OK) s = st_out_probe(o->dir, "tune", probe_bytes + folder_bytes(o, id));
     /* every path the run will write, checked now rather than after the sweep */
     char *refused_html = o->refused_path ? st_tune_fmt("%.*s.html", (int)strlen(o->refused_path) - 5, o->refused_path) : NULL;
     if (s == ST_OK && !refused_html) s = st_fail(ST_ERR_NOMEM, "tune: out of memory");
@@ -411,6 +484,7 @@ st_status st_tune_out_open_input(st_tune_out *o, const char *dir, const char *na
     const char *mine[] = {o->report_path, o->html_path, o->refused_path, refused_html};
     for (size_t i = 0; i < 4 && s == ST_OK; i++)
         if (st_manifest_not_others(mine[i], own[i]) != ST_OK) s = st_fail_prefixed(ST_ERR_EXISTS, "tune");
+    if (s == ST_OK) s = report_set_not_others(o, id);
     free(refused_html);
     free(refused_mf);
     if (s == ST_OK) {

@@ -476,7 +476,9 @@ static size_t memory_need(st_ctx *ctx, const st_tune_options *o, const st_model 
  * both; an expert shape at one count, 8 KB and 10 KB with the fixed parts.
  * Reserved: 6 KiB a point, 2 KiB a shape (the table's line, the index's
  * entry), 32 KiB for the fixed parts (page header, the journal, the
- * manifest) and what tables.json takes now (it is rewritten beside itself). The old files stay while the new ones are written (links for
+ * manifest); the index and the merged table (what the folder's files make
+ * them) are added where the folder is opened (tune_out.c folder_bytes).
+ * The old files stay while the new ones are written (links for
  * the roll back), so this is what the install adds at its peak. Each of
  * the files (table, gate candidate, JSON, page, manifest, journal, index
  * and its temporary copy) takes whole blocks of the file system: one
@@ -487,13 +489,6 @@ static size_t output_bytes(const st_tune_options *o, const st_tune_shape *s, int
     const size_t per_point = (size_t)6 << 10, per_shape = (size_t)2 << 10;
     const int mix = o->n_ntok_mix > 0 ? o->n_ntok_mix : ST_DECODE_TOKENS;
     size_t bytes = (size_t)32 << 10;
-    /* tables.json is rewritten beside itself: its new copy takes what the
-     * index takes now (plus this run's entries, in per_shape), whatever its
-     * size (a folder of many tables) */
-    char *ix = st_tune_fmt("%s/%s", o->out_dir ? o->out_dir : ".", ST_TABLES_INDEX_NAME);
-    struct stat st;
-    if (ix && stat(ix, &st) == 0 && S_ISREG(st.st_mode)) bytes += (size_t)st.st_size;
-    free(ix);
     bytes += 8 * st_out_blocks(o->out_dir ? o->out_dir : ".", 1); /* one block a file */
     for (int i = 0; i < n; i++) bytes += per_shape + per_point * (size_t)(s[i].kind == ST_SHAPE_MMVQ ? mix : 1);
     return bytes;

@@ -491,6 +491,90 @@ static long dead_pid(void)
     return (long)pid;
 }
 
+/* An input named like a dead run's temporary file of the page a command
+ * writes is an input, not litter: `report X -o page.html` with X named
+ * "page.html.tmp.<dead pid>.1" keeps X (2026-12-06: the write's sweep of
+ * dead temporaries removed it). */
+static void report_keeps_an_input_named_like_its_pages_temporary_file(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    char *page = cli_join(dir, "b.html"), *bj = cli_join(dir, "b.json");
+    cli_run r = cli(QUICK_S, "--backend", "cpu", "-q", "bench", "--quick", "--no-suite", "--shape", "mmvq q8_0 64 64",
+                    "--html", page, NULL);
+    cli_expect_exit(&r, 0, "bench --html");
+    cli_free(&r);
+    char name[128];
+    snprintf(name, sizeof name, "p.html.tmp.%ld.1", dead_pid());
+    char *in = cli_join(dir, name), *out = cli_join(dir, "p.html");
+    assert_int_equal(rename(bj, in), 0);
+    char *before = slurp(in);
+    assert_non_null(before);
+    r = cli(QUICK_S, "-q", "report", in, "-o", out, NULL);
+    cli_expect_exit(&r, 0, "report p.html.tmp.<dead>.1 -o p.html");
+    cli_free(&r);
+    char *after = slurp(in);
+    if (!after || strcmp(after, before)) fail_msg("report removed or changed its input %s", name);
+    struct stat st;
+    assert_int_equal(stat(out, &st), 0);
+    free(after);
+    free(before);
+    free(in);
+    free(out);
+    free(page);
+    free(bj);
+}
+
+/* A tune's report set is named after the model, not the device: when the
+ * manifest there lists a table for another device that is still in the
+ * folder, the tune is refused before the sweep and the other device's
+ * table, report, page and manifest stay as they are (2026-12-06: a CPU
+ * tune replaced a gfx1100 table's report set). */
+static void another_devices_report_set_is_refused(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    st_identity other = cpu_identity();
+    snprintf(other.arch, sizeof other.arch, "gfx1100");
+    prov_table(dir, "strata-tune-tiny-moe-tests-gfx1100.table", &other, "2026-06-01T00:00:00Z",
+               "strata-tune-tiny-moe-tests.autotune.json");
+    free(cli_write(dir, "strata-tune-tiny-moe-tests.autotune.json", "theirs json", 11));
+    free(cli_write(dir, "strata-tune-tiny-moe-tests.autotune.html", "theirs html", 11));
+    manifest(dir, "strata-tune-tiny-moe-tests.autotune.manifest", "strata-tune-tiny-moe-tests-gfx1100.table",
+             "strata-tune-tiny-moe-tests.autotune.json", "strata-tune-tiny-moe-tests.autotune.html");
+    cli_run r = cli(600.0, "--backend", "cpu", "tune", STRATA_TEST_DATA "/gguf/tiny-moe.gguf", "--shapes", "mmvq",
+                    "--ntok-mix", "1", "--quick", "--no-verify", "--out", dir, NULL);
+    cli_expect_one_line(&r, 1, "(another device)", "a tune beside another device's report set");
+    cli_free(&r);
+    char *p = cli_join(dir, "strata-tune-tiny-moe-tests.autotune.json"), *v = slurp(p);
+    assert_non_null(v);
+    assert_string_equal(v, "theirs json");
+    free(v);
+    free(p);
+    if (cli_count(dir, NULL) != 4) {
+        cli_print_dir(dir);
+        fail_msg("the folder changed");
+    }
+}
+
+/* `table list` with a folder path longer than its buffer: one line, never
+ * a listing of the cut path (2026-12-06: it listed the path cut at 4095
+ * bytes). */
+static void table_list_refuses_a_path_it_would_cut(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    const size_t n = strlen(dir) + 2 * 2100 + 16;
+    char *p = malloc(n);
+    assert_non_null(p);
+    size_t at = (size_t)snprintf(p, n, "%s", dir);
+    for (int i = 0; i < 2100; i++) at += (size_t)snprintf(p + at, n - at, "/.");
+    cli_run r = cli(QUICK_S, "table", "list", p, NULL);
+    cli_expect_one_line(&r, 1, "more than the 4095 a path may have here", "table list with a 4.2 KB path");
+    cli_free(&r);
+    free(p);
+}
+
 /* A dispatch knob (STRATA_EXPERT_V2=1) stops every table from engaging
  * while it is set: prune must not take this build's table for superseded
  * by another build's newer table and remove it with its report, page and
@@ -797,7 +881,10 @@ static void the_input_is_never_a_candidate_or_litter(void **state)
     }
     /* named like a dead run's temporary file, link or probe: not swept */
     const long pid = dead_pid();
-    const char *names[] = {"strata-x.autotune.json.tmp.%ld.1", "strata-x.autotune.json.old.%ld", ".strata-tune-probe.%ld"};
+    const char *names[] = {"strata-x.autotune.json.tmp.%ld.1", "strata-x.autotune.json.old.%ld", ".strata-tune-probe.%ld",
+                           /* the temporary file of this run's own report (the write's sweep of
+                            * its dead temporaries, 2026-12-06: removed the model) */
+                           "strata-tune-tiny-moe-tests.autotune.json.tmp.%ld.1"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         const char *dir = cli_dir();
         char name[128];
@@ -840,6 +927,24 @@ static void a_symbolic_link_at_an_output_is_refused(void **state)
     if (cli_count(dir, NULL) != 1) {
         cli_print_dir(dir);
         fail_msg("files were written beside the link");
+    }
+    /* a link at the journal (even one to nothing): refused before the
+     * sweep, and left as it is (2026-12-06: the failed install removed it) */
+    {
+        const char *jd = cli_dir();
+        char *jl = cli_join(jd, ".strata-tune.journal");
+        assert_int_equal(symlink("../nonexistent", jl), 0);
+        cli_run j = cli(600.0, "--backend", "cpu", "tune", MODEL, "--shapes", "mmvq", "--ntok-mix", "1", "--quick",
+                        "--no-verify", "--out", jd, NULL);
+        cli_expect_one_line(&j, 1, "is a symbolic link, not a journal this tool wrote", "a link at the journal");
+        cli_free(&j);
+        assert_int_equal(lstat(jl, &st), 0);
+        assert_true(S_ISLNK(st.st_mode));
+        if (cli_count(jd, NULL) != 1) {
+            cli_print_dir(jd);
+            fail_msg("files were written beside the journal's link");
+        }
+        free(jl);
     }
     /* report -o onto a link: the same, before the JSON is read */
     char *page = cli_join(dir, "page.html");
@@ -943,6 +1048,46 @@ static void the_reservation_counts_the_index(void **state)
     assert_non_null(strstr(r.err, "probe"));
     assert_int_equal(cli_count(dir, NULL), 1); /* the index, nothing else */
     cli_free(&r);
+    cli_umount(dir);
+}
+
+/* The reservation counts what the folder's files make the outputs: the
+ * table merged into (its new copy and the gate's candidate beside it) and
+ * an index where none stands (2026-12-06: beside a table of 6000 rows and
+ * no tables.json, the probe passed, the sweep ran and the install failed
+ * for room, leaving a new tables.json). Refused before the sweep; the
+ * folder stays as it was. */
+static void the_reservation_counts_the_merged_table_and_a_new_index(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    if (!cli_tmpfs(dir, 400 << 10, false)) {
+        print_message("no tmpfs here: not tested\n");
+        return;
+    }
+    const st_identity id = cpu_identity();
+    st_table *t = NULL;
+    assert_int_equal(st_table_create(&id, &t), ST_OK);
+    for (int i = 0; i < 6000; i++) {
+        const st_mmvq_key k = {ST_Q8_0, 32 * (i + 1), 64};
+        assert_int_equal(st_table_add_mmvq(t, &k, 2), ST_OK);
+    }
+    char *path = cli_join(dir, "mine.table");
+    assert_int_equal(st_table_write_atomic(t, path), ST_OK);
+    st_table_destroy(t);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(st.st_size > (100 << 10)); /* the merge's two copies alone take more than the room left */
+    cli_run r = cli(600.0, "--backend", "cpu", "-q", "tune", "--shape", "mmvq q8_0 64 64", "--ntok-mix", "1", "--quick",
+                    "--no-verify", "--out", dir, NULL);
+    cli_expect_one_line(&r, 1, strerror(ENOSPC), "tune beside a 6000-row table, no index, into 400 KiB");
+    assert_non_null(strstr(r.err, "probe"));
+    if (cli_count(dir, NULL) != 1) { /* the table, nothing else */
+        cli_print_dir(dir);
+        fail_msg("the folder changed");
+    }
+    cli_free(&r);
+    free(path);
     cli_umount(dir);
 }
 
@@ -1409,9 +1554,13 @@ int main(void)
         cmocka_unit_test_teardown(a_kill_at_any_step_of_a_settings_install_leaves_one_set, cli_teardown),
         cmocka_unit_test_teardown(report_never_writes_over_a_tuner_name, cli_teardown),
         cmocka_unit_test_teardown(the_reservation_counts_the_index, cli_teardown),
+        cmocka_unit_test_teardown(the_reservation_counts_the_merged_table_and_a_new_index, cli_teardown),
         cmocka_unit_test_teardown(a_report_and_its_page_are_written_together, cli_teardown),
         cmocka_unit_test_teardown(table_list_index_and_interrupted_install, cli_teardown),
         cmocka_unit_test_teardown(verify_html_reserves_its_room_before_the_run, cli_teardown),
+        cmocka_unit_test_teardown(report_keeps_an_input_named_like_its_pages_temporary_file, cli_teardown),
+        cmocka_unit_test_teardown(another_devices_report_set_is_refused, cli_teardown),
+        cmocka_unit_test_teardown(table_list_refuses_a_path_it_would_cut, cli_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -164,6 +164,12 @@ int td_table_list(int argc, char **argv, const td_global *g)
     }
     if (!dir) return td_usage_error("table list: expected a tables folder (DIR)");
     char clean[4096]; /* "tables/" prints as "tables" */
+    if (strlen(dir) >= sizeof clean) { /* refused, never cut (a cut path names another folder) */
+        td_eprint("table list: the folder's path has %zu bytes, more than the %zu a path may have here: name a "
+                  "shorter one",
+                  strlen(dir), sizeof clean - 1);
+        return 1;
+    }
     snprintf(clean, sizeof clean, "%s", dir);
     for (size_t l = strlen(clean); l > 1 && clean[l - 1] == '/'; l--) clean[l - 1] = '\0';
     dir = clean;
