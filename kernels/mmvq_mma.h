@@ -634,14 +634,13 @@ static inline int st_mma_default_warps(int type, int nt, int ng)
     (void)type, (void)nt, (void)ng;
     return 16;
 #else
-    const bool nl = st_base_type(type) == ST_IQ4_NL;
     if (st_mma_block_decode(type)) {
         const int tiles = (nt + st_mma::TOK - 1) / st_mma::TOK;
         if (tiles == 1) return ng == 4 ? 8 : 16;
         if (tiles < 4) return 8;
         return ng == 4 && (type == ST_IQ4_NL || type == ST_IN_PLACE + ST_IQ4_XS) ? 16 : 8;
     }
-    return nt > 16 && (nt <= 24 || nl) ? 8 : 16;
+    return nt > 16 && (nt <= 24 || st_base_type(type) == ST_IQ4_NL) ? 8 : 16;
 #endif
 }
 

@@ -82,12 +82,18 @@ static struct {
 static int g_n_keep;
 static pthread_mutex_t g_keep_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* Whether ST's file is kept (the caller holds the lock). */
+static bool kept_locked(const struct stat *st)
+{
+    for (int i = 0; i < g_n_keep; i++)
+        if (g_keep[i].dev == st->st_dev && g_keep[i].ino == st->st_ino) return true;
+    return false;
+}
+
 static void keep_input(const struct stat *st)
 {
     pthread_mutex_lock(&g_keep_mu);
-    bool known = false;
-    for (int i = 0; i < g_n_keep && !known; i++) known = g_keep[i].dev == st->st_dev && g_keep[i].ino == st->st_ino;
-    if (!known && g_n_keep < KEEP_MAX) {
+    if (!kept_locked(st) && g_n_keep < KEEP_MAX) {
         g_keep[g_n_keep].dev = st->st_dev;
         g_keep[g_n_keep++].ino = st->st_ino;
     }
@@ -97,8 +103,7 @@ static void keep_input(const struct stat *st)
 static bool kept_input(const struct stat *st)
 {
     pthread_mutex_lock(&g_keep_mu);
-    bool known = false;
-    for (int i = 0; i < g_n_keep && !known; i++) known = g_keep[i].dev == st->st_dev && g_keep[i].ino == st->st_ino;
+    const bool known = kept_locked(st);
     pthread_mutex_unlock(&g_keep_mu);
     return known;
 }

@@ -232,6 +232,26 @@ static st_status find_ours(st_tune_out *o, const st_identity *id, char **found, 
     return s;
 }
 
+/* Whether the regular file at PATH is a table, and for ID's device: 1 it
+ * is, 0 it is a table for another device (its header into THEIRS[0..N)),
+ * -1 it is no table (absent, not a regular file, unreadable, or does not
+ * parse). */
+static int table_device(const char *path, const st_identity *id, char *theirs, size_t n)
+{
+    struct stat st;
+    char *buf = NULL;
+    size_t len = 0;
+    st_table *t = NULL;
+    const bool table = lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st_read_file(path, &buf, &len) == ST_OK &&
+                       st_table_parse_any(buf, len, path, &t, NULL, 0) == ST_OK;
+    free(buf);
+    const int r = !table ? -1 : st_identity_same_device(st_table_identity(t), id) ? 1 : 0;
+    if (r == 0) st_identity_header(st_table_identity(t), theirs, n);
+    st_table_destroy(t);
+    st_clear_error();
+    return r;
+}
+
 /* Refuses to replace a file at PATH that is not a table for ID (unless FORCE). */
 static st_status check_new_path(const char *path, const st_identity *id, bool force)
 {
@@ -241,22 +261,11 @@ static st_status check_new_path(const char *path, const st_identity *id, bool fo
         return st_fail(ST_ERR_EXISTS, "%s is %s: not replaced (only a regular file is written over); move it away", path,
                        st_out_kind(st.st_mode));
     if (force) return ST_OK;
-    char *buf = NULL;
-    size_t len = 0;
-    st_table *t = NULL;
-    const bool table = S_ISREG(st.st_mode) && st_read_file(path, &buf, &len) == ST_OK &&
-                       st_table_parse_any(buf, len, path, &t, NULL, 0) == ST_OK;
-    free(buf);
-    if (!table) {
-        st_table_destroy(t);
-        return st_fail(ST_ERR_EXISTS, "%s exists and is not a table this tool wrote; remove it or use --force", path);
-    }
     char theirs[4 * ST_TOKEN_MAX + 16], ours[4 * ST_TOKEN_MAX + 16];
-    st_identity_header(st_table_identity(t), theirs, sizeof theirs);
+    const int dev = table_device(path, id, theirs, sizeof theirs);
+    if (dev < 0) return st_fail(ST_ERR_EXISTS, "%s exists and is not a table this tool wrote; remove it or use --force", path);
     st_identity_header(id, ours, sizeof ours);
-    const bool same = st_identity_same_device(st_table_identity(t), id);
-    st_table_destroy(t);
-    if (!same)
+    if (dev == 0)
         return st_fail(ST_ERR_EXISTS, "%s holds a table for '%s', this process is '%s': use another --out or --force", path,
                        theirs, ours);
     return ST_OK;
@@ -304,24 +313,14 @@ static st_status report_set_not_others(const st_tune_out *o, const st_identity *
     st_status s = ST_OK;
     for (int k = 0; k < m.n && s == ST_OK; k++) {
         if (m.e[k].role != ST_MF_TABLE || !strcmp(m.e[k].name, mine)) continue;
-        char *p = st_tune_fmt("%s/%s", o->dir, m.e[k].name), *buf = NULL;
-        size_t bl = 0;
-        st_table *t = NULL;
-        struct stat st;
-        if (p && lstat(p, &st) == 0 && S_ISREG(st.st_mode) && st_read_file(p, &buf, &bl) == ST_OK &&
-            st_table_parse_any(buf, bl, p, &t, NULL, 0) == ST_OK && !st_identity_same_device(st_table_identity(t), id)) {
-            char theirs[4 * ST_TOKEN_MAX + 16];
-            st_identity_header(st_table_identity(t), theirs, sizeof theirs);
+        char *p = st_tune_fmt("%s/%s", o->dir, m.e[k].name), theirs[4 * ST_TOKEN_MAX + 16];
+        if (p && table_device(p, id, theirs, sizeof theirs) == 0)
             s = st_fail(ST_ERR_EXISTS,
                         "tune: %s, its page and its manifest describe %s, a table for '%s' (another device) that is "
                         "still in %s: this run would replace them; tune into another --out",
                         o->report_path, m.e[k].name, theirs, o->dir);
-        }
-        st_table_destroy(t);
-        free(buf);
         free(p);
     }
-    if (s == ST_OK) st_clear_error();
     return s;
 }
 
