@@ -86,7 +86,9 @@ ST_API st_comment_kind st_table_comment_kind(const char *c);
 ST_API st_status st_table_set_ntok_mix(st_table *t, const int *nts, int n);
 /* The token counts T's first such line records, into IN_MIX[k - 1] for
  * count k (ST_MAX_TOKENS entries); returns how many, or 0 (IN_MIX all
- * false) when T records none. */
+ * false) when T records none, or -1 (IN_MIX all false, st_last_error says
+ * why) when that line is not what st_table_set_ntok_mix writes: counts
+ * 1..ST_MAX_TOKENS, each once, one space before each, at least one. */
 ST_API int st_table_ntok_mix(const st_table *t, bool *in_mix);
 
 /* ---- tuned defaults ------------------------------------------------------- */

@@ -171,19 +171,26 @@ int st_table_ntok_mix(const st_table *t, bool *in_mix)
     for (size_t i = 0; t && i < st_table_comment_count(t); i++) {
         const char *c = st_table_comment_at(t, i);
         if (st_table_comment_kind(c) != ST_COMMENT_NTOK_MIX) continue;
+        /* the first line counts, and only as st_table_set_ntok_mix writes
+         * it: " K" for each count, 1..ST_MAX_TOKENS, none twice, at least
+         * one; anything else is a damaged table, not a table that records
+         * none (that would ask coverage for another mix, silently) */
         bool got[ST_MAX_TOKENS] = {false};
         int n = 0;
-        for (const char *p = c + strlen(W_NTOK_MIX); *p;) {
+        const char *p = c + strlen(W_NTOK_MIX);
+        while (*p == ' ' && p[1] >= '1' && p[1] <= '9') {
             char *end;
-            const long v = strtol(p, &end, 10);
-            if (end == p) break;
-            if (v >= 1 && v <= ST_MAX_TOKENS && !got[v - 1]) {
-                got[v - 1] = true;
-                n++;
-            }
+            const long v = strtol(p + 1, &end, 10);
+            if (v > ST_MAX_TOKENS || got[v - 1] || (*end != ' ' && *end != '\0')) break;
+            got[v - 1] = true;
+            n++;
             p = end;
         }
-        if (n == 0) continue;
+        if (*p || n == 0) {
+            st_fail(ST_ERR_PARSE, "table: '# %.64s%s' is not a list of distinct token counts 1..%d", c,
+                    strlen(c) > 64 ? "..." : "", ST_MAX_TOKENS);
+            return -1;
+        }
         memcpy(in_mix, got, sizeof got);
         return n;
     }

@@ -81,11 +81,26 @@ static void token_counts_round_trip(void **state)
     assert_int_equal(st_table_ntok_mix(t, in), 4);
     for (int i = 0; i < ST_MAX_TOKENS; i++) assert_int_equal(in[i], i + 1 == 1 || i + 1 == 2 || i + 1 == 8 || i + 1 == 32);
     st_table_destroy(t);
-    /* the first line counts; an empty or unreadable one is skipped */
-    t = table_of("# ntok-mix\n# ntok-mix x\n# ntok-mix 3 4\n# ntok-mix 5\n");
+    /* the first line counts, in any order */
+    t = table_of("# ntok-mix 4 3\n# ntok-mix 5\n");
     assert_int_equal(st_table_ntok_mix(t, in), 2);
     assert_true(in[2] && in[3] && !in[4]);
     st_table_destroy(t);
+    /* a damaged first line is -1 with its reason, never "records none" nor
+     * the next line's counts */
+    static const char *const damaged[] = {"# ntok-mix\n",         "# ntok-mix \n",        "# ntok-mix x\n# ntok-mix 3\n",
+                                          "# ntok-mix 1 x\n",     "# ntok-mix 0\n",       "# ntok-mix 33\n",
+                                          "# ntok-mix 2 2\n",     "# ntok-mix 1  2\n",    "# ntok-mix 1,2\n",
+                                          "# ntok-mix 1\t2\n",   "# ntok-mix 01\n",      "# ntok-mix -1\n",
+                                          "# ntok-mix +1\n",      "# ntok-mix 3x\n",      "# ntok-mix 99999999999999999999\n"};
+    for (size_t k = 0; k < sizeof damaged / sizeof damaged[0]; k++) {
+        t = table_of(damaged[k]);
+        in[0] = true;
+        assert_int_equal(st_table_ntok_mix(t, in), -1);
+        for (int i = 0; i < ST_MAX_TOKENS; i++) assert_false(in[i]);
+        assert_non_null(strstr(st_last_error(), "distinct token counts 1..32"));
+        st_table_destroy(t);
+    }
 }
 
 static void tuned_defaults_are_written_and_read_back(void **state)

@@ -106,6 +106,31 @@ static void coverage_without_a_recorded_mix_asks_for_1_to_8(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* A damaged '# ntok-mix' line (hand-edited, cut) is refused in one line,
+ * not read as "records none" (which would ask for another mix silently). */
+static void coverage_of_a_damaged_mix_is_one_line(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {"x", "1 x", "0", "33", "2 2", "1,2"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        char other[128], cmd[600];
+        snprintf(other, sizeof other, "%s/badmix", g_dir);
+        assert_int_equal(mkdir(other, 0777), 0);
+        snprintf(cmd, sizeof cmd, "sed 's/^# ntok-mix .*/# ntok-mix %s/' %s/*.table > %s/t.table && grep -q '^# ntok-mix %s$' %s/t.table",
+                 bad[k], g_dir, other, bad[k], other);
+        assert_int_equal(system(cmd), 0);
+        char *out = NULL;
+        char *argv[] = {"tune_decode", "--backend", "cpu", "coverage", MODEL, other, NULL};
+        const int status = run_cli(argv, &out, NULL);
+        if (status != 1 || lines(out) != 1 || !strstr(out, "is not a list of distinct token counts 1..32"))
+            fail_msg("coverage of '# ntok-mix %s': exit %d\n%s", bad[k], status, out);
+        assert_null(strstr(out, "missing:"));
+        free(out);
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", other);
+        assert_int_equal(system(cmd), 0);
+    }
+}
+
 static void coverage_of_a_missing_path_is_one_line(void **state)
 {
     (void)state;
@@ -206,6 +231,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(coverage_asks_for_the_tuners_token_mix),
         cmocka_unit_test(coverage_without_a_recorded_mix_asks_for_1_to_8),
+        cmocka_unit_test(coverage_of_a_damaged_mix_is_one_line),
         cmocka_unit_test(coverage_of_a_missing_path_is_one_line),
         cmocka_unit_test(coverage_of_an_unmatched_directory_is_one_line),
         cmocka_unit_test(engine_counters_tell_tuned_defaults_from_gaps),

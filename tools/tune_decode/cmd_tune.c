@@ -395,9 +395,9 @@ static const char COVERAGE_HELP[] =
     "whose type no kernel runs, a per-head weight) is listed, one 'skipped:' line each, and\n"
     "needs no shape. Expert shapes are asked for at the token counts the tuner\n"
     "tuned (its --ntok-mix, recorded in the table as '# ntok-mix ...'; 1..8 for a table that\n"
-    "records none). Shapes the tuner measured and kept the default for count as covered (its\n"
-    "'# tuned-default ...' comments). A directory is searched as the loader does: the one table\n"
-    "made for this process. Exit status 0 when every shape is covered and the table engages;\n"
+    "records none; a damaged '# ntok-mix' line is refused, one line, exit 1). Shapes the tuner\n"
+    "measured and kept the default for count as covered (its '# tuned-default ...' comments).\n"
+    "A directory is searched as the loader does: the one table made for this process. Exit status 0 when every shape is covered and the table engages;\n"
     "1 when shapes are missing or the table would not engage, or (one line, no listing) when\n"
     "the path does not exist or cannot be read, or a directory holds no table for this process;\n"
     "2 usage. --device LIST|all (global): on each device in turn, the worst status (no --json).\n";
@@ -409,7 +409,7 @@ static int table_mix(const st_table *t, bool *in_mix, bool *recorded)
 {
     const int n = st_table_ntok_mix(t, in_mix);
     *recorded = n > 0;
-    if (n > 0) return n;
+    if (n != 0) return n; /* -1: a damaged line, st_last_error says which */
     for (int i = 0; i < ST_MAX_TOKENS; i++) in_mix[i] = i < ST_DECODE_TOKENS;
     return ST_DECODE_TOKENS;
 }
@@ -472,7 +472,13 @@ int cmd_coverage(int argc, char **argv, const td_global *g)
         }
     }
     bool in_mix[ST_MAX_TOKENS], recorded = false;
-    table_mix(t, in_mix, &recorded);
+    if (table_mix(t, in_mix, &recorded) < 0) {
+        td_eprint("coverage: %s: %s", pos[1], st_last_error());
+        st_table_destroy(t);
+        st_ctx_destroy(ctx);
+        st_model_close(m);
+        return 1;
+    }
     int need = 0, missing = 0;
     cJSON *arr = cJSON_CreateArray();
     const int used = st_model_expert_used(m);
