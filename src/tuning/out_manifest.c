@@ -208,6 +208,34 @@ int st_manifests_prove(const st_manifest *ms, int n, st_mf_role role, const char
     return -1;
 }
 
+void st_manifest_carry_tables(st_manifest *m, const char *dir, const char *path)
+{
+    char *text = NULL;
+    size_t len = 0;
+    st_manifest old;
+    struct stat st;
+    const bool ok = lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+                    st_file_read_all(path, ST_MANIFEST_MAX_BYTES, &text, &len, NULL, NULL) == ST_OK &&
+                    st_manifest_parse(text, len, &old) == ST_OK;
+    free(text);
+    for (int k = 0; ok && k < old.n && m->n < ST_MANIFEST_MAX_ENTRIES; k++) {
+        const st_mf_entry *e = &old.e[k];
+        bool listed = false;
+        for (int i = 0; i < m->n; i++) listed |= !strcmp(m->e[i].name, e->name);
+        if (e->role != ST_MF_TABLE || listed) continue;
+        char *p = malloc(strlen(dir) + strlen(e->name) + 2), *buf = NULL, hex[ST_SHA256_HEX] = "";
+        if (!p) break;
+        sprintf(p, "%s/%s", dir, e->name);
+        size_t l = 0;
+        if (lstat(p, &st) == 0 && S_ISREG(st.st_mode) && st_read_file(p, &buf, &l) == ST_OK) st_sha256_buf(buf, l, hex);
+        free(buf);
+        free(p);
+        if (strcmp(hex, e->sha256)) continue; /* gone, or changed since: not ours to prove */
+        m->e[m->n++] = *e;
+    }
+    st_clear_error();
+}
+
 st_status st_manifest_write_files(const char *dir, const char *path, const char *const *names, const st_mf_role *roles,
                                   int n)
 {

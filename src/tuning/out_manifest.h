@@ -12,7 +12,9 @@
  *     index	-	tables.json
  *
  * A tune installs its manifest with the table and the report as one set
- * (tune_journal.c); a run that installs nothing writes the manifest of its
+ * (tune_journal.c), listing too the earlier tables the manifest it
+ * replaces listed that are still there as they were (a table of an older
+ * runtime: st_manifest_carry_tables); a run that installs nothing writes the manifest of its
  * not-installed report. `table list --prune` removes a file only when the
  * index says it is superseded (or the report of a superseded table) and a
  * manifest of the folder lists it, under its name and role, with the bytes
@@ -30,7 +32,9 @@
 
 #define ST_MANIFEST_EXT ".manifest"
 #define ST_MANIFEST_HEAD "strata-tune manifest 1"
-#define ST_MANIFEST_MAX_ENTRIES 8
+/* a tune's set is four entries; the rest hold the earlier tables a tune
+ * carries over (st_manifest_carry_tables) */
+#define ST_MANIFEST_MAX_ENTRIES 16
 #define ST_MANIFEST_MAX_BYTES (16 << 10)
 
 /* ST_MF_PROFILE: a settings run's profile (tune_decode settings writes its
@@ -80,6 +84,16 @@ st_status st_manifest_not_others(const char *path, const char *own);
 /* The first manifest of MS[0..N) that lists NAME in ROLE with SHA256, or
  * -1: proof that the file is ours and has the bytes its run wrote. */
 int st_manifests_prove(const st_manifest *ms, int n, st_mf_role role, const char *name, const char *sha256);
+
+/* Adds to M (the manifest a run is about to write at PATH, in DIR) the
+ * tables the manifest standing at PATH lists that M does not, each still
+ * a regular file of DIR with the bytes listed: a re-tune after a runtime
+ * or build upgrade replaces the manifest that proved the old table (the
+ * report set is named after the model, the table after the runtime too),
+ * and without this `table list --prune` could never prove the superseded
+ * table ours. A manifest that is absent or not ours adds nothing; those
+ * beyond M's room are left out (the oldest first kept). */
+void st_manifest_carry_tables(st_manifest *m, const char *dir, const char *path);
 
 /* Writes the manifest at PATH (atomically) for the files NAMES[0..N) of
  * DIR in ROLES, hashing what is on disk now (a run that wrote them one by

@@ -489,6 +489,8 @@ static st_status journal_install(const char *dir, const char *journal_path, cons
                                                              : st_fail(ST_ERR_INVALID_ARG, "install: %d files", n_files);
     for (int k = 0; k < n_files && s == ST_OK; k++) s = st_manifest_add(&mf, role[k], st_path_base(files[k]), texts[k], lens[k]);
     if (s == ST_OK && index) s = st_manifest_add(&mf, ST_MF_INDEX, st_path_base(index), NULL, 0);
+    /* the earlier tables the manifest replaced proved, still here as they were */
+    if (s == ST_OK) st_manifest_carry_tables(&mf, dir, manifest);
     if (s == ST_OK) s = st_manifest_format(&mf, &mf_text, &mf_len);
     if (s != ST_OK) return s;
     const char *target[JOURNAL_MAX_ITEMS], *text[JOURNAL_MAX_ITEMS];

@@ -235,8 +235,10 @@ static st_status find_ours(st_tune_out *o, const st_identity *id, char **found, 
 /* Whether the regular file at PATH is a table, and for ID's device: 1 it
  * is, 0 it is a table for another device (its header into THEIRS[0..N)),
  * -1 it is no table (absent, not a regular file, unreadable, or does not
- * parse). */
-static int table_device(const char *path, const st_identity *id, char *theirs, size_t n)
+ * parse). BUILD: the device of this build (st_identity_same_device: the
+ * four header tokens too), else the card alone (arch and device model: a
+ * table of an older runtime or build on this card is this device's). */
+static int table_device(const char *path, const st_identity *id, bool build, char *theirs, size_t n)
 {
     struct stat st;
     char *buf = NULL;
@@ -245,7 +247,11 @@ static int table_device(const char *path, const st_identity *id, char *theirs, s
     const bool table = lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st_read_file(path, &buf, &len) == ST_OK &&
                        st_table_parse_any(buf, len, path, &t, NULL, 0) == ST_OK;
     free(buf);
-    const int r = !table ? -1 : st_identity_same_device(st_table_identity(t), id) ? 1 : 0;
+    int r = -1;
+    if (table) {
+        const st_identity *ti = st_table_identity(t);
+        r = build ? st_identity_same_device(ti, id) : !strcmp(ti->arch, id->arch) && !strcmp(ti->model, id->model);
+    }
     if (r == 0) st_identity_header(st_table_identity(t), theirs, n);
     st_table_destroy(t);
     st_clear_error();
@@ -262,7 +268,7 @@ static st_status check_new_path(const char *path, const st_identity *id, bool fo
                        st_out_kind(st.st_mode));
     if (force) return ST_OK;
     char theirs[4 * ST_TOKEN_MAX + 16], ours[4 * ST_TOKEN_MAX + 16];
-    const int dev = table_device(path, id, theirs, sizeof theirs);
+    const int dev = table_device(path, id, true, theirs, sizeof theirs);
     if (dev < 0) return st_fail(ST_ERR_EXISTS, "%s exists and is not a table this tool wrote; remove it or use --force", path);
     st_identity_header(id, ours, sizeof ours);
     if (dev == 0)
@@ -314,7 +320,7 @@ static st_status report_set_not_others(const st_tune_out *o, const st_identity *
     for (int k = 0; k < m.n && s == ST_OK; k++) {
         if (m.e[k].role != ST_MF_TABLE || !strcmp(m.e[k].name, mine)) continue;
         char *p = st_tune_fmt("%s/%s", o->dir, m.e[k].name), theirs[4 * ST_TOKEN_MAX + 16];
-        if (p && table_device(p, id, theirs, sizeof theirs) == 0)
+        if (p && table_device(p, id, false, theirs, sizeof theirs) == 0)
             s = st_fail(ST_ERR_EXISTS,
                         "tune: %s, its page and its manifest describe %s, a table for '%s' (another device) that is "
                         "still in %s: this run would replace them; tune into another --out",

@@ -557,6 +557,70 @@ static void another_devices_report_set_is_refused(void **state)
     }
 }
 
+/* A re-tune after a runtime upgrade: the table's name carries the runtime
+ * version, the report set's only the model, so the new run's manifest
+ * replaces the one that proved the old table. It carries that table over
+ * (still there with the bytes listed), and `table list --prune` removes it
+ * as superseded, keeping the new set whole (2026-12-06: the old table was
+ * kept forever, "no manifest of this folder lists it"). */
+static void prune_after_a_runtime_upgrade_removes_the_old_table(void **state)
+{
+    (void)state;
+    const char *dir = cli_dir();
+    const char *stem = "strata-tune-tiny-moe-tests";
+    char cur[160], old[160], mf[160], json[160], html[160];
+    snprintf(cur, sizeof cur, "%s-cpu-%s.table", stem, st_version());
+    snprintf(old, sizeof old, "%s-cpu-0.0.1.table", stem);
+    snprintf(mf, sizeof mf, "%s.autotune.manifest", stem);
+    snprintf(json, sizeof json, "%s.autotune.json", stem);
+    snprintf(html, sizeof html, "%s.autotune.html", stem);
+    for (int run = 0; run < 2; run++) {
+        cli_run r = cli(600.0, "--backend", "cpu", "tune", STRATA_TEST_DATA "/gguf/tiny-moe.gguf", "--shapes", "mmvq",
+                        "--ntok-mix", "1", "--quick", "--no-verify", "--out", dir, NULL);
+        cli_expect_exit(&r, 0, run ? "the tune after the upgrade" : "the first tune");
+        cli_free(&r);
+        if (run) break;
+        /* what the runtime 0.0.1 left: its table (its header's version,
+         * its name) and the manifest of its set */
+        char *pc = cli_join(dir, cur), *t = slurp(pc);
+        assert_non_null(t);
+        char *sp = strchr(t, ' '), *sp2 = sp ? strchr(sp + 1, ' ') : NULL;
+        assert_true(sp2 && !strncmp(sp + 1, st_version(), (size_t)(sp2 - sp - 1)));
+        char *t_old = malloc(strlen(t) + 16);
+        sprintf(t_old, "%.*s 0.0.1%s", (int)(sp - t), t, sp2);
+        free(cli_write(dir, old, t_old, strlen(t_old)));
+        assert_int_equal(unlink(pc), 0);
+        manifest(dir, mf, old, json, html);
+        free(t_old);
+        free(t);
+        free(pc);
+    }
+    /* the new run's manifest proves both tables */
+    char *pm = cli_join(dir, mf), *text = slurp(pm);
+    st_manifest m;
+    assert_true(text && st_manifest_parse(text, strlen(text), &m) == ST_OK);
+    int tables = 0;
+    for (int k = 0; k < m.n; k++) tables += m.e[k].role == ST_MF_TABLE && (!strcmp(m.e[k].name, cur) || !strcmp(m.e[k].name, old));
+    if (tables != 2) fail_msg("the new manifest does not carry the old table:\n%s", text);
+    free(text);
+    cli_run r = cli(QUICK_S, "--backend", "cpu", "table", "list", dir, "--prune", NULL);
+    char want[400];
+    snprintf(want, sizeof want, "removed %s (superseded by %s)", old, cur);
+    cli_expect_exit(&r, 0, "table list --prune");
+    if (!strstr(r.out, want)) fail_msg("table list --prune:\n%s%s", r.out, r.err);
+    cli_free(&r);
+    char *po = cli_join(dir, old);
+    assert_false(cli_exists(po));
+    const char *keep[] = {cur, json, html, mf, "tables.json"};
+    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
+        char *p = cli_join(dir, keep[i]);
+        if (!cli_exists(p)) fail_msg("prune removed %s of the new set", keep[i]);
+        free(p);
+    }
+    free(po);
+    free(pm);
+}
+
 /* `table list` with a folder path longer than its buffer: one line, never
  * a listing of the cut path (2026-12-06: it listed the path cut at 4095
  * bytes). */
@@ -1561,6 +1625,7 @@ int main(void)
         cmocka_unit_test_teardown(report_keeps_an_input_named_like_its_pages_temporary_file, cli_teardown),
         cmocka_unit_test_teardown(another_devices_report_set_is_refused, cli_teardown),
         cmocka_unit_test_teardown(table_list_refuses_a_path_it_would_cut, cli_teardown),
+        cmocka_unit_test_teardown(prune_after_a_runtime_upgrade_removes_the_old_table, cli_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
