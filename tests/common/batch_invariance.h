@@ -141,6 +141,9 @@ static void bi_mmvq_sweep(st_backend b, const int *nts, int n_nts)
         free(x);
         free(y);
         free(y1);
+        char unit[96];
+        snprintf(unit, sizeof unit, "mmvq %s %dx%d", st_qtype_name(t), rows, cols);
+        test_unit_time(unit);
       }
     }
     st_ctx_destroy(c);
@@ -227,8 +230,10 @@ static void bi_expert_sweep(st_backend b, const int *nts, int n_nts)
 static void bi_run(st_backend b, const int *nts, int n_nts)
 {
     g_bi_cmp = g_bi_bad = 0;
+    test_unit_time(NULL);
     bi_mmvq_sweep(b, nts, n_nts);
     bi_expert_sweep(b, nts, n_nts);
+    test_unit_time("expert sweep");
     printf("batch invariance (%s)%s%s: %zu tokens compared with the token alone, %zu differ\n",
            b == ST_BACKEND_GPU ? "gpu" : "cpu", sanitizer_size() ? " (sanitizer size)" : "", test_shard_label(), g_bi_cmp,
            g_bi_bad);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 __attribute__((unused)) static bool sanitizer_size(void)
 {
@@ -47,6 +48,19 @@ __attribute__((unused)) static bool racecheck_size(void)
  * tile), and the matrix units' 2, 3 and 4 tiles (9, 17, ST_MAX_TOKENS). A
  * braced list for an array; the test's ST_MAX_TOKENS. */
 #define TEST_NT_PER_KERNEL {1, 2, 3, 5, 6, 9, 17, ST_MAX_TOKENS}
+
+/* At a sanitizer size, one line "unit WHAT: S s" with the seconds since
+ * the previous call (or the first): where a sanitizer's run spends its
+ * time, for the next trim (tools/device-sanitize.sh keeps the logs). */
+__attribute__((unused)) static void test_unit_time(const char *what)
+{
+    static struct timespec last;
+    struct timespec now;
+    timespec_get(&now, TIME_UTC);
+    if (sanitizer_size() && what && (last.tv_sec || last.tv_nsec))
+        printf("unit %s: %.1f s\n", what, (double)(now.tv_sec - last.tv_sec) + 1e-9 * (double)(now.tv_nsec - last.tv_nsec));
+    last = now;
+}
 
 static int test_shard_k_ = -1, test_shard_n_ = 1;
 static long test_shard_unit_ = 0;

@@ -20,6 +20,7 @@ static void iq_mmvq_multi_token_gpu_matches_cpu_bitwise(void **state)
     const int buckets[] = TEST_NT_PER_KERNEL;
     const int n_buckets = (int)(sizeof buckets / sizeof buckets[0]);
     const bool small = sanitizer_size();
+    test_unit_time(NULL);
     for (size_t i = 0; i < sizeof ALL_TYPES / sizeof ALL_TYPES[0]; i++) {
         if (!test_shard_next()) continue;
         const st_qtype t = ALL_TYPES[i];
@@ -32,7 +33,17 @@ static void iq_mmvq_multi_token_gpu_matches_cpu_bitwise(void **state)
          * (below, at 2, 5 and 8 tokens): the wide rows' two-rows kernels */
         const int shapes[][2] = {{5, big ? 512 : 96}, {333, big ? 2560 : 640}, {4096, big ? 1024 : 288},
                                  {8192, big ? 256 : 64}, {78, big ? 8448 : 8224}, {3, big ? 8448 : 8224}};
-        const int few[][2] = {{5, big ? 512 : 96}, {33, 2560}, {8192, big ? 256 : 32}, {78, big ? 8448 : 8224}, {3, big ? 8448 : 8224}};
+        /* at the racecheck size the 78 wide rows are 18: one whole block
+         * of the matrix units' 16 rows and a last lane group of 4 holding
+         * 2, as 78 has; racecheck looks inside a block, and the 60 rows
+         * more were two thirds of this test's racecheck weights */
+        const int few[][2] = {{5, big ? 512 : 96}, {33, 2560}, {8192, big ? 256 : 32}, {racecheck_size() ? 18 : 78, big ? 8448 : 8224},
+                              {3, big ? 8448 : 8224}};
+        /* the 8192-row shape's token counts at the racecheck size: the
+         * dp4a buckets of several tokens (2, 4, 8: st_mmvq_rows_per_group
+         * gives two rows a lane group only there; the one-token and
+         * matrix-unit kernels do not depend on the row count) */
+        const int rw2_nts[] = {2, 3, 5};
         const size_t ns = small ? sizeof few / sizeof few[0] : sizeof shapes / sizeof shapes[0];
         for (size_t s = 0; s < ns; s++) {
             const int rows = small ? few[s][0] : shapes[s][0], cols = small ? few[s][1] : shapes[s][1];
@@ -47,8 +58,12 @@ static void iq_mmvq_multi_token_gpu_matches_cpu_bitwise(void **state)
              * depend on it, run on the other shapes (for a format of
              * 256-value blocks it was two thirds of the sweep's weights x
              * token counts x paths) */
-            sweep_paths(c8, g8, t, rows, cols, small ? buckets : nts, small ? n_buckets : ST_MAX_TOKENS,
-                        racecheck_size() && rows >= 8192);
+            const bool rw2_only = racecheck_size() && rows >= 8192;
+            sweep_paths(c8, g8, t, rows, cols, rw2_only ? rw2_nts : small ? buckets : nts,
+                        rw2_only ? 3 : small ? n_buckets : ST_MAX_TOKENS, rw2_only);
+            char unit[96];
+            snprintf(unit, sizeof unit, "%s %dx%d", st_qtype_name(t), rows, cols);
+            test_unit_time(unit);
             if (c8 != cpu) st_ctx_destroy(c8);
             if (g8 != gpu) st_ctx_destroy(g8);
         }
@@ -60,6 +75,9 @@ static void iq_mmvq_multi_token_gpu_matches_cpu_bitwise(void **state)
         const int nts_wide2[] = {2, 5, 8}, wide_rows = small ? 16 : 8192;
         st_ctx *cw = make_ctx_dims(ST_BACKEND_CPU, wide_rows, 8192), *gw = make_ctx_dims(ST_BACKEND_GPU, wide_rows, 8192);
         sweep(cw, gw, t, wide_rows, 8192, nts_wide2, small ? 1 : 3);
+        char unit[96];
+        snprintf(unit, sizeof unit, "%s %dx8192 (wide rows, two rows a lane group)", st_qtype_name(t), wide_rows);
+        test_unit_time(unit);
         st_ctx_destroy(cw);
         st_ctx_destroy(gw);
     }

@@ -151,18 +151,24 @@ static void expert_grouped_gpu_matches_cpu_bitwise(void **state)
     const int *nts = small ? ends : all, n_nts = small ? 2 : ST_MAX_TOKENS;
     /* every format as gate-up, with an IQ4_NL or a Q8_0 down in turn (n_ff 64
      * fits their 32-value blocks), small shape, every token count */
+    test_unit_time(NULL);
     for (int i = 0; i < N_ALL_TYPES; i++) {
         eshape s = {ALL_TYPES[i], i % 2 ? ST_Q8_0 : ST_IQ4_NL, 256, 64, 8};
         if (test_shard_next()) expert_sweep(cpu, gpu, &s, nts, n_nts, 2, -1, false);
     }
+    test_unit_time("every format as gate-up");
     /* every format as down (n_ff 256 fits every block), IQ3_S gate-up */
     for (int i = 0; i < N_ALL_TYPES; i++) {
         eshape s = {ST_IQ3_S, ALL_TYPES[i], 512, 256, 4};
         if (test_shard_next()) expert_sweep(cpu, gpu, &s, small ? ends : few, small ? 1 : 3, 2, -1, false);
     }
+    test_unit_time("every format as down");
     /* the campaign shape: 2560/640, 64 experts, top-8 */
-    eshape big = {ST_IQ3_S, ST_IQ4_NL, 2560, 640, small ? 16 : 64};
+    /* (at the racecheck size on 8 experts, each token on all of them:
+     * the same kernels at half the weights, every expert's list full) */
+    eshape big = {ST_IQ3_S, ST_IQ4_NL, 2560, 640, race ? 8 : small ? 16 : 64};
     if (test_shard_next()) expert_sweep(cpu, gpu, &big, small ? ends : few, small ? 2 : 3, 8, race ? 0 : -1, false);
+    test_unit_time("the campaign shape 2560/640");
     /* a gate-up row of 256 units (an expert row keeps the 32 canonical
      * streams at any length, where an iq_mmvq row this long takes 128), on
      * contexts that take 8192 values per row and 8192 rows per expert (the
@@ -171,6 +177,7 @@ static void expert_grouped_gpu_matches_cpu_bitwise(void **state)
         st_ctx *cpu8 = make_ctx_dims(ST_BACKEND_CPU, 8192, 8192), *gpu8 = make_ctx_dims(ST_BACKEND_GPU, 8192, 8192);
         eshape wide_row = {ST_IQ3_S, ST_IQ4_NL, 8192, 64, 4};
         if (test_shard_next()) expert_sweep(cpu8, gpu8, &wide_row, small ? ends : few, small ? 2 : 3, 2, race ? 0 : -1, false);
+        test_unit_time("a gate-up row of 256 units");
         st_ctx_destroy(cpu8);
         st_ctx_destroy(gpu8);
     }
@@ -180,6 +187,7 @@ static void expert_grouped_gpu_matches_cpu_bitwise(void **state)
     eshape wide = {ST_IQ3_S, ST_IQ4_NL, 256, 64, ST_MAX_EXPERTS};
     if (test_shard_next()) expert_sweep(cpu, gpu, &wide, small ? ends : few, small ? 2 : 3, ST_MAX_TOPK, race ? 2 : -1, race);
     if (test_shard_next()) expert_sweep(cpu, gpu, &wide, small ? ends : few, small ? 2 : 3, 10, race ? 2 : -1, race);
+    test_unit_time("the limits (every expert id, the most pairs, 512 experts top-10)");
     printf("native_grouped_parity%s%s: %zu comparisons, %zu mismatches\n", small ? " (sanitizer size)" : "",
            test_shard_label(), g_cmp, g_mis);
     st_ctx_destroy(cpu);
