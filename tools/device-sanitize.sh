@@ -7,9 +7,17 @@
 # (STRATA_GPU_TEST_SIZE=sanitizer: fewer shapes, every kernel still
 # launched; tests/gpu/parity_util.h).
 #
-#   tools/device-sanitize.sh [--no-build] [--tools "memcheck racecheck ..."]
+#   tools/device-sanitize.sh [--no-build | --prebuilt ARCHIVE] [--tools "memcheck racecheck ..."]
 #       [--tests "iq_parity_test ..."] [--timeout S] [--timeout-for TEST=S]...
 #       [--shards TEST=N]... [--deadline S] [--jobs N] [--race-jobs N] [--gpus N]
+#
+# Prebuilt. --prebuilt ARCHIVE (made here by tools/device-prebuilt.sh from a
+# CUDA build of this tree, carried under .device/): the GPU tests are
+# unpacked at the build path they were made in (a link to a folder of
+# /tmp; a path that stands and is not such a link is refused), the source
+# path they name made a link to this tree when absent, and nothing is
+# built: the whole call is the sanitizers' (a fresh machine's build took
+# 145-185 s of a 600 s call).
 #
 # Shards. --shards TEST=N runs TEST as N runs per tool, each with
 # STRATA_GPU_TEST_SHARD=k/N (tests/common/gpu_test_size.h: the test runs its
@@ -97,6 +105,7 @@ JOBS=""
 RACE_JOBS=4
 GPUS=""
 BUILD=1
+PREBUILT=""
 ALONE="gpu_faults_test"
 ALL_GPUS="multi_device_test" # sees every GPU, the others one each
 declare -A TFOR=()
@@ -111,6 +120,7 @@ posint() {
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-build) BUILD=0 ;;
+    --prebuilt) PREBUILT="$2"; shift ;;
     --tools) TOOLS="$2"; shift ;;
     --tests) TESTS="$2"; shift ;;
     --timeout) TIMEOUT="$2"; shift ;;
@@ -177,6 +187,29 @@ export PATH=/usr/local/cuda/bin:$PATH
 # tests/tools/device_sanitize_test.sh)
 CS=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)}
 [ -n "$CS" ] || { echo "device-sanitize: compute-sanitizer not found (CUDA toolkit)" >&2; exit 1; }
+if [ -n "$PREBUILT" ]; then
+  [ -f "$PREBUILT" ] || { echo "device-sanitize: --prebuilt $PREBUILT: no such file" >&2; exit 2; }
+  # zstd: the machine's, else one carried in .device/bin with its libraries
+  ZSTD=(zstd)
+  command -v zstd > /dev/null || ZSTD=(env LD_LIBRARY_PATH="$PWD/.device/bin" "$PWD/.device/bin/zstd")
+  P=$(mktemp -d /tmp/strata-prebuilt.XXXXXX)
+  "${ZSTD[@]}" -d -q --long=31 -c "$PREBUILT" | tar -C "$P" -xf - || { echo "device-sanitize: --prebuilt $PREBUILT: cannot unpack it" >&2; exit 1; }
+  PB_BUILD=$(sed -n 's/^BUILD=//p' "$P/prebuilt.env")
+  PB_SRC=$(sed -n 's/^SRC=//p' "$P/prebuilt.env")
+  case "$PB_BUILD$PB_SRC" in /*/*) ;; *) echo "device-sanitize: --prebuilt $PREBUILT names no build and source path" >&2; rm -rf "$P"; exit 1 ;; esac
+  if [ -e "$PB_BUILD" ] && ! { [ -L "$PB_BUILD" ] && case "$(readlink "$PB_BUILD")" in /tmp/strata-prebuilt.*) true ;; *) false ;; esac; }; then
+    echo "device-sanitize: --prebuilt: $PB_BUILD stands and is not a link this script made: not replaced" >&2
+    rm -rf "$P"
+    exit 1
+  fi
+  mkdir -p "$(dirname "$PB_BUILD")" && ln -sfn "$P" "$PB_BUILD"
+  [ -e "$PB_SRC" ] || { mkdir -p "$(dirname "$PB_SRC")" && ln -s "$PWD" "$PB_SRC"; }
+  mkdir -p /tmp/deps
+  for f in .device/debs/*.deb; do dpkg -x "$f" /tmp/deps; done
+  B=$PB_BUILD
+  BUILD=0
+  echo "device-sanitize: prebuilt $(sed -n 's/^COMMIT=//p' "$P/prebuilt.env") at $B"
+fi
 if [ "$BUILD" = 1 ] && ! ls "$B"/tests/gpu_faults_test > /dev/null 2>&1; then
   SKIP_TESTS=1 tools/device-check.sh || { echo "device-sanitize: the CUDA build failed" >&2; exit 1; }
 fi
