@@ -188,27 +188,9 @@ export PATH=/usr/local/cuda/bin:$PATH
 CS=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)}
 [ -n "$CS" ] || { echo "device-sanitize: compute-sanitizer not found (CUDA toolkit)" >&2; exit 1; }
 if [ -n "$PREBUILT" ]; then
-  [ -f "$PREBUILT" ] || { echo "device-sanitize: --prebuilt $PREBUILT: no such file" >&2; exit 2; }
-  # zstd: the machine's, else one carried in .device/bin with its libraries
-  ZSTD=(zstd)
-  command -v zstd > /dev/null || ZSTD=(env LD_LIBRARY_PATH="$PWD/.device/bin" "$PWD/.device/bin/zstd")
-  P=$(mktemp -d /tmp/strata-prebuilt.XXXXXX)
-  "${ZSTD[@]}" -d -q --long=31 -c "$PREBUILT" | tar -C "$P" -xf - || { echo "device-sanitize: --prebuilt $PREBUILT: cannot unpack it" >&2; exit 1; }
-  PB_BUILD=$(sed -n 's/^BUILD=//p' "$P/prebuilt.env")
-  PB_SRC=$(sed -n 's/^SRC=//p' "$P/prebuilt.env")
-  case "$PB_BUILD$PB_SRC" in /*/*) ;; *) echo "device-sanitize: --prebuilt $PREBUILT names no build and source path" >&2; rm -rf "$P"; exit 1 ;; esac
-  if [ -e "$PB_BUILD" ] && ! { [ -L "$PB_BUILD" ] && case "$(readlink "$PB_BUILD")" in /tmp/strata-prebuilt.*) true ;; *) false ;; esac; }; then
-    echo "device-sanitize: --prebuilt: $PB_BUILD stands and is not a link this script made: not replaced" >&2
-    rm -rf "$P"
-    exit 1
-  fi
-  mkdir -p "$(dirname "$PB_BUILD")" && ln -sfn "$P" "$PB_BUILD"
-  [ -e "$PB_SRC" ] || { mkdir -p "$(dirname "$PB_SRC")" && ln -s "$PWD" "$PB_SRC"; }
-  mkdir -p /tmp/deps
-  for f in .device/debs/*.deb; do dpkg -x "$f" /tmp/deps; done
-  B=$PB_BUILD
+  B=$(tools/device-prebuilt.sh unpack "$PREBUILT") || exit 1
   BUILD=0
-  echo "device-sanitize: prebuilt $(sed -n 's/^COMMIT=//p' "$P/prebuilt.env") at $B"
+  echo "device-sanitize: prebuilt $(sed -n 's/^COMMIT=//p' "$B/prebuilt.env") at $B"
 fi
 if [ "$BUILD" = 1 ] && ! ls "$B"/tests/gpu_faults_test > /dev/null 2>&1; then
   SKIP_TESTS=1 tools/device-check.sh || { echo "device-sanitize: the CUDA build failed" >&2; exit 1; }

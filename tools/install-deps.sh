@@ -12,6 +12,7 @@ command -v cmake >/dev/null || need+=(cmake)
 [ -f /usr/include/gumbo.h ] || need+=(libgumbo-dev)   # the HTML5 parser of the report's test
 command -v pkg-config >/dev/null || need+=(pkg-config)
 command -v python3 >/dev/null || need+=(python3)   # tools/peer-compare.py's test, the gfx1100 check's reports
+command -v zstd >/dev/null || need+=(zstd)   # tools/device-prebuilt.sh's test (its archives)
 if [ "${1:-}" = "--hip" ]; then
   command -v clang++-19 >/dev/null || need+=(clang-19)
   [ -x /usr/lib/llvm-19/bin/ld.lld ] || need+=(lld-19)
