@@ -29,7 +29,18 @@ struct st_launch {
     st_rt_stream stream;
     st_grids grids;
     bool dependent; /* the device takes programmatic dependent launches */
+    /* the host's count of kernels launched on the integer matrix units
+     * (iq_mmvq's and the experts'), counted where they are launched (the
+     * context's stats: st_ctx_stats.mma_launches); NULL: not counted */
+    unsigned long long *mma;
 };
+
+/* E, counting one matrix-unit launch in L when it succeeded. */
+static inline st_rt_error st_count_mma(const st_launch &L, st_rt_error e)
+{
+    if (e == ST_RT_SUCCESS && L.mma) ++*L.mma;
+    return e;
+}
 
 /* Launches KERNEL as a programmatic dependent of the kernel before it in
  * L's stream where WANT and the device allows it (L.dependent), else as
@@ -96,7 +107,7 @@ ST_HD constexpr bool st_mma_block_decode(int type)
 static inline bool st_mmvq_tiled(int type, int rows, int nt, bool legacy)
 {
     const st_mmvq_variant v = st_mmvq_variant_of(rows);
-    const int from = st_mma_block_decode(type) ? STRATA_MMVQ_BLOCK_DECODE_MMA_TOKENS : 9;
+    const int from = st_mma_block_decode(type) ? STRATA_MMVQ_BLOCK_DECODE_MMA_TOKENS : STRATA_MMVQ_DEFAULT_MMA_TOKENS;
     return v.family == ST_MMVQ_MMA || (v.family == ST_MMVQ_DEFAULT && !legacy && nt >= from);
 }
 

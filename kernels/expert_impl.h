@@ -384,7 +384,7 @@ static st_rt_error st_expert_mma(const st_launch &L, const st_expert_args &a, co
             st_expert_mma_kernel<TYPE, W, TL, SG, DOWN><<<grid, 32 * W, 0, L.stream>>>(a, L.grids);
         else
             st_expert_mma_kernel<TYPE, W, TL, false, DOWN><<<grid, 32 * W, 0, L.stream>>>(a, L.grids);
-        return st_rt_get_last_error();
+        return st_count_mma(L, st_rt_get_last_error());
     });
 }
 

@@ -599,7 +599,7 @@ static st_rt_error st_mmvq_mma_w(const st_launch &L, const st_mat_dev &m, const 
             st_mmvq_mma_kernel<TYPE, W, TL, true, 1><<<grid, 32 * W, 0, L.stream>>>(m, x, nt, y, L.grids);
         else
             st_mmvq_mma_kernel<TYPE, W, TL, false, 1><<<grid, 32 * W, 0, L.stream>>>(m, x, nt, y, L.grids);
-        return st_rt_get_last_error();
+        return st_count_mma(L, st_rt_get_last_error());
     });
 }
 

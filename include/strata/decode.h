@@ -345,6 +345,11 @@ typedef struct {
                                   default for ("tuned default": covered, not a gap) */
     uint64_t table_layout;     /* entry-point calls on an in-place matrix (st_matrix_wrap) whose table
                                   row names a variant of the row-planar layout: the default chain ran */
+    uint64_t mma_launches;     /* kernels launched on the integer matrix units (iq_mmvq's and the
+                                  experts', default or variant; counted by the launcher itself when
+                                  the launch succeeds, so a test can prove which kernel a call ran;
+                                  a kernel captured into a graph counts once, its replays not);
+                                  0 on the CPU backend */
 } st_ctx_stats;
 ST_API void st_ctx_stats_init_size(st_ctx_stats *stats, size_t size);
 static inline void st_ctx_stats_init(st_ctx_stats *stats) { st_ctx_stats_init_size(stats, sizeof *stats); }

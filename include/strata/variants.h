@@ -124,9 +124,12 @@ extern "C" {
 
 /* The default iq_mmvq of the formats whose matrix-unit kernels decode a
  * round with the whole block (NVIDIA: IQ3_S, IQ4_XS, IQ4_NL, either layout)
- * runs on the matrix units from this many tokens on; the other formats, and
- * gfx11, beyond 8 tokens. */
+ * runs on the matrix units from STRATA_MMVQ_BLOCK_DECODE_MMA_TOKENS tokens
+ * on; the other formats, and gfx11, from STRATA_MMVQ_DEFAULT_MMA_TOKENS
+ * (the knob STRATA_OLD_IQ_MMVQ: never). st_ctx_stats.mma_launches counts
+ * the launches that went there. */
 #define STRATA_MMVQ_BLOCK_DECODE_MMA_TOKENS 6
+#define STRATA_MMVQ_DEFAULT_MMA_TOKENS 9
 
 /* ---- the variant id: one encoding, owned here -------------------------
  *

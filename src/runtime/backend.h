@@ -109,6 +109,9 @@ typedef struct st_backend_ops {
     /* st_ctx_default_expert_mma_tokens for a gate of format GATE and a down
      * of format DOWN (the default chain under CFG). */
     int (*expert_mma_from)(void *b, int gate, int down, const st_dispatch_config *cfg);
+    /* Kernels launched on the integer matrix units since the backend
+     * opened (counted where they are launched); NULL: none ever. */
+    uint64_t (*mma_launches)(void *b);
 } st_backend_ops;
 
 /* Opens a backend for P (limits resolved in LIM, knobs in CFG): fills the

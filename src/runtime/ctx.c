@@ -745,10 +745,20 @@ st_status st_ctx_set_stream(st_ctx *c, void *stream)
 
 void st_ctx_stats_init_size(st_ctx_stats *s, size_t size) { st_struct_init_zeros(s, size); }
 
+/* the backend's matrix-unit launches since it opened */
+static uint64_t mma_now(const st_ctx *c) { return c->ops->mma_launches ? c->ops->mma_launches(c->b) : 0; }
+
 void st_ctx_get_stats(const st_ctx *c, st_ctx_stats *s)
 {
+    if (!c || !s) return;
+    st_ctx_stats all = c->stats;
+    all.mma_launches = mma_now(c) - c->mma_base;
     /* the members the caller's struct has room for (it may be older) */
-    if (c && s) st_struct_out(s, &c->stats, sizeof c->stats);
+    st_struct_out(s, &all, sizeof all);
 }
-void st_ctx_reset_stats(st_ctx *c) { st_ctx_stats_init(&c->stats); }
+void st_ctx_reset_stats(st_ctx *c)
+{
+    st_ctx_stats_init(&c->stats);
+    c->mma_base = mma_now(c);
+}
 

@@ -21,6 +21,7 @@ struct st_ctx {
     st_log_fn log_fn;
     void *log_user;
     st_ctx_stats stats;
+    uint64_t mma_base; /* the backend's mma_launches at the last reset */
     double test_slow; /* st_ctx_test_slow_variants */
     double test_slow_default; /* st_ctx_test_slow_default */
     size_t test_llc;  /* st_ctx_test_set_llc */

@@ -90,8 +90,83 @@ static void iq_mmvq_multi_token_gpu_matches_cpu_bitwise(void **state)
     assert_true(g_compares > 0);
 }
 
+/* The kernel the default chain runs, counted where it is launched
+ * (st_ctx_stats.mma_launches): for every format, both layouts and n_tokens
+ * 1..ST_MAX_TOKENS, on the matrix units exactly from the rule's count
+ * (STRATA_MMVQ_BLOCK_DECODE_MMA_TOKENS for IQ3_S/IQ4_XS/IQ4_NL on NVIDIA,
+ * else STRATA_MMVQ_DEFAULT_MMA_TOKENS), one launch a call; never with the
+ * knob STRATA_OLD_IQ_MMVQ; always with an mma variant, never with a rows
+ * variant. The parity sweeps cannot see which kernel ran (every path gives
+ * the same bytes); this can. */
+static void the_default_runs_the_kernel_its_rule_names(void **state)
+{
+    (void)state;
+    if (sanitizer_size()) {
+        printf("dispatch: not at a sanitizer size (it proves no memory access the parity sweep does not)\n");
+        return;
+    }
+    st_ctx *gpu = make_ctx(ST_BACKEND_GPU);
+    const bool nv = !strncmp(st_ctx_identity(gpu)->arch, "sm_", 3);
+    st_rng r;
+    st_rng_seed(&r, 99);
+    size_t checked = 0;
+    for (int i = 0; i < N_ALL_TYPES; i++) {
+        const st_qtype t = ALL_TYPES[i];
+        const int rows = 16, cols = st_qtype_block_values(t) == 256 ? 512 : 256;
+        const size_t wb = (size_t)rows * st_qtype_row_bytes(t, cols);
+        void *wh = malloc(wb);
+        st_random_blocks(&r, t, rows, cols, wh);
+        void *wd = to_backend(gpu, wh, wb);
+        st_matrix *w[2] = {NULL, NULL};
+        CHECK_OK(st_matrix_create(gpu, t, rows, cols, wh, &w[0]));
+        CHECK_OK(st_matrix_wrap(gpu, t, rows, cols, wd, &w[1]));
+        const bool block = nv && (t == ST_IQ3_S || t == ST_IQ4_XS || t == ST_IQ4_NL);
+        const int from = block ? STRATA_MMVQ_BLOCK_DECODE_MMA_TOKENS : STRATA_MMVQ_DEFAULT_MMA_TOKENS;
+        float *x = malloc(sizeof(float) * ST_MAX_TOKENS * (size_t)cols), *y = malloc(sizeof(float) * ST_MAX_TOKENS * rows);
+        st_random_floats(&r, x, (size_t)ST_MAX_TOKENS * (size_t)cols, 1.0f);
+        for (int l = 0; l < 2; l++)
+            for (int nt = 1; nt <= ST_MAX_TOKENS; nt++) {
+                const path mma = {"mma8", STRATA_MMVQ_ID_MMA(8), 0, 0, -1}, one = {"rows 1", 1, 0, 0, -1},
+                           old = {"STRATA_OLD_IQ_MMVQ", 0, 0, 0, ST_KNOB_OLD_IQ_MMVQ};
+                const path *ps[4] = {NULL, &mma, l ? NULL : &one, l ? NULL : &old};
+                const int want[4] = {nt >= from, 1, 0, 0};
+                for (int k = 0; k < 4; k++) {
+                    if (k && !ps[k]) continue;
+                    st_ctx_reset_stats(gpu);
+                    run_mmvq(gpu, w[l], x, nt, ps[k], y);
+                    st_ctx_stats st;
+                    st_ctx_stats_init(&st);
+                    st_ctx_get_stats(gpu, &st);
+                    checked++;
+                    if (st.mma_launches != (uint64_t)want[k])
+                        fail_msg("%s %s %dx%d, %d tokens, %s: %llu matrix-unit launches, the rule says %d", st_qtype_name(t),
+                                 l ? "in place" : "planar", rows, cols, nt, ps[k] ? ps[k]->name : "default",
+                                 (unsigned long long)st.mma_launches, want[k]);
+                }
+            }
+        set_knob(gpu, -1);
+        st_matrix_destroy(w[0]);
+        st_matrix_destroy(w[1]);
+        st_ctx_free(gpu, wd);
+        free(wh);
+        free(x);
+        free(y);
+    }
+    /* the CPU backend has no matrix units */
+    st_ctx *cpu = make_ctx(ST_BACKEND_CPU);
+    st_ctx_stats st;
+    st_ctx_stats_init(&st);
+    st_ctx_get_stats(cpu, &st);
+    assert_int_equal(st.mma_launches, 0);
+    st_ctx_destroy(cpu);
+    printf("dispatch: %zu calls launched on the matrix units exactly where the rule says (%s)\n", checked,
+           nv ? "NVIDIA: IQ3_S/IQ4_XS/IQ4_NL from 6 tokens, the others from 9" : "from 9 tokens");
+    st_ctx_destroy(gpu);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(iq_mmvq_multi_token_gpu_matches_cpu_bitwise)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(iq_mmvq_multi_token_gpu_matches_cpu_bitwise),
+                                       cmocka_unit_test(the_default_runs_the_kernel_its_rule_names)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

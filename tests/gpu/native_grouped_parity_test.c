@@ -226,6 +226,34 @@ static void default_mma_tokens_follow_the_formats(void **state)
         set_knob(gpu, -1);
         const int want = nv && sets[i].block ? STRATA_EXPERT_BLOCK_DECODE_MMA_TOKENS : STRATA_EXPERT_DEFAULT_MMA_TOKENS;
         assert_int_equal(st_ctx_default_expert_mma_tokens(gpu, &ex), want);
+        /* and the default chain launches there, counted where it launches
+         * (st_ctx_stats.mma_launches): none below WANT tokens, some from it */
+        for (int nt = want - 1; nt <= want && nt <= ST_MAX_TOKENS; nt++) {
+            const int topk = 2;
+            float *x = calloc((size_t)nt * (size_t)s.n_embd, sizeof(float)), *w = calloc((size_t)nt * topk, sizeof(float));
+            int32_t *id = calloc((size_t)nt * topk, sizeof(int32_t));
+            for (int k = 0; k < nt * topk; k++) id[k] = k % s.n_expert;
+            float *dx = to_backend(gpu, x, sizeof(float) * (size_t)nt * (size_t)s.n_embd), *dout = NULL;
+            float *dw = to_backend(gpu, w, sizeof(float) * (size_t)nt * topk);
+            int32_t *di = to_backend(gpu, id, sizeof(int32_t) * (size_t)nt * topk);
+            CHECK_OK(st_ctx_alloc(gpu, sizeof(float) * (size_t)nt * (size_t)s.n_embd, (void **)&dout));
+            st_ctx_reset_stats(gpu);
+            CHECK_OK(st_expert_grouped(gpu, &ex, dx, di, dw, nt, topk, dout));
+            CHECK_OK(st_ctx_sync(gpu));
+            st_ctx_stats st;
+            st_ctx_stats_init(&st);
+            st_ctx_get_stats(gpu, &st);
+            if ((nt >= want) != (st.mma_launches > 0))
+                fail_msg("expert_grouped %s/%s, %d tokens: %llu matrix-unit launches (the matrix units from %d)",
+                         st_qtype_name(s.gu), st_qtype_name(s.dn), nt, (unsigned long long)st.mma_launches, want);
+            st_ctx_free(gpu, dx);
+            st_ctx_free(gpu, dw);
+            st_ctx_free(gpu, di);
+            st_ctx_free(gpu, dout);
+            free(x);
+            free(w);
+            free(id);
+        }
         set_knob(gpu, ST_KNOB_EXPERT_MMA);
         assert_int_equal(st_ctx_default_expert_mma_tokens(gpu, &ex), 1);
         set_knob(gpu, ST_KNOB_EXPERT_V2);

@@ -48,6 +48,7 @@ struct gpu_backend {
     bool own_ws = false;
     ws_layout wl{};
     st_ctx_limits lim{};
+    unsigned long long mma_launches = 0; /* L.mma points here */
 };
 
 struct graph_t {
@@ -584,6 +585,8 @@ st_status gpu_mem_info(void *b, size_t *free_bytes, size_t *total_bytes)
 
 size_t gpu_llc_bytes(void *b) { return G(b)->llc; }
 
+uint64_t gpu_mma_launches(void *b) { return G(b)->mma_launches; }
+
 int gpu_expert_mma_from(void *b, int gate, int down, const st_dispatch_config *cfg)
 {
     (void)b;
@@ -807,6 +810,7 @@ const st_backend_ops GPU_OPS = {
     gpu_capture_begin, gpu_capture_end,   gpu_graph_launch,  gpu_graph_destroy,
     gpu_check_ptr,    gpu_capturing,
     gpu_set_stream,   gpu_check_ids,    gpu_expert_mat,   gpu_expert_mma_from,
+    gpu_mma_launches,
 };
 
 st_status open_device(int device, st_identity *id)
@@ -846,6 +850,7 @@ st_status setup(gpu_backend *g, const st_ctx_params *p, const st_dispatch_config
     RT_TRY(st_rt_event_create(&g->ev[0]), "create events");
     RT_TRY(st_rt_event_create(&g->ev[1]), "create events");
     g->L.dependent = st_rt_dependent_launch(g->device) && st_quantize_takes_dependents();
+    g->L.mma = &g->mma_launches;
     /* the tables of ST_DEVICE_GRIDS back to back, each 16-byte aligned */
     size_t gb = 0;
 #define ST_GRID_SIZE_(name, type, table) gb = st_align16(gb) + sizeof(table);
