@@ -123,10 +123,12 @@ st_rt_error st_launch_quantize(const st_launch &L, const float *x, int64_t k, in
                                uint8_t *blocks, int64_t x_stride = 0, const int32_t *ids = nullptr,
                                int n_expert = 0);
 
-/* iq_mmvq for one type: rows = 0 default chain, else a rows variant. */
+/* iq_mmvq for one type: rows = 0 default chain, else a rows variant.
+ * ONE_ROW (the knob STRATA_MMVQ_ONE_ROW): the default's dp4a kernels take
+ * one row per lane group whatever the row count (st_mmvq_rows_per_group). */
 template <int TYPE>
 st_rt_error st_launch_mmvq(const st_launch &L, const st_mat_dev &m, const st_xplanes &x, const uint8_t *xblocks,
-                           int nt, float *y, int rows, bool stage_grid, bool legacy);
+                           int nt, float *y, int rows, bool stage_grid, bool legacy, bool one_row = false);
 
 /* The expert kernels' shared arguments. */
 struct st_expert_args {

@@ -198,7 +198,7 @@ static st_rt_error st_mmvq_wide_variant(const st_launch &L, const st_mat_dev &m,
 
 template <int TYPE, int NT>
 static st_rt_error st_mmvq_nt(const st_launch &L, const st_mat_dev &m, const st_xplanes &x,
-                              const uint8_t *xblocks, int nt, float *y, int rows, bool stage, bool legacy)
+                              const uint8_t *xblocks, int nt, float *y, int rows, bool stage, bool legacy, bool one_row)
 {
     const st_mmvq_variant v = st_mmvq_variant_of(rows);
     if constexpr (st_in_place(TYPE)) {
@@ -229,7 +229,7 @@ static st_rt_error st_mmvq_nt(const st_launch &L, const st_mat_dev &m, const st_
     if (v.family == ST_MMVQ_DEFAULT && st_canon_mmvq_groups(m.nu) == 4) return st_mmvq_wide<TYPE, NT>(L, m, x, nt, y, stage);
     if (v.family == ST_MMVQ_DEFAULT) {
         const int t = st_lanes_for_units(m.nu, 8);
-        const bool rw2 = st_mmvq_rows_per_group(NT, m.rows) == 2;
+        const bool rw2 = !one_row && st_mmvq_rows_per_group(NT, m.rows) == 2;
         const int rpb = 4 * 32 / t * (rw2 ? 2 : 1);
         const unsigned grid = (unsigned)((m.rows + rpb - 1) / rpb);
         return st_by_lanes(t, [&](auto tt) {
@@ -271,7 +271,7 @@ static st_rt_error st_mmvq_nt(const st_launch &L, const st_mat_dev &m, const st_
 
 template <int TYPE>
 st_rt_error st_launch_mmvq(const st_launch &L, const st_mat_dev &m, const st_xplanes &x, const uint8_t *xblocks,
-                           int nt, float *y, int rows, bool stage, bool legacy)
+                           int nt, float *y, int rows, bool stage, bool legacy, bool one_row)
 {
     const st_mmvq_variant v = st_mmvq_variant_of(rows);
     /* the matrix units read the tiled activations the runtime quantized
@@ -297,14 +297,14 @@ st_rt_error st_launch_mmvq(const st_launch &L, const st_mat_dev &m, const st_xpl
             }
             const uint8_t *cb = xblocks ? xblocks + (int64_t)t0 * nu * 36 : nullptr;
             const int n = nt - t0 < 8 ? nt - t0 : 8;
-            ST_RT_TRY(st_launch_mmvq<TYPE>(L, m, c, cb, n, y + (int64_t)t0 * m.rows, rows, stage, legacy));
+            ST_RT_TRY(st_launch_mmvq<TYPE>(L, m, c, cb, n, y + (int64_t)t0 * m.rows, rows, stage, legacy, one_row));
         }
         return ST_RT_SUCCESS;
     }
     switch (st_nt_bucket(nt)) {
-    case 1: return st_mmvq_nt<TYPE, 1>(L, m, x, xblocks, nt, y, rows, stage, legacy);
-    case 2: return st_mmvq_nt<TYPE, 2>(L, m, x, xblocks, nt, y, rows, stage, legacy);
-    case 4: return st_mmvq_nt<TYPE, 4>(L, m, x, xblocks, nt, y, rows, stage, legacy);
-    default: return st_mmvq_nt<TYPE, 8>(L, m, x, xblocks, nt, y, rows, stage, legacy);
+    case 1: return st_mmvq_nt<TYPE, 1>(L, m, x, xblocks, nt, y, rows, stage, legacy, one_row);
+    case 2: return st_mmvq_nt<TYPE, 2>(L, m, x, xblocks, nt, y, rows, stage, legacy, one_row);
+    case 4: return st_mmvq_nt<TYPE, 4>(L, m, x, xblocks, nt, y, rows, stage, legacy, one_row);
+    default: return st_mmvq_nt<TYPE, 8>(L, m, x, xblocks, nt, y, rows, stage, legacy, one_row);
     }
 }

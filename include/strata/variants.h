@@ -247,7 +247,10 @@ static inline bool st_mmvq_in_place_variant(int id)
       "first-generation grouping: a separate launch builds the expert lists")     \
     X(EXPERT_MMA, "STRATA_EXPERT_MMA", NULL,                                       \
       "expert kernels on the integer matrix units: each expert's rows decoded "   \
-      "once for all its tokens; a separate launch sums top-k")
+      "once for all its tokens; a separate launch sums top-k")                     \
+    X(MMVQ_ONE_ROW, "STRATA_MMVQ_ONE_ROW", NULL,                                   \
+      "the default iq_mmvq on dp4a takes one row per lane group at any row "      \
+      "count (not two from 8192 rows)")
 
 
 /* ---- the variants as ids, names and lists (src/contract/variant.c) ---- */
