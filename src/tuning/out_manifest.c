@@ -151,20 +151,14 @@ st_status st_manifests_read(const char *dir, st_manifest **out, char ***names_ou
     while (s == ST_OK && (e = readdir(d)) != NULL) {
         const size_t l = strlen(e->d_name), x = strlen(ST_MANIFEST_EXT);
         if (l <= x || strcmp(e->d_name + l - x, ST_MANIFEST_EXT) || !st_out_name_ok(e->d_name)) continue;
-        char *path = malloc(strlen(dir) + l + 2), *buf = NULL;
+        char *path = malloc(strlen(dir) + l + 2);
         if (!path) {
             s = st_fail(ST_ERR_NOMEM, "manifest: out of memory");
             break;
         }
         sprintf(path, "%s/%s", dir, e->d_name);
-        size_t len = 0;
         st_manifest m;
-        struct stat st;
-        /* a regular file of the folder: a link is never followed */
-        const bool ok = lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-                        st_file_read_all(path, ST_MANIFEST_MAX_BYTES, &buf, &len, NULL, NULL) == ST_OK &&
-                        st_manifest_parse(buf, len, &m) == ST_OK;
-        free(buf);
+        const bool ok = st_manifest_read(path, &m);
         free(path);
         if (!ok) continue;
         if (n == cap) {
@@ -208,16 +202,25 @@ int st_manifests_prove(const st_manifest *ms, int n, st_mf_role role, const char
     return -1;
 }
 
-void st_manifest_carry_tables(st_manifest *m, const char *dir, const char *path)
+bool st_manifest_read(const char *path, st_manifest *m)
 {
     char *text = NULL;
     size_t len = 0;
-    st_manifest old;
     struct stat st;
+    /* a regular file: a link is never followed */
     const bool ok = lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
                     st_file_read_all(path, ST_MANIFEST_MAX_BYTES, &text, &len, NULL, NULL) == ST_OK &&
-                    st_manifest_parse(text, len, &old) == ST_OK;
+                    st_manifest_parse(text, len, m) == ST_OK;
     free(text);
+    st_clear_error();
+    return ok;
+}
+
+void st_manifest_carry_tables(st_manifest *m, const char *dir, const char *path)
+{
+    st_manifest old;
+    const bool ok = st_manifest_read(path, &old);
+    struct stat st;
     for (int k = 0; ok && k < old.n && m->n < ST_MANIFEST_MAX_ENTRIES; k++) {
         const st_mf_entry *e = &old.e[k];
         bool listed = false;

@@ -68,6 +68,10 @@ st_status st_manifest_parse(const char *text, size_t len, st_manifest *m);
  * does not end in ".json". */
 char *st_manifest_path_for(const char *report_path);
 
+/* Whether the regular file at PATH (a link is not followed) is a manifest
+ * this tool wrote, into M. */
+bool st_manifest_read(const char *path, st_manifest *m);
+
 /* The manifests of DIR: every regular "*.manifest" file with a plain name
  * whose text parses (others are skipped). *NAMES[i] is the file name of
  * (*OUT)[i]; both malloc'd, freed with st_manifests_free. */

@@ -305,16 +305,9 @@ static st_status use_existing(st_tune_out *o, char *path, bool force)
  * or one gone leaves the set to this run, as before. */
 static st_status report_set_not_others(const st_tune_out *o, const st_identity *id)
 {
-    char *text = NULL;
-    size_t len = 0;
     st_manifest m;
-    if (st_file_read_all(o->manifest_path, ST_MANIFEST_MAX_BYTES, &text, &len, NULL, NULL) != ST_OK ||
-        st_manifest_parse(text, len, &m) != ST_OK) {
-        free(text);
-        st_clear_error();
+    if (!st_manifest_read(o->manifest_path, &m))
         return ST_OK; /* no manifest there (or not ours: replaced only if the paths' checks allowed it) */
-    }
-    free(text);
     const char *mine = o->table_path ? st_path_base(o->table_path) : "";
     st_status s = ST_OK;
     for (int k = 0; k < m.n && s == ST_OK; k++) {
