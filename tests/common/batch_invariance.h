@@ -124,6 +124,7 @@ static void bi_mmvq_sweep(st_backend b, const int *nts, int n_nts)
         for (int k = 0; k < n_nts; k++) {
             const int nt = nts[k];
             for (int p = 0; p < (wide ? np : np_short); p++) {
+                if (racecheck_repeat(paths[p], -1, nt, rows)) continue;
                 bi_mmvq(c, w, x, nt, paths[p], y);
                 for (int j = 0; j < nt; j = bi_next_token(j, nt)) {
                     bi_mmvq(c, w, x + (size_t)j * (size_t)cols, 1, paths[p], y1);

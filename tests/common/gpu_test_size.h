@@ -21,6 +21,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "strata/knobs.h"
+
 __attribute__((unused)) static bool sanitizer_size(void)
 {
     const char *v = getenv("STRATA_GPU_TEST_SIZE");
@@ -38,6 +40,27 @@ __attribute__((unused)) static bool racecheck_size(void)
 {
     const char *t = getenv("STRATA_SANITIZER_TOOL");
     return sanitizer_size() && t && !strcmp(t, "racecheck");
+}
+
+/* At the racecheck size, whether the iq_mmvq path of variant id ROWS (0
+ * the default chain) under KNOB (-1 none) at NT tokens on a matrix of
+ * N_ROWS rows launches only a kernel that the token counts of
+ * TEST_NT_PER_KERNEL up to 8 already launched on that path: every path but
+ * the default chain and its staged-grid knob runs more than 8 tokens as
+ * chunks of up to 8 (the dp4a kernels of 1..8 tokens again), an mma
+ * variant runs 1..8 tokens as one tile (its kernel of 1 token again), and
+ * the one-row knob is the default itself below 8192 rows. racecheck looks
+ * inside a block, so a kernel's second launch finds nothing its first did
+ * not, at 30-120 ms a launch there (2026-12-06, an H100: a 3-row matrix of
+ * 8224 values took as long as one of 18 rows). */
+__attribute__((unused)) static bool racecheck_repeat(int rows, int knob, int nt, int n_rows)
+{
+    if (!racecheck_size()) return false;
+    const st_mmvq_family f = st_mmvq_variant_of(rows).family;
+    if (knob == ST_KNOB_MMVQ_ONE_ROW) return n_rows < 8192;
+    if (f == ST_MMVQ_DEFAULT && (knob < 0 || knob == ST_KNOB_IQ_STAGE_GRID_MMVQ)) return false;
+    if (f == ST_MMVQ_MMA) return nt > 1 && nt <= 8;
+    return nt > 8;
 }
 
 /* One token count per kernel, where a test at a sanitizer size runs each
@@ -58,7 +81,10 @@ __attribute__((unused)) static void test_unit_time(const char *what)
     struct timespec now;
     timespec_get(&now, TIME_UTC);
     if (sanitizer_size() && what && (last.tv_sec || last.tv_nsec))
+    {
         printf("unit %s: %.1f s\n", what, (double)(now.tv_sec - last.tv_sec) + 1e-9 * (double)(now.tv_nsec - last.tv_nsec));
+        fflush(stdout); /* a run its limit cuts still says where it was */
+    }
     last = now;
 }
 

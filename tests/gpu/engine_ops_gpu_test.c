@@ -399,6 +399,7 @@ static void in_place_dense(st_ctx *cpu, st_ctx *gpu, st_qtype t, int rows, int c
         float *ref = malloc(sizeof(float) * (size_t)nt * (size_t)rows), *y = malloc(sizeof(float) * (size_t)nt * (size_t)rows);
         run_mmvq(cpu, wc, x, nt, NULL, ref);
         for (int p = 0; p < np; p++) {
+            if (racecheck_repeat(paths[p].rows, paths[p].knob, nt, rows)) continue;
             run_mmvq(gpu, wi, x, nt, &paths[p], y);
             char what[160];
             snprintf(what, sizeof what, "in place %s %dx%d nt=%d %s", st_qtype_name(t), rows, cols, nt, paths[p].name);

@@ -164,10 +164,11 @@ static void expert_grouped_gpu_matches_cpu_bitwise(void **state)
     }
     test_unit_time("every format as down");
     /* the campaign shape: 2560/640, 64 experts, top-8 */
-    /* (at the racecheck size on 8 experts, each token on all of them:
-     * the same kernels at half the weights, every expert's list full) */
-    eshape big = {ST_IQ3_S, ST_IQ4_NL, 2560, 640, race ? 8 : small ? 16 : 64};
-    if (test_shard_next()) expert_sweep(cpu, gpu, &big, small ? ends : few, small ? 2 : 3, 8, race ? 0 : -1, false);
+    /* (at the racecheck size on 2 experts, each token on both: the same
+     * kernels at an eighth of the weights, every expert's list full;
+     * 2026-12-06, an H100: 8 experts there took over 300 s) */
+    eshape big = {ST_IQ3_S, ST_IQ4_NL, 2560, 640, race ? 2 : small ? 16 : 64};
+    if (test_shard_next()) expert_sweep(cpu, gpu, &big, small ? ends : few, small ? 2 : 3, race ? 2 : 8, race ? 0 : -1, false);
     test_unit_time("the campaign shape 2560/640");
     /* a gate-up row of 256 units (an expert row keeps the 32 canonical
      * streams at any length, where an iq_mmvq row this long takes 128), on
@@ -186,7 +187,9 @@ static void expert_grouped_gpu_matches_cpu_bitwise(void **state)
      * 512 experts with top-10 (the sanitizer size: the end token counts) */
     eshape wide = {ST_IQ3_S, ST_IQ4_NL, 256, 64, ST_MAX_EXPERTS};
     if (test_shard_next()) expert_sweep(cpu, gpu, &wide, small ? ends : few, small ? 2 : 3, ST_MAX_TOPK, race ? 2 : -1, race);
-    if (test_shard_next()) expert_sweep(cpu, gpu, &wide, small ? ends : few, small ? 2 : 3, 10, race ? 2 : -1, race);
+    /* (not at the racecheck size: top-10 runs the kernels of the most
+     * pairs above again, over 180 s there on an H100) */
+    if (test_shard_next() && !race) expert_sweep(cpu, gpu, &wide, small ? ends : few, small ? 2 : 3, 10, -1, false);
     test_unit_time("the limits (every expert id, the most pairs, 512 experts top-10)");
     printf("native_grouped_parity%s%s: %zu comparisons, %zu mismatches\n", small ? " (sanitizer size)" : "",
            test_shard_label(), g_cmp, g_mis);

@@ -197,6 +197,7 @@ static void __attribute__((unused)) sweep_paths(st_ctx *cpu, st_ctx *gpu, st_qty
         float *y = malloc(sizeof(float) * (size_t)nt * (size_t)rows);
         run_mmvq(cpu, wc, x, nt, NULL, ref);
         for (int p = 0; p < np; p++) {
+            if (racecheck_repeat(paths[p].rows, paths[p].knob, nt, rows)) continue;
             run_mmvq(gpu, wg, x, nt, &paths[p], y);
             char what[160];
             snprintf(what, sizeof what, "%s %dx%d nt=%d %s vs CPU", st_qtype_name(t), rows, cols, nt, paths[p].name);
