@@ -83,7 +83,7 @@ if [ -x "$B/tools/tune_decode" ]; then
 fi
 printf 'BUILD=%s\nSRC=%s\nTESTS="%s"\nCOMMIT=%s\n' "$B" "$SRC" "$(echo $TESTS)" "$(git -C "$SRC" rev-parse HEAD 2>/dev/null || echo unknown)$(git -C "$SRC" diff --quiet HEAD 2>/dev/null || echo ' (and changes not committed)')" > "$S/prebuilt.env"
 mkdir -p "$(dirname "$A")"
-tar -C "$S" -cf - . | zstd -19 --long=31 -T0 -q -f -o "$A"
+tar -C "$S" -cf - . | zstd --ultra -22 --long=31 -T0 -q -f -o "$A"
 size=$(stat -c %s "$A")
 if [ "$size" -gt $((40 << 20)) ]; then
   echo "device-prebuilt: $A is $size bytes, over 40 MiB (carry's 64 MiB counts the working tree too)" >&2
