@@ -48,7 +48,13 @@
 # runs engine_runtime's two-context case on 2 layers and one token count
 # per kernel (TEST_NT_PER_KERNEL: since 2026-12-06 1, 2, 3, 5, 6, 9, 17,
 # 32; its other cases too, where 3, 9 and 17 were missing: the 4-token
-# bucket and the 2- and 3-tile kernels).
+# bucket and the 2- and 3-tile kernels). With --prebuilt (the twelfth
+# session, an H100, 567 s): the light tools clean on every run in about
+# 130 s, racecheck over iq_multi_parity whole (117-132 s a shard at 6 side
+# by side), native_grouped 5 of 8 shards, the rest cut; racecheck's cost is
+# per launch (a 3-row matrix of 8224 values took as long as 18 rows), so
+# the racecheck size now leaves out the launches that repeat a kernel
+# (racecheck_repeat, tests/common/gpu_test_size.h).
 #
 # Scheduling. gpu_faults_test runs first and alone, its four tools one
 # after the other: it allocates the device's memory away and provokes
