@@ -261,8 +261,20 @@ static inline int st_lanes_for_units(int nu, int min_lanes)
 
 /* Rows per lane group of the default iq_mmvq: 2 (sharing activation loads)
  * for several tokens when the matrix has rows enough to keep >= ~2 blocks of
- * 4 warps per SM slot busy, else 1. */
-static inline int st_mmvq_rows_per_group(int nt, int64_t rows) { return nt > 1 && rows >= 8192 ? 2 : 1; }
+ * 4 warps per SM slot busy, else 1; but 1 at 2 tokens for planar IQ4_NL
+ * and IQ4_XS on NVIDIA. Measured on an H100 in one call, 14336 x 4096, one
+ * row (the knob STRATA_MMVQ_ONE_ROW) between two runs with two (us, within
+ * 0.5% run to run): 2 tokens iq4_nl 19.35 -> 18.28, iq4_xs 19.75 -> 18.27,
+ * but iq3_s 20.59 -> 23.71; 3-5 tokens two rows won or tied for all three
+ * (iq4_nl 5 tokens 29.47 -> 33.18). The in-place layout keeps two until
+ * measured. NT: the token bucket (2 is 2 tokens). */
+static inline int st_mmvq_rows_per_group(int type, int nt, int64_t rows)
+{
+#if !ST_HIP
+    if (nt == 2 && (type == ST_IQ4_NL || type == ST_IQ4_XS)) return 1;
+#endif
+    return nt > 1 && rows >= 8192 ? 2 : 1;
+}
 
 /* Calls F(std::integral_constant<int, T>) for the lanes per row T (8, 16,
  * else 32) chosen at run time: the one place the launchers turn the

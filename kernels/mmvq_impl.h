@@ -229,7 +229,7 @@ static st_rt_error st_mmvq_nt(const st_launch &L, const st_mat_dev &m, const st_
     if (v.family == ST_MMVQ_DEFAULT && st_canon_mmvq_groups(m.nu) == 4) return st_mmvq_wide<TYPE, NT>(L, m, x, nt, y, stage);
     if (v.family == ST_MMVQ_DEFAULT) {
         const int t = st_lanes_for_units(m.nu, 8);
-        const bool rw2 = !one_row && st_mmvq_rows_per_group(NT, m.rows) == 2;
+        const bool rw2 = !one_row && st_mmvq_rows_per_group(TYPE, NT, m.rows) == 2;
         const int rpb = 4 * 32 / t * (rw2 ? 2 : 1);
         const unsigned grid = (unsigned)((m.rows + rpb - 1) / rpb);
         return st_by_lanes(t, [&](auto tt) {

@@ -60,8 +60,12 @@ extern "C" {
  * the 128-stream rows of planar IQ4_NL and in-place IQ4_XS beyond 24),
  * and expert_grouped of those formats the matrix units from
  * STRATA_EXPERT_BLOCK_DECODE_MMA_TOKENS tokens (a table of space 9
- * compared its variants with slower defaults). */
-#define STRATA_SELECTION_SPACE 10
+ * compared its variants with slower defaults); 11 = the same bits and
+ * variants, another default: on NVIDIA the default iq_mmvq of planar
+ * IQ4_NL and IQ4_XS at 2 tokens takes one row per lane group at any row
+ * count (a table of space 10 compared its variants with the slower
+ * default there). */
+#define STRATA_SELECTION_SPACE 11
 
 /* Exactness contract (docs/DESIGN.md section 2). A row's K values are split into
  * units of ST_CANON_UNIT values (one q8_1 activation block). Unit u belongs
