@@ -37,17 +37,32 @@ if [ "${1:-}" = unpack ]; then
   command -v zstd > /dev/null || ZSTD=(env LD_LIBRARY_PATH="$PWD/.device/bin" "$PWD/.device/bin/zstd")
   P=$(mktemp -d /tmp/strata-prebuilt.XXXXXX)
   "${ZSTD[@]}" -d -q --long=31 -c "$2" | tar -C "$P" -xf - || { echo "device-prebuilt: $2: cannot unpack it" >&2; rm -rf "$P"; exit 1; }
+  [ -f "$P/prebuilt.env" ] || { echo "device-prebuilt: $2 has no prebuilt.env: not an archive of this script" >&2; rm -rf "$P"; exit 1; }
   PB_BUILD=$(sed -n 's/^BUILD=//p' "$P/prebuilt.env")
   PB_SRC=$(sed -n 's/^SRC=//p' "$P/prebuilt.env")
   case "$PB_BUILD" in /?*) ;; *) echo "device-prebuilt: $2 names no build path" >&2; rm -rf "$P"; exit 1 ;; esac
   case "$PB_SRC" in /?*) ;; *) echo "device-prebuilt: $2 names no source path" >&2; rm -rf "$P"; exit 1 ;; esac
-  if [ -e "$PB_BUILD" ] && ! { [ -L "$PB_BUILD" ] && case "$(readlink "$PB_BUILD")" in /tmp/strata-prebuilt.*) true ;; *) false ;; esac; }; then
-    echo "device-prebuilt: $PB_BUILD stands and is not a link this script made: not replaced" >&2
+  old=""
+  if [ -e "$PB_BUILD" ] || [ -L "$PB_BUILD" ]; then
+    case "$(readlink "$PB_BUILD" 2> /dev/null)" in
+      /tmp/strata-prebuilt.*) old=$(readlink "$PB_BUILD") ;; # ours: replaced, its folder removed
+      *) echo "device-prebuilt: $PB_BUILD stands and is not a link this script made: not replaced" >&2
+         rm -rf "$P"
+         exit 1 ;;
+    esac
+  fi
+  if [ ! -e "$PB_SRC" ] && [ -L "$PB_SRC" ]; then
+    echo "device-prebuilt: $PB_SRC is a broken link: not replaced" >&2
     rm -rf "$P"
     exit 1
   fi
-  mkdir -p "$(dirname "$PB_BUILD")" && ln -sfn "$P" "$PB_BUILD"
-  [ -e "$PB_SRC" ] || { mkdir -p "$(dirname "$PB_SRC")" && ln -s "$PWD" "$PB_SRC"; }
+  { mkdir -p "$(dirname "$PB_BUILD")" && ln -sfn "$P" "$PB_BUILD"; } ||
+    { echo "device-prebuilt: cannot link $PB_BUILD" >&2; rm -rf "$P"; exit 1; }
+  [ -n "$old" ] && [ "$old" != "$P" ] && rm -rf "$old"
+  if [ ! -e "$PB_SRC" ]; then
+    { mkdir -p "$(dirname "$PB_SRC")" && ln -s "$PWD" "$PB_SRC"; } ||
+      { echo "device-prebuilt: cannot link $PB_SRC to this tree" >&2; exit 1; }
+  fi
   mkdir -p /tmp/deps
   for f in .device/debs/*.deb; do [ -e "$f" ] && dpkg -x "$f" /tmp/deps; done
   echo "$PB_BUILD"
@@ -78,12 +93,17 @@ if [ -x "$B/tools/tune_decode" ]; then
   mkdir -p "$S/tools" "$S/src"
   strip --strip-unneeded -o "$S/tools/tune_decode" "$B/tools/tune_decode"
   for l in "$B"/src/libstrata_*.so*; do
+    [ -e "$l" ] || [ -L "$l" ] || continue # none (a static build): tune_decode alone
     if [ -L "$l" ]; then cp -P "$l" "$S/src/"; else strip --strip-unneeded -o "$S/src/$(basename "$l")" "$l"; fi
   done
 fi
 printf 'BUILD=%s\nSRC=%s\nTESTS="%s"\nCOMMIT=%s\n' "$B" "$SRC" "$(echo $TESTS)" "$(git -C "$SRC" rev-parse HEAD 2>/dev/null || echo unknown)$(git -C "$SRC" diff --quiet HEAD 2>/dev/null || echo ' (and changes not committed)')" > "$S/prebuilt.env"
 mkdir -p "$(dirname "$A")"
-tar -C "$S" -cf - . | zstd --ultra -22 --long=31 -T0 -q -f -o "$A"
+if ! tar -C "$S" -cf - . | zstd --ultra -22 --long=31 -T0 -q -f -o "$A"; then
+  echo "device-prebuilt: packing $A failed" >&2
+  rm -f "$A"
+  exit 1
+fi
 size=$(stat -c %s "$A")
 if [ "$size" -gt $((40 << 20)) ]; then
   echo "device-prebuilt: $A is $size bytes, over 40 MiB (carry's 64 MiB counts the working tree too)" >&2

@@ -48,8 +48,9 @@ __attribute__((unused)) static bool racecheck_size(void)
  * TEST_NT_PER_KERNEL up to 8 already launched on that path: every path but
  * the default chain and its staged-grid knob runs more than 8 tokens as
  * chunks of up to 8 (the dp4a kernels of 1..8 tokens again), an mma
- * variant runs 1..8 tokens as one tile (its kernel of 1 token again), and
- * the one-row knob is the default itself below 8192 rows. racecheck looks
+ * variant runs 1..8 tokens as one tile (its kernel of 1 token again, on
+ * the sweep's shapes of the same stream groups), and the one-row knob is
+ * the default itself below 8192 rows, at 1 token and on the matrix units. racecheck looks
  * inside a block, so a kernel's second launch finds nothing its first did
  * not, at 30-120 ms a launch there (2026-12-06, an H100: a 3-row matrix of
  * 8224 values took as long as one of 18 rows). */
@@ -57,7 +58,9 @@ __attribute__((unused)) static bool racecheck_repeat(int rows, int knob, int nt,
 {
     if (!racecheck_size()) return false;
     const st_mmvq_family f = st_mmvq_variant_of(rows).family;
-    if (knob == ST_KNOB_MMVQ_ONE_ROW) return n_rows < 8192;
+    /* the one-row knob differs from the default only on the dp4a kernels of
+     * several tokens from 8192 rows */
+    if (knob == ST_KNOB_MMVQ_ONE_ROW) return n_rows < 8192 || nt == 1 || nt > 8;
     if (f == ST_MMVQ_DEFAULT && (knob < 0 || knob == ST_KNOB_IQ_STAGE_GRID_MMVQ)) return false;
     if (f == ST_MMVQ_MMA) return nt > 1 && nt <= 8;
     return nt > 8;

@@ -40,6 +40,8 @@ A="$T/a.tar.zst"
 out=$("$P" "$B" "$A" 2>&1) || fail "pack: $out"
 [ -s "$A" ] || fail "pack wrote no archive"
 case "$out" in *"1 GPU tests of $B"*) ;; *) fail "pack's line: $out" ;; esac
+# a broken link at the build path this script did not make: refused
+ln -s /nonexistent "$T/b-link"
 # the build path stands as a real folder: refused, nothing made
 before=$(ls -d /tmp/strata-prebuilt.* 2> /dev/null | wc -l)
 if out=$(cd "$SRC" && "$P" unpack "$A" 2>&1); then fail "unpack over a real build folder: $out"; fi
@@ -67,6 +69,7 @@ grep -q "^BUILD=$B$" "$B/prebuilt.env" || fail "prebuilt.env: $(cat "$B/prebuilt
 got=$(cd "$SRC" && "$P" unpack "$A" 2> "$T/err") || fail "unpack over its own link: $(cat "$T/err")"
 made+=("$(readlink "$B")")
 [ "$(readlink "$B")" != "$target" ] || fail "the second unpack did not make a new folder"
+[ -e "$target" ] && fail "the second unpack left the first one's folder in /tmp"
 # refusals: not CUDA, not an archive
 rm "$B"
 mkdir -p "$T/c"
