@@ -40,8 +40,6 @@ A="$T/a.tar.zst"
 out=$("$P" "$B" "$A" 2>&1) || fail "pack: $out"
 [ -s "$A" ] || fail "pack wrote no archive"
 case "$out" in *"1 GPU tests of $B"*) ;; *) fail "pack's line: $out" ;; esac
-# a broken link at the build path this script did not make: refused
-ln -s /nonexistent "$T/b-link"
 # the build path stands as a real folder: refused, nothing made
 before=$(ls -d /tmp/strata-prebuilt.* 2> /dev/null | wc -l)
 if out=$(cd "$SRC" && "$P" unpack "$A" 2>&1); then fail "unpack over a real build folder: $out"; fi
@@ -49,8 +47,14 @@ case "$out" in *"stands and is not a link this script made"*) ;; *) fail "the re
 [ -d "$B" ] && [ ! -L "$B" ] || fail "the build folder changed"
 [ "$(ls -d /tmp/strata-prebuilt.* 2> /dev/null | wc -l)" = "$before" ] || fail "a refused unpack left a folder in /tmp"
 [ -e "$T/src-tree" ] && fail "a refused unpack made the source link"
-# gone: unpacked there through a link into /tmp
 mv "$B" "$T/b.orig"
+# a broken link there that this script did not make: refused too
+ln -s /nonexistent "$B"
+if out=$(cd "$SRC" && "$P" unpack "$A" 2>&1); then fail "unpack over a broken link: $out"; fi
+case "$out" in *"stands and is not a link this script made"*) ;; *) fail "the broken link's refusal: $out" ;; esac
+[ "$(readlink "$B")" = /nonexistent ] || fail "the broken link changed"
+rm "$B"
+# gone: unpacked there through a link into /tmp
 got=$(cd "$SRC" && "$P" unpack "$A" 2> "$T/err") || fail "unpack: $(cat "$T/err")"
 [ "$got" = "$B" ] || fail "unpack printed '$got', not the build path"
 [ -L "$B" ] || fail "the build path is not a link"
