@@ -216,23 +216,30 @@ bool st_manifest_read(const char *path, st_manifest *m)
     return ok;
 }
 
+void st_manifest_file_sha(const char *dir, const char *name, char hex[ST_SHA256_HEX])
+{
+    hex[0] = '\0';
+    char *p = malloc(strlen(dir) + strlen(name) + 2), *buf = NULL;
+    size_t len = 0;
+    struct stat st;
+    if (p) sprintf(p, "%s/%s", dir, name);
+    if (p && lstat(p, &st) == 0 && S_ISREG(st.st_mode) && st_read_file(p, &buf, &len) == ST_OK) st_sha256_buf(buf, len, hex);
+    st_clear_error();
+    free(buf);
+    free(p);
+}
+
 void st_manifest_carry_tables(st_manifest *m, const char *dir, const char *path)
 {
     st_manifest old;
     const bool ok = st_manifest_read(path, &old);
-    struct stat st;
     for (int k = 0; ok && k < old.n && m->n < ST_MANIFEST_MAX_ENTRIES; k++) {
         const st_mf_entry *e = &old.e[k];
         bool listed = false;
         for (int i = 0; i < m->n; i++) listed |= !strcmp(m->e[i].name, e->name);
         if (e->role != ST_MF_TABLE || listed) continue;
-        char *p = malloc(strlen(dir) + strlen(e->name) + 2), *buf = NULL, hex[ST_SHA256_HEX] = "";
-        if (!p) break;
-        sprintf(p, "%s/%s", dir, e->name);
-        size_t l = 0;
-        if (lstat(p, &st) == 0 && S_ISREG(st.st_mode) && st_read_file(p, &buf, &l) == ST_OK) st_sha256_buf(buf, l, hex);
-        free(buf);
-        free(p);
+        char hex[ST_SHA256_HEX];
+        st_manifest_file_sha(dir, e->name, hex);
         if (strcmp(hex, e->sha256)) continue; /* gone, or changed since: not ours to prove */
         m->e[m->n++] = *e;
     }

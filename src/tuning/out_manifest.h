@@ -89,6 +89,10 @@ st_status st_manifest_not_others(const char *path, const char *own);
  * -1: proof that the file is ours and has the bytes its run wrote. */
 int st_manifests_prove(const st_manifest *ms, int n, st_mf_role role, const char *name, const char *sha256);
 
+/* The SHA-256 of the bytes of DIR/NAME, a regular file (a link is not
+ * followed), into HEX; "" when it is none or cannot be read. */
+void st_manifest_file_sha(const char *dir, const char *name, char hex[ST_SHA256_HEX]);
+
 /* Adds to M (the manifest a run is about to write at PATH, in DIR) the
  * tables the manifest standing at PATH lists that M does not, each still
  * a regular file of DIR with the bytes listed: a re-tune after a runtime

@@ -486,18 +486,6 @@ static bool report_proven(const char *dir, const st_tables_index *ix, const st_t
     return mine;
 }
 
-/* The SHA-256 of DIR/NAME's bytes, "" when it cannot be read. */
-static void file_sha(const char *dir, const char *name, char hex[ST_SHA256_HEX])
-{
-    hex[0] = '\0';
-    char *p = join(dir, name), *buf = NULL;
-    size_t len = 0;
-    if (p && regular_in(dir, name) && st_read_file(p, &buf, &len) == ST_OK) st_sha256_buf(buf, len, hex);
-    st_clear_error();
-    free(buf);
-    free(p);
-}
-
 static const st_tables_entry *entry_named(const st_tables_index *ix, const char *file)
 {
     for (int i = 0; i < ix->n; i++)
@@ -513,7 +501,7 @@ static bool manifest_live(const char *dir, const st_manifest *m)
     for (int k = 0; k < m->n; k++) {
         if (m->e[k].role == ST_MF_INDEX) continue;
         char hex[ST_SHA256_HEX];
-        file_sha(dir, m->e[k].name, hex);
+        st_manifest_file_sha(dir, m->e[k].name, hex);
         if (hex[0] && !strcmp(hex, m->e[k].sha256)) return true;
     }
     return false;
@@ -568,14 +556,14 @@ static st_status prune_locked(const char *dir, const st_identity *id, const st_d
         for (int k = 0; k < e->n_reports && k < 2; k++) {
             const char *rf = e->reports[k].file;
             char hex[ST_SHA256_HEX] = "";
-            if (!strcmp(e->reports[k].status, "present") && report_proven(dir, now, n, rf)) file_sha(dir, rf, hex);
+            if (!strcmp(e->reports[k].status, "present") && report_proven(dir, now, n, rf)) st_manifest_file_sha(dir, rf, hex);
             const st_mf_role role = st_ends_with(rf, ".html") ? ST_MF_PAGE : ST_MF_REPORT;
             const int rm = hex[0] ? st_manifests_prove(ms, nm, role, rf, hex) : -1;
             proven[k] = rm >= 0;
             if (rm >= 0) touched[rm] = true;
         }
         char hex[ST_SHA256_HEX];
-        file_sha(dir, e->file, hex);
+        st_manifest_file_sha(dir, e->file, hex);
         if (strcmp(hex, e->sha256)) { /* changed since it was listed: not what the user saw */
             note(fn, user, "kept %s: it changed since it was listed%s", e->file, "");
             continue;

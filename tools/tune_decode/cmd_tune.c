@@ -397,8 +397,9 @@ static const char COVERAGE_HELP[] =
     "tuned (its --ntok-mix, recorded in the table as '# ntok-mix ...'; 1..8 for a table that\n"
     "records none; a damaged '# ntok-mix' line is refused, one line, exit 1). Shapes the tuner\n"
     "measured and kept the default for count as covered (its '# tuned-default ...' comments).\n"
-    "A directory is searched as the loader does: the one table made for this process. Exit status 0 when every shape is covered and the table engages;\n"
-    "1 when shapes are missing or the table would not engage, or (one line, no listing) when\n"
+    "A directory is searched as the loader does: the one table made for this process. Exit\n"
+    "status 0 when every shape is covered and the table engages; 1 when shapes are missing or\n"
+    "the table would not engage, or (one line, no listing) when\n"
     "the path does not exist or cannot be read, or a directory holds no table for this process;\n"
     "2 usage. --device LIST|all (global): on each device in turn, the worst status (no --json).\n";
 
