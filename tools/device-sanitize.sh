@@ -25,8 +25,8 @@
 # test; a test of several cmocka cases may shard by case), so a long
 # test's sanitizer runs go side by side; the default shards the parity
 # sweeps (batch invariance 8, iq_multi_parity 10, native_grouped 8,
-# iq_parity 2: slices of formats and shapes) and the two engine tests by
-# cmocka case (engine_ops 9: its in-place sweep is five cases,
+# iq_parity 4: slices of formats and shapes) and the two engine tests by
+# cmocka case (engine_ops 13: its in-place sweep is nine cases,
 # engine_runtime 4: TEST_SHARD_CASES). Each run also sees STRATA_SANITIZER_TOOL,
 # the tool's name. A test that exits 77 (multi_device_test on one GPU) is
 # reported skipped, not counted as a failure.
@@ -64,11 +64,11 @@
 # test keeps the default, which reports them). Then two phases, each the
 # longest limits first: the other tools' runs, JOBS at a time (--jobs,
 # default: the CPUs less two, at least 2), then racecheck's, RACE_JOBS at a
-# time (--race-jobs, default 4). racecheck is bound by the GPU, not the
-# CPUs (2026-12-06, an H100: 14 runs side by side took 252-264 s for an
-# eighth of batch invariance, where on the H200 8 took 138-162 s for a
-# quarter): more of its runs at once only share the GPU, and time-slicing
-# among many contexts costs. Run side by side with the others it starved
+# time (--race-jobs, default 12: on an H100, 2026-12-06, 12 side by side
+# finished about twice the work of 6 in the same time, each run as fast;
+# racecheck's runs wait on the host's checking more than on the GPU, so
+# the default stays under the 16 CPUs of a device machine). Run side by
+# side with the others it starved
 # them: alone, memcheck, synccheck and initcheck over every test took 120 s
 # (the ninth session); beside racecheck's pool, in 562 s, synccheck's runs
 # never started and memcheck's of three tests were cut (2026-12-06,
@@ -108,15 +108,15 @@ TESTS=""
 TIMEOUT=240
 DEADLINE=530
 JOBS=""
-RACE_JOBS=4
+RACE_JOBS=12
 GPUS=""
 BUILD=1
 PREBUILT=""
 ALONE="gpu_faults_test"
 ALL_GPUS="multi_device_test" # sees every GPU, the others one each
 declare -A TFOR=()
-declare -A SHARDS=([batch_invariance_gpu_test]=8 [iq_multi_parity_test]=10 [native_grouped_parity_test]=8 [iq_parity_test]=2
-                  [engine_ops_gpu_test]=9 [engine_runtime_test]=4)
+declare -A SHARDS=([batch_invariance_gpu_test]=8 [iq_multi_parity_test]=10 [native_grouped_parity_test]=8 [iq_parity_test]=4
+                  [engine_ops_gpu_test]=13 [engine_runtime_test]=4)
 # a whole number from 1 (no sign, no leading zero: bash reads 08 as octal)
 posint() {
   case "$2" in [1-9] | [1-9]*[0-9]) case "$2" in *[!0-9]*) ;; *) return 0 ;; esac ;; esac

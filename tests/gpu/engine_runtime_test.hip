@@ -139,12 +139,25 @@ static void step_three_ways(const st_verify_options *o, const int *nts, int n_nt
 }
 
 /* sanitizer size (gpu_test_size.h): 2 layers instead of 48 (4 in the
- * two-context case) and one token count per kernel (TEST_NT_PER_KERNEL);
- * every kernel and the capture still run. */
+ * two-context case) and one token count per kernel (TEST_NT_PER_KERNEL;
+ * the racecheck size three: token_counts); every kernel family and the
+ * capture still run. */
 
 static int token_counts(int *nts)
 {
     static const int buckets[] = TEST_NT_PER_KERNEL;
+    /* racecheck size: one token count of the one-token kernels, one of the
+     * several-token dp4a kernels and one of the matrix units (every format
+     * these steps hold takes them at ST_MAX_TOKENS). racecheck looks
+     * inside a block; the parity sweeps launch every kernel at every
+     * count of TEST_NT_PER_KERNEL under it, and these steps' 8 counts,
+     * eager, captured and replayed twice, were over 140 s a case there
+     * (2026-12-06, an H100) */
+    static const int race[] = {1, 5, ST_MAX_TOKENS};
+    if (racecheck_size()) {
+        memcpy(nts, race, sizeof race);
+        return (int)(sizeof race / sizeof race[0]);
+    }
     if (sanitizer_size()) {
         memcpy(nts, buckets, sizeof buckets);
         return (int)(sizeof buckets / sizeof buckets[0]);

@@ -44,7 +44,10 @@ static void iq_mmvq_multi_token_gpu_matches_cpu_bitwise(void **state)
          * gives two rows a lane group only there; the one-token and
          * matrix-unit kernels do not depend on the row count) */
         const int rw2_nts[] = {2, 3, 5};
-        const size_t ns = small ? sizeof few / sizeof few[0] : sizeof shapes / sizeof shapes[0];
+        /* (at the racecheck size without the 3 wide rows, the last of
+         * FEW: their kernels and partial lane group are the 18 rows'
+         * again, at 22-27 s a format there, 2026-12-06, an H100) */
+        const size_t ns = small ? sizeof few / sizeof few[0] - (racecheck_size() ? 1 : 0) : sizeof shapes / sizeof shapes[0];
         for (size_t s = 0; s < ns; s++) {
             const int rows = small ? few[s][0] : shapes[s][0], cols = small ? few[s][1] : shapes[s][1];
             /* the 8192-row shape needs contexts made for it (make_ctx's are
