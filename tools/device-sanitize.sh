@@ -31,30 +31,17 @@
 # the tool's name. A test that exits 77 (multi_device_test on one GPU) is
 # reported skipped, not counted as a failure.
 #
-# Time on the H200 (2026-12-03, --jobs 8, coarser shards): the whole sweep
-# did not fit one 600 s device call with the build; racecheck is the
-# slowest (a quarter of batch invariance 138-162 s, engine_ops and
-# engine_runtime whole over 200 s, a quarter of iq_multi_parity over 140
-# s). Hence the finer shards and racecheck's pool of its own. On an H100
-# (2026-12-06) memcheck, synccheck and initcheck over every test took 120 s
-# (14 side by side); racecheck over every test does not fit one call:
-# docs/PERFORMANCE.md. --tests and --tools split it over calls. The ninth
-# session (an H100, every tool in one call, 562 s): memcheck, synccheck and
-# initcheck every run; racecheck 23 of 42 runs (all 0 hazards), the rest cut
-# by the timeout or the deadline. Since then (not yet measured) the
-# racecheck size also trims iq_multi_parity's 8192-row shape to the default
-# chain, native_grouped's large shapes to one routing and engine_ops'
-# in-place sweep (five cases now), and the sanitizer size (every tool)
-# runs engine_runtime's two-context case on 2 layers and one token count
-# per kernel (TEST_NT_PER_KERNEL: since 2026-12-06 1, 2, 3, 5, 6, 9, 17,
-# 32; its other cases too, where 3, 9 and 17 were missing: the 4-token
-# bucket and the 2- and 3-tile kernels). With --prebuilt (the twelfth
-# session, an H100, 567 s): the light tools clean on every run in about
-# 130 s, racecheck over iq_multi_parity whole (117-132 s a shard at 6 side
-# by side), native_grouped 5 of 8 shards, the rest cut; racecheck's cost is
-# per launch (a 3-row matrix of 8224 values took as long as 18 rows), so
-# the racecheck size now leaves out the launches that repeat a kernel
-# (racecheck_repeat, tests/common/gpu_test_size.h).
+# Time. The whole sweep (every tool over every gpu test) fits one 600 s
+# device call on one H100 with --prebuilt (2026-12-06, the thirteenth
+# session: 509 s, every run clean, docs/sanitize-h100-2026-12-06g.txt):
+# memcheck, synccheck and initcheck about 130 s at 14 side by side,
+# racecheck 4390 job-seconds at 14 side by side, its longest run 190 s.
+# That took the racecheck size (tests/common/gpu_test_size.h: a launch
+# that repeats a kernel is left out, racecheck_repeat; racecheck's cost is
+# per launch and per shared-memory access, not per row) and the shards
+# above; the history of each trim is in docs/PERFORMANCE.md. A build in
+# the call (145-185 s on a fresh machine) does not leave room for it:
+# --tests and --tools split the sweep over calls then.
 #
 # Scheduling. gpu_faults_test runs first and alone, its four tools one
 # after the other: it allocates the device's memory away and provokes
@@ -64,7 +51,8 @@
 # test keeps the default, which reports them). Then two phases, each the
 # longest limits first: the other tools' runs, JOBS at a time (--jobs,
 # default: the CPUs less two, at least 2), then racecheck's, RACE_JOBS at a
-# time (--race-jobs, default 12: on an H100, 2026-12-06, 12 side by side
+# time (--race-jobs, default 12, at most the CPUs per GPU: on an H100,
+# 2026-12-06, 12 side by side
 # finished about twice the work of 6 in the same time, each run as fast;
 # racecheck's runs wait on the host's checking more than on the GPU, so
 # the default stays under the 16 CPUs of a device machine). Run side by
@@ -87,10 +75,10 @@
 # and each GPU has the two phases above (JOBS and RACE_JOBS runs at a time:
 # per GPU; --jobs's default is then the CPUs less two, shared by the GPUs),
 # each run seeing its GPU alone (CUDA_VISIBLE_DEVICES) but
-# multi_device_test, which sees them all (it needs two). On one GPU the
-# sweep does not fit one call (2026-12-06, an H100: 67 of 184 runs cut by
-# the deadline, docs/PERFORMANCE.md); the sanitizers' runs share the GPU,
-# so the way to one call is more GPUs, not more runs on one.
+# multi_device_test, which sees them all (it needs two); --race-jobs's
+# default is then 12 or the CPUs per GPU, whichever is fewer. One GPU
+# holds the whole sweep in one call (Time, above); more GPUs leave room
+# for a build in the call.
 #
 # Output. Per tool and test one line on stdout: tool, test, seconds, the
 # sanitizer's summary ("ERROR SUMMARY: 0 errors", "RACECHECK SUMMARY: 0
@@ -108,7 +96,7 @@ TESTS=""
 TIMEOUT=240
 DEADLINE=530
 JOBS=""
-RACE_JOBS=12
+RACE_JOBS=""
 GPUS=""
 BUILD=1
 PREBUILT=""
@@ -140,14 +128,13 @@ while [ $# -gt 0 ]; do
       shift ;;
     --deadline) DEADLINE="$2"; shift ;;
     --jobs) JOBS="$2"; shift ;;
-    --race-jobs) RACE_JOBS="$2"; shift ;;
+    --race-jobs) posint --race-jobs "$2"; RACE_JOBS="$2"; shift ;;
     --gpus) GPUS="$2"; shift ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0 ;;
     *) echo "device-sanitize: unknown option '$1'" >&2; exit 2 ;;
   esac
   shift
 done
-posint --race-jobs "$RACE_JOBS"
 posint --timeout "$TIMEOUT"
 posint --deadline "$DEADLINE"
 # the GPUs: CUDA_VISIBLE_DEVICES's list when it is set (its items without
@@ -181,6 +168,12 @@ if [ -z "$JOBS" ]; then
   [ "$JOBS" -ge 2 ] || JOBS=2
 fi
 posint --jobs "$JOBS"
+if [ -z "$RACE_JOBS" ]; then
+  RACE_JOBS=$(( $(nproc) / GPUS ))
+  [ "$RACE_JOBS" -le 12 ] || RACE_JOBS=12
+  [ "$RACE_JOBS" -ge 1 ] || RACE_JOBS=1
+fi
+posint --race-jobs "$RACE_JOBS"
 for tool in $TOOLS; do
   case "$tool" in memcheck | racecheck | synccheck | initcheck) ;;
     *) echo "device-sanitize: --tools: '$tool' is not one of memcheck racecheck synccheck initcheck" >&2; exit 2 ;; esac

@@ -105,6 +105,17 @@ first_race=$(cat "$O"/x/sanitize/racecheck.a_test.*.log | sed -n 's/^start //p' 
 [ -n "$last_other" ] && [ -n "$first_race" ] || fail "no run times in the logs"
 [ "$first_race" -ge "$last_other" ] || fail "a racecheck run started before the other tools' runs had ended"
 
+# racecheck's pool by default: 12 at a time, or the CPUs per GPU where
+# fewer; a malformed --race-jobs: refused, one line, nothing run
+want=$(nproc); [ "$want" -le 12 ] || want=12
+run bash "$S" --no-build --tests "a_test" --gpus 1 --jobs 2 --deadline 60 --timeout 30 || fail "the default pools exited $rc"
+grep -q "then racecheck $want)" "$O/sanitize-summary.txt" || fail "racecheck's default pool is not $want: $(tail -1 "$O/sanitize-summary.txt")"
+for bad in "" 0 -3 08 x; do
+  run bash "$S" --no-build --tests a_test --race-jobs "$bad" && fail "--race-jobs '$bad' was accepted"
+  grep -q "race-jobs '$bad': expected a whole number from 1" "$O.stdout" || fail "--race-jobs '$bad': $(cat "$O.stdout")"
+  [ -e "$O.ledger" ] && fail "--race-jobs '$bad' ran something"
+done
+
 # 3. CUDA_VISIBLE_DEVICES names the GPUs: the runs take those, blanks and
 # empty items dropped (ids or UUIDs); set but empty: refused, nothing run
 VIS="5,7" run bash "$S" --no-build --tests a_test --shards a_test=4 --tools memcheck --deadline 60 --timeout 30 ||
