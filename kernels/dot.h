@@ -117,6 +117,118 @@ ST_DEV void st_run_batch(int nu, const st_xvec *xv, int n, const st_grids &g, in
         }
 }
 
+/* The in-place layout's formats of one unit a block (32 values) on
+ * NVIDIA: a lane's block is BYTES bytes at a stride of BYTES, at an
+ * alignment of 1-2, so its own loads are 4-6 narrow ones, each spread over
+ * the 32 lanes' blocks (about 19 sectors a load instruction at 18 bytes;
+ * Nsight on iq4_nl 14336x4096 at one token: twice the L1 sectors of the
+ * planar layout, DRAM 45% busy against 59%, docs/PERFORMANCE.md). The
+ * warp's 32 blocks are 32 * BYTES consecutive bytes (a multiple of 16):
+ * where the matrix base and the row stride are multiples of 16, the warp
+ * copies them to shared memory in 16-byte pieces (st_cp_async16) and each
+ * lane reads its block there with the format's own load_blk
+ * (st_coop_pipe). The raw, so the decode and the bytes out, are the
+ * per-lane loads'. Taken at one token for the blocks of 18 bytes (Q4_0,
+ * IQ4_NL), where it measured faster (an H100, 2026-12-06, old / new build
+ * alternating, us: iq4_nl 14336x4096 20.40-20.51 -> 18.16-18.22, 4096x14336
+ * 20.70-20.84 -> 19.19-19.23, q4_0 14336x4096 16.78 -> 16.40-16.44); Q8_0's
+ * 34 bytes were slower (4096x14336 26.84-26.88 -> 27.49-27.51), the other
+ * formats and 2 tokens are not measured and keep their own loads. */
+ST_HD constexpr int st_qk_of(int t)
+{
+    return
+#define ST_QK_OF_(id, name, ggml, qk, bytes) t == ggml ? qk :
+        ST_QTYPES(ST_QK_OF_)
+#undef ST_QK_OF_
+        0;
+}
+
+ST_HD constexpr int st_bytes_of(int t)
+{
+    return
+#define ST_BYTES_OF_(id, name, ggml, qk, bytes) t == ggml ? bytes :
+        ST_QTYPES(ST_BYTES_OF_)
+#undef ST_BYTES_OF_
+        0;
+}
+
+template <int TYPE> struct st_coop_blocks {
+#if defined(ST_CUDA)
+    static constexpr bool ok = st_in_place(TYPE) && st_qk_of(st_base_type(TYPE)) == 32 && st_bytes_of(st_base_type(TYPE)) == 18;
+#else
+    static constexpr bool ok = false;
+#endif
+    static constexpr int bytes = st_bytes_of(st_base_type(TYPE));
+};
+
+/* Whether the blocks of M's rows start 16-aligned (every chunk of 32
+ * blocks then does: 32 * BYTES is a multiple of 16). */
+ST_DEV bool st_coop_aligned(const st_mat_dev &m)
+{
+    return ((uintptr_t)m.p[0] & 15u) == 0 && (m.rb & 15) == 0;
+}
+
+/* st_rows_dot's pipelined loop for one row and one token (B = 2 units a
+ * lane a batch) on the in-place formats of st_coop_blocks: batch k + 1's
+ * blocks are copied to shared memory while batch k is decoded from there.
+ * A chunk is the warp's 32 consecutive units (T >= 32, one unit a lane);
+ * one past the row's end copies only the blocks that exist (the row ends
+ * 16-aligned, so no copy reads past it). Called by the blocks of 4 warps
+ * of st_mmvq_default_kernel (its 128 threads). */
+template <int TYPE, int T, int NT, int B, bool XBLOCKS>
+ST_DEV void st_coop_pipe(const st_mat_dev &m, int64_t row, const st_xvec *xv, int n, const st_grids &g, int lane,
+                         float (&acc)[1][NT][1])
+{
+    constexpr int BYTES = st_coop_blocks<TYPE>::bytes, CH = 32 * BYTES, STEP = T * B;
+    static_assert(CH % 16 == 0, "a chunk of whole 16-byte pieces");
+    __shared__ __align__(16) uint8_t s_chunk[4][2][B][CH];
+    const int w = threadIdx.x / 32, l = lane & 31;
+    const uint8_t *rowp = m.p[0] + row * m.rb;
+    auto issue = [&](int u0, int k) {
+#pragma unroll
+        for (int b = 0; b < B; b++) {
+            const int us = u0 + T * b + (lane - l); /* the warp's first unit */
+            if (us < m.nu) {
+                const int nv = m.nu - us < 32 ? m.nu - us : 32;
+                const int pieces = (nv * BYTES + 15) / 16;
+                const uint8_t *src = rowp + (int64_t)us * BYTES;
+                for (int i = l; i < pieces; i += 32) st_cp_async16(&s_chunk[w][k][b][16 * i], src + 16 * i);
+            }
+        }
+        st_cp_async_commit();
+    };
+    auto run = [&](int u0, int k) {
+        st_syncwarp(); /* every lane's copies of buffer K have landed (each waited for its own) */
+#pragma unroll
+        for (int b = 0; b < B; b++) {
+            const int u = u0 + T * b + lane;
+            if (u < m.nu) {
+                st_mat_dev c = m;
+                c.p[0] = s_chunk[w][k][b];
+                c.rb = 0;
+                typename st_unit_dec<TYPE>::raw r;
+                st_unit_dec<TYPE>::load(c, 0, l, r);
+                st_dunit un[1];
+                st_unit_dec<TYPE>::dec(r, u, g, un[0]);
+                st_add_unit<TYPE, NT, 1, 1, XBLOCKS>(un, xv, n, u, 0, acc);
+            }
+        }
+        st_syncwarp(); /* read before the next copies into buffer K */
+    };
+    issue(0, 0);
+    st_grid_dep_wait(); /* the activations are read from here on */
+    for (int u0 = 0; u0 < m.nu; u0 += 2 * STEP) {
+        issue(u0 + STEP, 1);
+        st_cp_async_wait<1>();
+        run(u0, 0);
+        if (u0 + STEP >= m.nu) break;
+        issue(u0 + 2 * STEP, 0);
+        st_cp_async_wait<1>();
+        run(u0 + STEP, 1);
+    }
+    st_cp_async_wait<0>();
+}
+
 /* (A kernel launched by st_launch_dependent reaches st_grid_dep_wait here
  * before its first activation load: only weight loads come before it.)
  * RW rows at once, row k = ROW0 + min(k, KMAX) (KMAX: the last row of the
@@ -158,15 +270,22 @@ ST_DEV void st_rows_dot(const st_mat_dev &m, int64_t row0, int kmax, const st_xv
          * 4096x14336 nt 8 52.3 -> 56.5; 14336x4096 nt 2 22.7 -> 26.5), so
          * those keep the loop below. */
         constexpr int B = RW == 1 && NT <= 2 ? 2 : 1, STEP = S * B;
-        typename st_unit_dec<TYPE>::raw r0[B][J][RW], r1[B][J][RW];
-        st_load_batch<TYPE, T, B, J, RW>(m, row0, kmax, 0, lane, r0);
-        st_grid_dep_wait(); /* the activations are read from here on */
-        for (int u0 = 0; u0 < m.nu; u0 += 2 * STEP) {
-            st_load_batch<TYPE, T, B, J, RW>(m, row0, kmax, u0 + STEP, lane, r1);
-            st_run_batch<TYPE, T, NT, B, J, RW, XBLOCKS>(m.nu, xv, n, g, u0, lane, r0, acc);
-            if (u0 + STEP >= m.nu) break;
-            st_load_batch<TYPE, T, B, J, RW>(m, row0, kmax, u0 + 2 * STEP, lane, r0);
-            st_run_batch<TYPE, T, NT, B, J, RW, XBLOCKS>(m.nu, xv, n, g, u0 + STEP, lane, r1, acc);
+        bool coop = false;
+        if constexpr (st_coop_blocks<TYPE>::ok && RW == 1 && NT == 1 && T >= 32) {
+            coop = st_coop_aligned(m);
+            if (coop) st_coop_pipe<TYPE, T, NT, B, XBLOCKS>(m, row0, xv, n, g, lane, acc);
+        }
+        if (!coop) {
+            typename st_unit_dec<TYPE>::raw r0[B][J][RW], r1[B][J][RW];
+            st_load_batch<TYPE, T, B, J, RW>(m, row0, kmax, 0, lane, r0);
+            st_grid_dep_wait(); /* the activations are read from here on */
+            for (int u0 = 0; u0 < m.nu; u0 += 2 * STEP) {
+                st_load_batch<TYPE, T, B, J, RW>(m, row0, kmax, u0 + STEP, lane, r1);
+                st_run_batch<TYPE, T, NT, B, J, RW, XBLOCKS>(m.nu, xv, n, g, u0, lane, r0, acc);
+                if (u0 + STEP >= m.nu) break;
+                st_load_batch<TYPE, T, B, J, RW>(m, row0, kmax, u0 + 2 * STEP, lane, r0);
+                st_run_batch<TYPE, T, NT, B, J, RW, XBLOCKS>(m.nu, xv, n, g, u0 + STEP, lane, r1, acc);
+            }
         }
     } else if constexpr (J == 1) {
         /* one unit per lane per step (the rows variants; the default

@@ -401,6 +401,36 @@ ST_DEV float st_h2f(uint16_t h)
 
 ST_DEV int st_popc(uint32_t v) { return __popc(v); }
 
+/* 16 bytes from global SRC to shared DST, both 16-aligned, without a
+ * register in between (NVIDIA sm_80+: cp.async.cg, cached in L2 only);
+ * st_cp_async_commit closes this thread's group of copies, and
+ * st_cp_async_wait<N> waits until at most N of its groups are pending
+ * (a barrier after it shows the copies to the other lanes). Only NVIDIA
+ * builds call them (dot.h st_coop_blocks); elsewhere a plain copy. */
+ST_DEV void st_cp_async16(void *dst, const void *src)
+{
+#if defined(ST_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(src) : "memory");
+#else
+    *(uint4 *)dst = *(const uint4 *)src;
+#endif
+}
+
+ST_DEV void st_cp_async_commit()
+{
+#if defined(ST_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+template <int N> ST_DEV void st_cp_async_wait()
+{
+#if defined(ST_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
 /* Lanes of the warp whose predicate is true, as a 32-bit mask. */
 ST_DEV uint32_t st_ballot(bool p)
 {

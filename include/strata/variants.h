@@ -64,8 +64,12 @@ extern "C" {
  * variants, another default: on NVIDIA the default iq_mmvq of planar
  * IQ4_NL and IQ4_XS at 2 tokens takes one row per lane group at any row
  * count (a table of space 10 compared its variants with the slower
- * default there). */
-#define STRATA_SELECTION_SPACE 11
+ * default there); 12 = the same bits and variants, another default: on
+ * NVIDIA the default iq_mmvq of in-place Q4_0 and IQ4_NL at one token
+ * copies each warp's blocks to shared memory first where the base and
+ * the row stride are 16-aligned (kernels/dot.h st_coop_blocks; a table of
+ * space 11 compared its variants with the slower default there). */
+#define STRATA_SELECTION_SPACE 12
 
 /* Exactness contract (docs/DESIGN.md section 2). A row's K values are split into
  * units of ST_CANON_UNIT values (one q8_1 activation block). Unit u belongs

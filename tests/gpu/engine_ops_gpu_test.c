@@ -354,7 +354,7 @@ static void ffn_sharing_and_streams(void **state)
  * grid-staging knob), on a 32-stream, a two-row and a 128-stream shape;
  * expert sets in place on the default chain and the matrix units, and
  * st_expert_mat. */
-static void in_place_dense(st_ctx *cpu, st_ctx *gpu, st_qtype t, int rows, int cols, bool every_nt)
+static void in_place_dense(st_ctx *cpu, st_ctx *gpu, st_qtype t, int rows, int cols, bool every_nt, bool aligned)
 {
     st_rng r;
     st_rng_seed(&r, 7000u + (unsigned)t * 13u + (unsigned)cols);
@@ -362,7 +362,12 @@ static void in_place_dense(st_ctx *cpu, st_ctx *gpu, st_qtype t, int rows, int c
     void *wh = malloc(wb);
     st_random_blocks(&r, t, rows, cols, wh);
     const size_t a = (size_t)st_qtype_block_bytes(t) & (size_t)-st_qtype_block_bytes(t);
-    const size_t off = a < 16 ? a : 16; /* 256-aligned allocation + the boundary itself */
+    /* 256-aligned allocation + the boundary itself; ALIGNED: at the
+     * allocation's start, where a 16-aligned base and row stride send the
+     * 18-byte blocks through shared memory at one token (dot.h
+     * st_coop_blocks: the default chain and its knobs there), at 1 and 2
+     * tokens */
+    const size_t off = aligned ? 0 : a < 16 ? a : 16;
     uint8_t *raw = NULL;
     CHECK_OK(st_ctx_alloc(gpu, wb + off, (void **)&raw));
     CHECK_OK(st_ctx_upload(gpu, raw + off, wh, wb));
@@ -379,7 +384,7 @@ static void in_place_dense(st_ctx *cpu, st_ctx *gpu, st_qtype t, int rows, int c
      * still reach the mma kernels through the default chain at 9-32
      * tokens, 6-32 for iq3_s/iq4_xs/iq4_nl on NVIDIA) */
     const bool race = racecheck_size();
-    if (!(race && rows >= 8192)) {
+    if (!(race && rows >= 8192) && !aligned) {
 #define ADD_MMA(W) paths[np++] = (path){"mma" #W, STRATA_MMVQ_ID_MMA(W), 0, 0, -1};
         STRATA_MMVQ_MMA_VARIANTS(ADD_MMA)
 #undef ADD_MMA
@@ -389,11 +394,12 @@ static void in_place_dense(st_ctx *cpu, st_ctx *gpu, st_qtype t, int rows, int c
     /* every count on the small shape, the buckets' edges on the others; at
      * the racecheck size one count per kernel (gpu_test_size.h) */
     static const int some[] = {1, 2, 3, 4, 5, 6, 8, 9, 16, 17, 24, 25, 32}, one_each[] = TEST_NT_PER_KERNEL;
-    const int *counts = race ? one_each : some;
-    const int nn = every_nt && !sanitizer_size() ? ST_MAX_TOKENS
-                                                 : race ? (int)(sizeof one_each / sizeof one_each[0]) : (int)(sizeof some / sizeof some[0]);
+    const int *counts = aligned ? some : race ? one_each : some;
+    const int nn = aligned ? 2
+                   : every_nt && !sanitizer_size() ? ST_MAX_TOKENS
+                                                   : race ? (int)(sizeof one_each / sizeof one_each[0]) : (int)(sizeof some / sizeof some[0]);
     for (int k = 0; k < nn; k++) {
-        const int nt = every_nt && !sanitizer_size() ? k + 1 : counts[k];
+        const int nt = every_nt && !sanitizer_size() && !aligned ? k + 1 : counts[k];
         float *x = malloc(sizeof(float) * (size_t)nt * (size_t)cols);
         st_random_floats(&r, x, (size_t)nt * (size_t)cols, 1.0f);
         float *ref = malloc(sizeof(float) * (size_t)nt * (size_t)rows), *y = malloc(sizeof(float) * (size_t)nt * (size_t)rows);
@@ -402,7 +408,8 @@ static void in_place_dense(st_ctx *cpu, st_ctx *gpu, st_qtype t, int rows, int c
             if (racecheck_repeat(paths[p].rows, paths[p].knob, nt, rows)) continue;
             run_mmvq(gpu, wi, x, nt, &paths[p], y);
             char what[160];
-            snprintf(what, sizeof what, "in place %s %dx%d nt=%d %s", st_qtype_name(t), rows, cols, nt, paths[p].name);
+            snprintf(what, sizeof what, "in place%s %s %dx%d nt=%d %s", aligned ? " (16-aligned)" : "", st_qtype_name(t), rows, cols,
+                     nt, paths[p].name);
             compare(what, y, ref, (size_t)nt * (size_t)rows);
         }
         free(x);
@@ -504,9 +511,15 @@ static void in_place_part(int part)
     CHECK_OK(st_ctx_mem_info(gpu, &free0, &total));
     for (int i = part * N_ALL_TYPES / IN_PLACE_PARTS; part < IN_PLACE_PARTS && i < (part + 1) * N_ALL_TYPES / IN_PLACE_PARTS; i++) {
         const st_qtype t = ALL_TYPES[i];
-        in_place_dense(cpu, gpu, t, 300, 1024, true);       /* one group of 32 streams */
-        in_place_dense(cpu, gpu, t, 8192, 256, false);      /* many rows: the two-row kernels */
-        in_place_dense(cpu, gpu, t, 64, 8192, false);       /* 128 streams: the wide rows */
+        for (int al = 0; al < 2; al++) {
+            in_place_dense(cpu, gpu, t, 300, 1024, true, al);  /* one group of 32 streams */
+            in_place_dense(cpu, gpu, t, 8192, 256, false, al); /* many rows: the two-row kernels */
+            in_place_dense(cpu, gpu, t, 64, 8192, false, al);  /* 128 streams: the wide rows */
+        }
+        /* 80 units a row: two batches of two chunks of 32 blocks, the last
+         * chunk partial (the shared-memory path's second buffer and its
+         * copy of a row's end) */
+        in_place_dense(cpu, gpu, t, 33, 2560, false, true);
     }
     if (part == IN_PLACE_PARTS) {
         in_place_experts(cpu, gpu, ST_IQ3_S, ST_IQ4_NL, 512, 256);
