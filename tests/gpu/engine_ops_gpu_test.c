@@ -506,7 +506,7 @@ static void in_place_experts(st_ctx *cpu, st_ctx *gpu, st_qtype tg, st_qtype td,
 static void in_place_part(int part)
 {
     g_cmp = g_mis = 0;
-    st_ctx *cpu = make_ctx_dims(ST_BACKEND_CPU, 8192, 8192), *gpu = make_ctx_dims(ST_BACKEND_GPU, 8192, 8192);
+    st_ctx *cpu = make_ctx_dims(ST_BACKEND_CPU, 8192, 8448), *gpu = make_ctx_dims(ST_BACKEND_GPU, 8192, 8448);
     size_t free0 = 0, free1 = 0, total = 0;
     CHECK_OK(st_ctx_mem_info(gpu, &free0, &total));
     for (int i = part * N_ALL_TYPES / IN_PLACE_PARTS; part < IN_PLACE_PARTS && i < (part + 1) * N_ALL_TYPES / IN_PLACE_PARTS; i++) {
@@ -518,8 +518,10 @@ static void in_place_part(int part)
         }
         /* 80 units a row: two batches of two chunks of 32 blocks, the last
          * chunk partial (the shared-memory path's second buffer and its
-         * copy of a row's end) */
+         * copy of a row's end), one warp a row; 264 units: the same with
+         * four warps on a row (128 streams), where 64 x 8192 is one batch */
         in_place_dense(cpu, gpu, t, 33, 2560, false, true);
+        in_place_dense(cpu, gpu, t, 8, 8448, false, true);
     }
     if (part == IN_PLACE_PARTS) {
         in_place_experts(cpu, gpu, ST_IQ3_S, ST_IQ4_NL, 512, 256);
