@@ -51,9 +51,9 @@
 # test keeps the default, which reports them). Then two phases, each the
 # longest limits first: the other tools' runs, JOBS at a time (--jobs,
 # default: the CPUs less two, at least 2), then racecheck's, RACE_JOBS at a
-# time (--race-jobs, default 12, at most the CPUs per GPU: on an H100,
-# 2026-12-06, 12 side by side
-# finished about twice the work of 6 in the same time, each run as fast;
+# time (--race-jobs, default 14, at most the CPUs per GPU: on an H100,
+# 2026-12-06, 12 side by side finished about twice the work of 6 in the
+# same time, each run as fast, and 14 fitted the whole sweep in one call;
 # racecheck's runs wait on the host's checking more than on the GPU, so
 # the default stays under the 16 CPUs of a device machine). Run side by
 # side with the others it starved
@@ -62,10 +62,14 @@
 # never started and memcheck's of three tests were cut (2026-12-06,
 # docs/PERFORMANCE.md). Hence the light tools first, racecheck with what
 # is left of the deadline. Each run has its own timeout
-# (--timeout S for all, default 240; --timeout-for TEST=S for one, as often
-# as needed), cut to what is left of the whole call's deadline (--deadline
-# S from the start of this script, default 530, under the device call's
-# 600); a run the deadline leaves no time for is reported "not run
+# (--timeout S for all, default 300; --timeout-for TEST=S for one, as often
+# as needed; by default the long parity sweeps and the engine tests have
+# limits of 380-430 s in the order of their measured racecheck cost,
+# native_grouped first, so that the longest runs start first: the
+# thirteenth session's one-call sweep), cut to what is left of the whole
+# call's deadline (--deadline S from the start of this script, default
+# 575: the sweep alone in a 600 s device call; give less when the call
+# does more); a run the deadline leaves no time for is reported "not run
 # (deadline)", never silently dropped.
 #
 # Several GPUs (--gpus N, default every GPU: those CUDA_VISIBLE_DEVICES
@@ -76,7 +80,7 @@
 # per GPU; --jobs's default is then the CPUs less two, shared by the GPUs),
 # each run seeing its GPU alone (CUDA_VISIBLE_DEVICES) but
 # multi_device_test, which sees them all (it needs two); --race-jobs's
-# default is then 12 or the CPUs per GPU, whichever is fewer. One GPU
+# default is then 14 or the CPUs per GPU, whichever is fewer. One GPU
 # holds the whole sweep in one call (Time, above); more GPUs leave room
 # for a build in the call.
 #
@@ -93,8 +97,8 @@ OUT=${OUT:-build/device-logs}
 B=${BUILD_DIR:-$PWD/build/device}
 TOOLS="memcheck racecheck synccheck initcheck"
 TESTS=""
-TIMEOUT=240
-DEADLINE=530
+TIMEOUT=300
+DEADLINE=575
 JOBS=""
 RACE_JOBS=""
 GPUS=""
@@ -102,7 +106,12 @@ BUILD=1
 PREBUILT=""
 ALONE="gpu_faults_test"
 ALL_GPUS="multi_device_test" # sees every GPU, the others one each
-declare -A TFOR=()
+# the default limits (--timeout-for overrides one): the longest racecheck
+# runs first (2026-12-06, an H100: native_grouped 89-190 s a shard,
+# batch invariance 75-145, iq_parity 79-80, iq_multi 90-112, engine_ops
+# 6-100, engine_runtime 9-94)
+declare -A TFOR=([native_grouped_parity_test]=430 [batch_invariance_gpu_test]=420 [iq_parity_test]=410
+                 [iq_multi_parity_test]=400 [engine_ops_gpu_test]=390 [engine_runtime_test]=380)
 declare -A SHARDS=([batch_invariance_gpu_test]=8 [iq_multi_parity_test]=10 [native_grouped_parity_test]=8 [iq_parity_test]=4
                   [engine_ops_gpu_test]=13 [engine_runtime_test]=4)
 # a whole number from 1 (no sign, no leading zero: bash reads 08 as octal)
@@ -170,7 +179,7 @@ fi
 posint --jobs "$JOBS"
 if [ -z "$RACE_JOBS" ]; then
   RACE_JOBS=$(( $(nproc) / GPUS ))
-  [ "$RACE_JOBS" -le 12 ] || RACE_JOBS=12
+  [ "$RACE_JOBS" -le 14 ] || RACE_JOBS=14
   [ "$RACE_JOBS" -ge 1 ] || RACE_JOBS=1
 fi
 posint --race-jobs "$RACE_JOBS"

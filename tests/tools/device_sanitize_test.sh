@@ -105,9 +105,9 @@ first_race=$(cat "$O"/x/sanitize/racecheck.a_test.*.log | sed -n 's/^start //p' 
 [ -n "$last_other" ] && [ -n "$first_race" ] || fail "no run times in the logs"
 [ "$first_race" -ge "$last_other" ] || fail "a racecheck run started before the other tools' runs had ended"
 
-# racecheck's pool by default: 12 at a time, or the CPUs per GPU where
+# racecheck's pool by default: 14 at a time, or the CPUs per GPU where
 # fewer; a malformed --race-jobs: refused, one line, nothing run
-want=$(nproc); [ "$want" -le 12 ] || want=12
+want=$(nproc); [ "$want" -le 14 ] || want=14
 run bash "$S" --no-build --tests "a_test" --gpus 1 --jobs 2 --deadline 60 --timeout 30 || fail "the default pools exited $rc"
 grep -q "then racecheck $want)" "$O/sanitize-summary.txt" || fail "racecheck's default pool is not $want: $(tail -1 "$O/sanitize-summary.txt")"
 for bad in "" 0 -3 08 x; do
@@ -115,6 +115,18 @@ for bad in "" 0 -3 08 x; do
   grep -q "race-jobs '$bad': expected a whole number from 1" "$O.stdout" || fail "--race-jobs '$bad': $(cat "$O.stdout")"
   [ -e "$O.ledger" ] && fail "--race-jobs '$bad' ran something"
 done
+
+# the default limits start the longest sweeps first: native_grouped
+# (430 s), then engine_runtime (380), then a test of no default (300)
+cp "$T/b/tests/a_test" "$T/b/tests/native_grouped_parity_test"
+cp "$T/b/tests/a_test" "$T/b/tests/engine_runtime_test"
+run bash "$S" --no-build --tests "a_test engine_runtime_test native_grouped_parity_test" --shards native_grouped_parity_test=1 \
+  --shards engine_runtime_test=1 --tools racecheck --gpus 1 --race-jobs 1 || fail "the default limits exited $rc"
+order=$(for t in a_test engine_runtime_test native_grouped_parity_test; do
+  echo "$(sed -n 's/^start //p' "$O/x/sanitize/racecheck.$t.log") $t $(cat "$O/x/sanitize/racecheck.$t.log.limit")"
+done | sort -n | cut -d' ' -f2- | tr '\n' ' ')
+[ "$order" = "native_grouped_parity_test 430 engine_runtime_test 380 a_test 300 " ] || fail "the default limits' order: '$order'"
+rm "$T/b/tests/native_grouped_parity_test" "$T/b/tests/engine_runtime_test"
 
 # 3. CUDA_VISIBLE_DEVICES names the GPUs: the runs take those, blanks and
 # empty items dropped (ids or UUIDs); set but empty: refused, nothing run
