@@ -182,7 +182,6 @@ if [ -z "$RACE_JOBS" ]; then
   [ "$RACE_JOBS" -le 14 ] || RACE_JOBS=14
   [ "$RACE_JOBS" -ge 1 ] || RACE_JOBS=1
 fi
-posint --race-jobs "$RACE_JOBS"
 for tool in $TOOLS; do
   case "$tool" in memcheck | racecheck | synccheck | initcheck) ;;
     *) echo "device-sanitize: --tools: '$tool' is not one of memcheck racecheck synccheck initcheck" >&2; exit 2 ;; esac

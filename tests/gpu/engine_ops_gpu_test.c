@@ -363,10 +363,11 @@ static void in_place_dense(st_ctx *cpu, st_ctx *gpu, st_qtype t, int rows, int c
     st_random_blocks(&r, t, rows, cols, wh);
     const size_t a = (size_t)st_qtype_block_bytes(t) & (size_t)-st_qtype_block_bytes(t);
     /* 256-aligned allocation + the boundary itself; ALIGNED: at the
-     * allocation's start, where a 16-aligned base and row stride send the
-     * 18-byte blocks through shared memory at one token (dot.h
-     * st_coop_blocks: the default chain and its knobs there), at 1 and 2
-     * tokens */
+     * allocation's start, at 1 and 2 tokens, where a 16-aligned base and
+     * row stride send the 18-byte blocks through shared memory at one
+     * token on the rows of one warp or more (dot.h st_coop_blocks: the
+     * default chain and its knobs there; 300 x 1024 and 8192 x 256 take
+     * sub-warp rows and the per-lane loads at that base) */
     const size_t off = aligned ? 0 : a < 16 ? a : 16;
     uint8_t *raw = NULL;
     CHECK_OK(st_ctx_alloc(gpu, wb + off, (void **)&raw));
@@ -394,12 +395,19 @@ static void in_place_dense(st_ctx *cpu, st_ctx *gpu, st_qtype t, int rows, int c
     /* every count on the small shape, the buckets' edges on the others; at
      * the racecheck size one count per kernel (gpu_test_size.h) */
     static const int some[] = {1, 2, 3, 4, 5, 6, 8, 9, 16, 17, 24, 25, 32}, one_each[] = TEST_NT_PER_KERNEL;
-    const int *counts = aligned ? some : race ? one_each : some;
-    const int nn = aligned ? 2
-                   : every_nt && !sanitizer_size() ? ST_MAX_TOKENS
-                                                   : race ? (int)(sizeof one_each / sizeof one_each[0]) : (int)(sizeof some / sizeof some[0]);
+    const int *counts = some; /* NULL: every count 1..nn */
+    int nn = (int)(sizeof some / sizeof some[0]);
+    if (aligned) {
+        nn = 2; /* some's 1 and 2 */
+    } else if (every_nt && !sanitizer_size()) {
+        counts = NULL;
+        nn = ST_MAX_TOKENS;
+    } else if (race) {
+        counts = one_each;
+        nn = (int)(sizeof one_each / sizeof one_each[0]);
+    }
     for (int k = 0; k < nn; k++) {
-        const int nt = every_nt && !sanitizer_size() && !aligned ? k + 1 : counts[k];
+        const int nt = counts ? counts[k] : k + 1;
         float *x = malloc(sizeof(float) * (size_t)nt * (size_t)cols);
         st_random_floats(&r, x, (size_t)nt * (size_t)cols, 1.0f);
         float *ref = malloc(sizeof(float) * (size_t)nt * (size_t)rows), *y = malloc(sizeof(float) * (size_t)nt * (size_t)rows);
