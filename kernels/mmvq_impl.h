@@ -271,17 +271,18 @@ static st_rt_error st_mmvq_nt(const st_launch &L, const st_mat_dev &m, const st_
 
 template <int TYPE>
 st_rt_error st_launch_mmvq(const st_launch &L, const st_mat_dev &m, const st_xplanes &x, const uint8_t *xblocks,
-                           int nt, float *y, int rows, bool stage, bool legacy, bool one_row)
+                           int nt, float *y, int rows, bool stage, bool legacy, bool one_row, bool one_pass)
 {
     const st_mmvq_variant v = st_mmvq_variant_of(rows);
     /* the matrix units read the tiled activations the runtime quantized
      * for them (the same st_mmvq_tiled), the other kernels the plain */
     if ((x.tiled != 0) != st_mmvq_tiled(TYPE, rows, nt, legacy)) return ST_RT_INVALID_VALUE;
-    if (v.family == ST_MMVQ_MMA) return st_launch_mmvq_mma<TYPE>(L, m, x, nt, y, v.warps, stage);
+    if (v.family == ST_MMVQ_MMA) return st_launch_mmvq_mma<TYPE>(L, m, x, nt, y, v.warps, stage, one_pass);
     /* verify batches: the default chain takes the matrix units (each
      * weight decoded once for every token) */
     if (x.tiled)
-        return st_launch_mmvq_mma<TYPE>(L, m, x, nt, y, st_mma_default_warps(TYPE, nt, st_canon_mmvq_groups(m.nu)), stage);
+        return st_launch_mmvq_mma<TYPE>(L, m, x, nt, y, st_mma_default_warps(TYPE, nt, st_canon_mmvq_groups(m.nu)), stage,
+                                         one_pass);
     if (nt > 8) {
         /* a rows variant and the legacy path run in chunks of 8 tokens,
          * exact because a token's bytes never depend on the other tokens
@@ -297,7 +298,7 @@ st_rt_error st_launch_mmvq(const st_launch &L, const st_mat_dev &m, const st_xpl
             }
             const uint8_t *cb = xblocks ? xblocks + (int64_t)t0 * nu * 36 : nullptr;
             const int n = nt - t0 < 8 ? nt - t0 : 8;
-            ST_RT_TRY(st_launch_mmvq<TYPE>(L, m, c, cb, n, y + (int64_t)t0 * m.rows, rows, stage, legacy, one_row));
+            ST_RT_TRY(st_launch_mmvq<TYPE>(L, m, c, cb, n, y + (int64_t)t0 * m.rows, rows, stage, legacy, one_row, one_pass));
         }
         return ST_RT_SUCCESS;
     }

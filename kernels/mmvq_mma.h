@@ -225,6 +225,13 @@ template <int TYPE, int W> constexpr bool st_mma_coop = (W == 8 || W == 16) && s
  * the most common either way. The other formats keep 1 (unmeasured: their
  * kernels at 4 tiles spill 8-128 bytes under the cap). */
 template <int TYPE, int W> constexpr int st_mma_min_blocks = W == 8 && st_mma_coop<TYPE, W> ? 2 : 1;
+/* The passes over the row the dense kernel of TYPE with W warps and TILES
+ * tiles takes (st_mma_rows PASSES): 2 with the block decode at 3 and 4
+ * tiles (24-32 tokens), where the accumulators of every stream of a warp
+ * (16 TILES per lane with 8 warps) held the kernel at the 128 registers
+ * of two blocks per SM, and with 4 tiles spilled; two passes hold half of
+ * them and the first pass's sum (the knob STRATA_MMA_ONE_PASS: one). */
+template <int TYPE, int W, int TILES> constexpr int st_mma_passes = st_mma_coop<TYPE, W> && TILES >= 3 ? 2 : 1;
 #if ST_HIP
 #define ST_MMA_BOUNDS(TYPE, W) __launch_bounds__(32 * (W))
 #else
@@ -296,13 +303,22 @@ ST_DEV void st_mma_stage_coop(const typename st_unit_dec<TYPE>::raw (&r)[PER], c
     }
 }
 
+/* Two passes (st_mma_rows PASSES 2): the unit of the warp's slot J (of
+ * SPW = 2 SPP) of the round at U0 in pass P: half H = J / SPP of the round
+ * (STEP units on), the pass's stream WARP + W (P + 2 (J % SPP)) there.
+ * Increasing in J. */
+template <int W, int STEP, int SPP> ST_DEV int st_mma_pass_unit(int u0, int p, int warp, int j)
+{
+    return u0 + STEP * (j / SPP) + W * (p + 2 * (j % SPP)) + warp;
+}
+
 /* One block's work: rows ROW0 .. ROW0 + 15 of the NROWS rows at RBASE of M
  * (a row past NROWS reads the last one and is never stored) times the
  * first NTL (<= TILES) tiles of columns from COLS, with DEPTH_NV rounds
  * of weight loads in flight per warp on NVIDIA; STORE(c, r, v) gets
  * row ROW0 + r's value of column c (c < st_mma::TOK NTL; the caller drops
  * the columns it does not have). Every thread of the block calls it. */
-template <int TYPE, int W, int TILES, int NG, int DEPTH_NV, bool COOP = false, class Cols, class Store>
+template <int TYPE, int W, int TILES, int NG, int DEPTH_NV, bool COOP = false, int PASSES = 1, class Cols, class Store>
 ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64_t row0, int ntl, const st_grids &g,
                         st_mma_smem<W, TILES, NG, COOP> &sm, const Cols &cols, Store store)
 {
@@ -319,11 +335,20 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
      * shared memory (only W: plain formats) */
     static_assert(!COOP || ((W == 8 || W == 16) && PER == 16 / W), "the block's decode: 8 or 16 warps");
     static_assert(!COOP || (!D::halves && !D::min), "the block's decode passes only the factor W");
+    /* PASSES 2 (st_mma_passes): the warp's streams in two passes over the
+     * row, those of even slot j first (stream warp + W j), then the odd;
+     * a round then spans two rounds' units (RSTEP) and holds the pass's
+     * half of each: the same units a stream, in the same order */
+    static_assert(PASSES == 1 || (PASSES == 2 && COOP && SPW % 2 == 0), "two passes: the block's decode, 8 or 16 warps");
+    constexpr int STEP = 32 * NG;         /* a group's units from one round to the next */
+    constexpr int RSTEP = STEP * PASSES;  /* the units a round spans */
+    constexpr int SPP = SPW / PASSES;     /* accumulator slots of a pass */
 #if ST_HIP
     static_assert(!COOP, "the block's decode reads the factors in the NVIDIA C layout");
 #endif
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     int buf = 0; /* COOP: the staging buffer of the next round */
+    int pass = 0; /* PASSES 2: the pass under way */
     uint32_t ones[M::NA];
 #pragma unroll
     for (int i = 0; i < M::NA; i++) ones[i] = 0x01010101u;
@@ -331,8 +356,9 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
     /* The raw bytes of the lane's row-units of the round at U0 (row-unit k
      * = lane + 32 i: row k % 16, the warp's unit k / 16 of the round, that
      * is stream warp + W (k / 16); COOP: rows warp + W i of unit u0 +
-     * lane); past the rows' or the row's end the last row or unit is read
-     * and never used. */
+     * lane, with two passes the unit of slot lane / W of the round at U0,
+     * st_mma_pass_unit); past the rows' or the row's end the last row or
+     * unit is read and never used. */
     /* gfx11 with two row-units per lane (W 8): no prefetch, and the B words
      * (8 per lane and tile there) loaded tile by tile, else the registers
      * spill */
@@ -354,8 +380,9 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
     auto load_round = [&](auto dc, int u0) {
         constexpr int d = decltype(dc)::value;
         if constexpr (COOP) {
-            /* row warp + W i, unit u0 + lane */
-            const int u = u0 + lane < m.nu ? u0 + lane : m.nu - 1;
+            /* row warp + W i, the unit of slot lane / W of warp lane % W */
+            const int ul = PASSES == 1 ? u0 + lane : st_mma_pass_unit<W, STEP, SPP>(u0, pass, lane % W, lane / W);
+            const int u = ul < m.nu ? ul : m.nu - 1;
 #pragma unroll
             for (int i = 0; i < PER; i++) {
                 const int64_t r = rbase + (row0 + warp + W * i < nrows ? row0 + warp + W * i : nrows - 1);
@@ -384,22 +411,30 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
      * accumulator and takes its units in increasing order (docs/DESIGN.md
      * section 2). A wide row's groups run one after another (group q: the
      * units u with (u / 32) % 4 == q), each combined to one value per (row,
-     * column). */
-    constexpr int STEP = 32 * NG;
+     * column). With two passes the slots of a pass (SPP) are the
+     * accumulators: the in-thread levels of the butterfly that pair two
+     * slots of a pass run at its end, and the last one (h = W) adds the
+     * two passes' values, in FIN. */
     for (int gq = 0; gq < NG; gq++) {
-    float acc[TILES][M::NC][SPW];
+    float fin[TILES][M::NC]; /* the thread's value after the in-thread levels */
+    /* COOP: a group's first round stages into buffer 0, because buffer 1
+     * holds PART, which the previous group's butterfly may still read (the
+     * second pass goes on alternating: a warp may still read the first
+     * pass's last buffer) */
+    buf = 0;
+#pragma unroll
+    for (int ps = 0; ps < PASSES; ps++) {
+    pass = ps;
+    float acc[TILES][M::NC][SPP];
 #pragma unroll
     for (int tl = 0; tl < TILES; tl++)
 #pragma unroll
         for (int i = 0; i < M::NC; i++)
 #pragma unroll
-            for (int j = 0; j < SPW; j++) acc[tl][i][j] = 0.0f;
-    /* COOP: a group's first round stages into buffer 0, because buffer 1
-     * holds PART, which the previous group's butterfly may still read */
-    buf = 0;
+            for (int j = 0; j < SPP; j++) acc[tl][i][j] = 0.0f;
     if (PREFETCH) {
         load_round(I0{}, 32 * gq);
-        if (DEPTH > 1 && 32 * gq + STEP < m.nu) load_round(ILAST{}, 32 * gq + STEP);
+        if (DEPTH > 1 && 32 * gq + RSTEP < m.nu) load_round(ILAST{}, 32 * gq + RSTEP);
     }
     auto round = [&](auto dc, int u0) {
         constexpr int d = decltype(dc)::value;
@@ -421,7 +456,7 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
             sab = sm.a[warp];
             st_mma_stage<TYPE, PER, RU>(raw[d], cur_u, lane, g, sab, f);
         }
-        if (PREFETCH && u0 + DEPTH * STEP < m.nu) load_round(dc, u0 + DEPTH * STEP);
+        if (PREFETCH && u0 + DEPTH * RSTEP < m.nu) load_round(dc, u0 + DEPTH * RSTEP);
         if constexpr (COOP)
             __syncthreads();
         else
@@ -475,8 +510,10 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
                     const float da = das[tl][i];
                     const st_mma_rowf &cfi = cf[i];
                     const int isum = D::halves ? cfi.f0 * c0[i] + cfi.f1 * c1[i] : c0[i];
-                    float v = st_canon_unit(cfi.W, da, isum, acc[tl][i][sl]);
-                    if (D::min) v = st_canon_unit_min(cfi.M, da, D::min_halves ? cfi.g0 * q0[i] + cfi.g1 * q1[i] : q0[i], v);
+                    float v = st_canon_add(st_canon_factor(cfi.W, da), st_isum_f<TYPE>(isum), acc[tl][i][sl]);
+                    if (D::min)
+                        v = st_canon_add(-st_canon_factor(cfi.M, da),
+                                         st_qm_f<TYPE>(D::min_halves ? cfi.g0 * q0[i] + cfi.g1 * q1[i] : q0[i]), v);
                     acc[tl][i][sl] = v;
                 }
             }
@@ -504,9 +541,10 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
 #else
 #pragma unroll
         for (int j = 0; j < SPW; j++) {
-            const int u = u0 + warp + W * j;
+            /* two passes: slot j of the round is the pass's slot j % SPP */
+            const int u = PASSES == 1 ? u0 + warp + W * j : st_mma_pass_unit<W, STEP, SPP>(u0, pass, warp, j);
             if (u >= m.nu) break; /* uniform across the warp (and every later j's u is larger) */
-            unit(j, u, j);
+            unit(j, u, j % SPP);
         }
 #endif
         if constexpr (COOP)
@@ -514,11 +552,28 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
         else
             st_syncwarp(); /* the staging area is read before the next round writes it */
     };
-    for (int u0 = 32 * gq; u0 < m.nu; u0 += DEPTH * STEP) {
+    for (int u0 = 32 * gq; u0 < m.nu; u0 += DEPTH * RSTEP) {
         round(I0{}, u0);
-        if (DEPTH > 1 && u0 + STEP < m.nu) round(ILAST{}, u0 + STEP);
+        if (DEPTH > 1 && u0 + RSTEP < m.nu) round(ILAST{}, u0 + RSTEP);
     }
-    /* the butterfly: in-thread levels 16 .. W, then W/2 .. 1 over warps */
+    /* the butterfly's in-thread levels 16 .. W (a pass's: 16 .. 2 W, and
+     * h = W across the passes; slot jj + h / W of the row is the pass's
+     * jj + h / (2 W)) */
+#pragma unroll
+    for (int tl = 0; tl < TILES; tl++) {
+        if (tl >= ntl) break;
+#pragma unroll
+        for (int h = 16; h >= W * PASSES; h >>= 1)
+#pragma unroll
+            for (int i = 0; i < M::NC; i++)
+#pragma unroll
+                for (int jj = 0; jj < h / (W * PASSES); jj++)
+                    acc[tl][i][jj] = st_fadd(acc[tl][i][jj], acc[tl][i][jj + h / (W * PASSES)]);
+#pragma unroll
+        for (int i = 0; i < M::NC; i++) fin[tl][i] = ps == 0 ? acc[tl][i][0] : st_fadd(fin[tl][i], acc[tl][i][0]);
+    }
+    }
+    /* the butterfly's levels W/2 .. 1 over warps */
 #pragma unroll
     for (int tl = 0; tl < TILES; tl++) {
         /* uniform across the block; NTL >= 1 always (the dense kernel
@@ -527,17 +582,11 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
          * still reads a staging buffer, before the next call or group
          * stages again */
         if (tl >= ntl) break;
-#pragma unroll
-        for (int h = 16; h >= W; h >>= 1)
-#pragma unroll
-            for (int i = 0; i < M::NC; i++)
-#pragma unroll
-                for (int jj = 0; jj < h / W; jj++) acc[tl][i][jj] = st_fadd(acc[tl][i][jj], acc[tl][i][jj + h / W]);
         /* the previous tile's partials are read (COOP: also, no thread
          * still reads staging buffer 1, which shares PART's bytes) */
         if (COOP || tl > 0 || gq > 0) __syncthreads();
 #pragma unroll
-        for (int i = 0; i < M::NC; i++) sm.part[warp][M::c_row(lane, i)][M::c_tok(lane, i)] = acc[tl][i][0];
+        for (int i = 0; i < M::NC; i++) sm.part[warp][M::c_row(lane, i)][M::c_tok(lane, i)] = fin[tl][i];
         __syncthreads();
         for (int e = threadIdx.x; e < 16 * M::TOK; e += blockDim.x) {
             const int r = e / M::TOK, n = e % M::TOK;
@@ -564,7 +613,7 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
     }
 }
 
-template <int TYPE, int W, int TILES, bool STAGE, int NG>
+template <int TYPE, int W, int TILES, bool STAGE, int NG, int PASSES>
 __global__ void ST_MMA_BOUNDS(TYPE, W) st_mmvq_mma_kernel(st_mat_dev m, st_xplanes x, int nt, float *__restrict__ y,
                                                             st_grids gg)
 {
@@ -573,32 +622,45 @@ __global__ void ST_MMA_BOUNDS(TYPE, W) st_mmvq_mma_kernel(st_mat_dev m, st_xplan
     __shared__ __align__(16) st_mma_smem<W, TILES, NG, COOP> sm;
     const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
     const int64_t row0 = (int64_t)blockIdx.x * 16;
-    st_mma_rows<TYPE, W, TILES, NG, 1, COOP>(m, 0, m.rows, row0, TILES, g, sm, st_mma_tiled_cols{x}, [&](int tok, int r, float v) {
+    st_mma_rows<TYPE, W, TILES, NG, 1, COOP, PASSES>(m, 0, m.rows, row0, TILES, g, sm, st_mma_tiled_cols{x}, [&](int tok, int r, float v) {
         if (tok < nt) y[(int64_t)tok * m.rows + row0 + r] = v;
     });
 }
 
+/* The dense kernel with TL tiles and P passes (P 2 only where
+ * st_mma_passes gives it: no other instance is compiled). */
+template <int TYPE, int W, int TL, int P>
+static void st_mmvq_mma_tp(const st_launch &L, const st_mat_dev &m, const st_xplanes &x, int nt, float *y, bool stage)
+{
+    const unsigned grid = (unsigned)((m.rows + 15) / 16);
+    if (st_canon_mmvq_groups(m.nu) == 4) {
+        if (stage)
+            st_mmvq_mma_kernel<TYPE, W, TL, true, 4, P><<<grid, 32 * W, 0, L.stream>>>(m, x, nt, y, L.grids);
+        else
+            st_mmvq_mma_kernel<TYPE, W, TL, false, 4, P><<<grid, 32 * W, 0, L.stream>>>(m, x, nt, y, L.grids);
+    } else if (stage)
+        st_mmvq_mma_kernel<TYPE, W, TL, true, 1, P><<<grid, 32 * W, 0, L.stream>>>(m, x, nt, y, L.grids);
+    else
+        st_mmvq_mma_kernel<TYPE, W, TL, false, 1, P><<<grid, 32 * W, 0, L.stream>>>(m, x, nt, y, L.grids);
+}
+
 /* W warps per block (8, 16 or 32: 4, 2 or 1 streams per warp; 4 warps held too many
  * registers on gfx1100: scratch); as many
- * tiles as NT tokens need. */
+ * tiles as NT tokens need; ONE_PASS: one pass over the row where
+ * st_mma_passes gives two. */
 template <int TYPE, int W>
 static st_rt_error st_mmvq_mma_w(const st_launch &L, const st_mat_dev &m, const st_xplanes &x, int nt,
-                                                     float *y, bool stage)
+                                                     float *y, bool stage, bool one_pass)
 {
     constexpr int MAXT = (ST_MAX_TOKENS + st_mma::TOK - 1) / st_mma::TOK;
     const int tiles = (nt + st_mma::TOK - 1) / st_mma::TOK;
-    const unsigned grid = (unsigned)((m.rows + 15) / 16);
     return st_by_count<MAXT>(tiles, [&](auto tc) {
         constexpr int TL = decltype(tc)::value;
-        if (st_canon_mmvq_groups(m.nu) == 4) {
-            if (stage)
-                st_mmvq_mma_kernel<TYPE, W, TL, true, 4><<<grid, 32 * W, 0, L.stream>>>(m, x, nt, y, L.grids);
-            else
-                st_mmvq_mma_kernel<TYPE, W, TL, false, 4><<<grid, 32 * W, 0, L.stream>>>(m, x, nt, y, L.grids);
-        } else if (stage)
-            st_mmvq_mma_kernel<TYPE, W, TL, true, 1><<<grid, 32 * W, 0, L.stream>>>(m, x, nt, y, L.grids);
+        constexpr int P = st_mma_passes<TYPE, W, TL>;
+        if (P > 1 && !one_pass)
+            st_mmvq_mma_tp<TYPE, W, TL, P>(L, m, x, nt, y, stage);
         else
-            st_mmvq_mma_kernel<TYPE, W, TL, false, 1><<<grid, 32 * W, 0, L.stream>>>(m, x, nt, y, L.grids);
+            st_mmvq_mma_tp<TYPE, W, TL, 1>(L, m, x, nt, y, stage);
         return st_count_mma(L, st_rt_get_last_error());
     });
 }
@@ -648,11 +710,11 @@ static inline int st_mma_default_warps(int type, int nt, int ng)
  * (STRATA_MMVQ_MMA_VARIANTS). */
 template <int TYPE>
 static st_rt_error st_launch_mmvq_mma(const st_launch &L, const st_mat_dev &m, const st_xplanes &x, int nt, float *y,
-                                      int w, bool stage)
+                                      int w, bool stage, bool one_pass)
 {
     switch (w) {
 #define ST_MMA_CASE_(W) \
-    case W: return st_mmvq_mma_w<TYPE, W>(L, m, x, nt, y, stage);
+    case W: return st_mmvq_mma_w<TYPE, W>(L, m, x, nt, y, stage, one_pass);
         STRATA_MMVQ_MMA_VARIANTS(ST_MMA_CASE_)
 #undef ST_MMA_CASE_
     default: return ST_RT_INVALID_VALUE;

@@ -258,7 +258,10 @@ static inline bool st_mmvq_in_place_variant(int id)
       "once for all its tokens; a separate launch sums top-k")                     \
     X(MMVQ_ONE_ROW, "STRATA_MMVQ_ONE_ROW", NULL,                                   \
       "the default iq_mmvq on dp4a takes one row per lane group at any row "      \
-      "count (not two from 8192 rows)")
+      "count (not two from 8192 rows)")                                           \
+    X(MMA_ONE_PASS, "STRATA_MMA_ONE_PASS", NULL,                                   \
+      "the matrix-unit iq_mmvq takes all of a warp's streams in one pass over "   \
+      "the row at 24-32 tokens (not two passes of half of them)")
 
 
 /* ---- the variants as ids, names and lists (src/contract/variant.c) ---- */

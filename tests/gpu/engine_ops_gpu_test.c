@@ -392,6 +392,7 @@ static void in_place_dense(st_ctx *cpu, st_ctx *gpu, st_qtype t, int rows, int c
     }
     paths[np++] = (path){"STRATA_IQ_STAGE_GRID_MMVQ=1", 0, 0, 0, ST_KNOB_IQ_STAGE_GRID_MMVQ};
     paths[np++] = (path){"STRATA_MMVQ_ONE_ROW", 0, 0, 0, ST_KNOB_MMVQ_ONE_ROW};
+    paths[np++] = (path){"STRATA_MMA_ONE_PASS", 0, 0, 0, ST_KNOB_MMA_ONE_PASS};
     /* every count on the small shape, the buckets' edges on the others; at
      * the racecheck size one count per kernel (gpu_test_size.h) */
     static const int some[] = {1, 2, 3, 4, 5, 6, 8, 9, 16, 17, 24, 25, 32}, one_each[] = TEST_NT_PER_KERNEL;

@@ -189,6 +189,7 @@ static void __attribute__((unused)) sweep_paths(st_ctx *cpu, st_ctx *gpu, st_qty
     paths[np++] = (path){"STRATA_OLD_IQ_MMVQ", 0, 0, 0, ST_KNOB_OLD_IQ_MMVQ};
     paths[np++] = (path){"STRATA_IQ_STAGE_GRID_MMVQ=1", 0, 0, 0, ST_KNOB_IQ_STAGE_GRID_MMVQ};
     paths[np++] = (path){"STRATA_MMVQ_ONE_ROW", 0, 0, 0, ST_KNOB_MMVQ_ONE_ROW};
+    paths[np++] = (path){"STRATA_MMA_ONE_PASS", 0, 0, 0, ST_KNOB_MMA_ONE_PASS};
     for (int k = 0; k < n_nt; k++) {
         const int nt = nts[k];
         float *x = malloc(sizeof(float) * (size_t)nt * (size_t)cols);

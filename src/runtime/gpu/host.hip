@@ -345,6 +345,7 @@ st_status gpu_mmvq(void *b, const st_bmatrix *w, const float *x, int64_t xs, int
     const bool legacy = rows == 0 && cfg->active[ST_KNOB_OLD_IQ_MMVQ];
     const bool stage = cfg->active[ST_KNOB_IQ_STAGE_GRID_MMVQ];
     const bool one_row = cfg->active[ST_KNOB_MMVQ_ONE_ROW];
+    const bool one_pass = cfg->active[ST_KNOB_MMA_ONE_PASS];
     const ws_ptrs p = carve(g);
     st_xplanes xp;
     memset(&xp, 0, sizeof xp);
@@ -359,7 +360,7 @@ st_status gpu_mmvq(void *b, const st_bmatrix *w, const float *x, int64_t xs, int
     LAUNCH_TRY(g->L.stream, st_launch_quantize(g->L, x, w->cols, nt, xp, blocks, xs), "q8_1 launch");
     const st_mat_dev m = mat_dev(w);
     st_rt_error e = by_type(w, [&](auto tc) {
-        return st_launch_mmvq<decltype(tc)::value>(g->L, m, xp, blocks, nt, y, rows, stage, legacy, one_row);
+        return st_launch_mmvq<decltype(tc)::value>(g->L, m, xp, blocks, nt, y, rows, stage, legacy, one_row, one_pass);
     });
     LAUNCH_TRY(g->L.stream, e, "iq_mmvq launch");
     return ST_OK;
