@@ -226,12 +226,18 @@ template <int TYPE, int W> constexpr bool st_mma_coop = (W == 8 || W == 16) && s
  * kernels at 4 tiles spill 8-128 bytes under the cap). */
 template <int TYPE, int W> constexpr int st_mma_min_blocks = W == 8 && st_mma_coop<TYPE, W> ? 2 : 1;
 /* The passes over the row the dense kernel of TYPE with W warps and TILES
- * tiles takes (st_mma_rows PASSES): 2 with the block decode at 3 and 4
- * tiles (24-32 tokens), where the accumulators of every stream of a warp
- * (16 TILES per lane with 8 warps) held the kernel at the 128 registers
- * of two blocks per SM, and with 4 tiles spilled; two passes hold half of
- * them and the first pass's sum (the knob STRATA_MMA_ONE_PASS: one). */
-template <int TYPE, int W, int TILES> constexpr int st_mma_passes = st_mma_coop<TYPE, W> && TILES >= 3 ? 2 : 1;
+ * tiles takes (st_mma_rows PASSES): 2 with the block decode, 8 warps and 4
+ * tiles (25-32 tokens), where the accumulators of a warp's 4 streams (64
+ * a lane) held the kernel at the 128 registers of two blocks per SM and
+ * spilled; two passes hold half of them and the first pass's sum (the knob
+ * STRATA_MMA_ONE_PASS: one). Measured on an H100 (2026-12-06, one device
+ * call, two runs each way, us, one pass -> two): 32 tokens iq4_xs 4096 x
+ * 14336 53.9 -> 51.9, 14336 x 4096 50.3 -> 47.9, iq4_nl 14336 x 4096 49.8
+ * -> 48.0, iq3_s 4096 x 14336 53.7 -> 51.6, in place iq4_nl 4096 x 14336
+ * 58.1 -> 53.4; slower with 16 warps (iq4_nl 4096 x 14336 57.9 -> 65.2, in
+ * place iq4_xs 59.8 -> 65.6) and at 3 tiles (24 tokens, every shape 3-10%:
+ * iq4_xs 4096 x 14336 40.9 -> 44.0). */
+template <int TYPE, int W, int TILES> constexpr int st_mma_passes = st_mma_coop<TYPE, W> && W == 8 && TILES == 4 ? 2 : 1;
 #if ST_HIP
 #define ST_MMA_BOUNDS(TYPE, W) __launch_bounds__(32 * (W))
 #else
@@ -510,10 +516,8 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
                     const float da = das[tl][i];
                     const st_mma_rowf &cfi = cf[i];
                     const int isum = D::halves ? cfi.f0 * c0[i] + cfi.f1 * c1[i] : c0[i];
-                    float v = st_canon_add(st_canon_factor(cfi.W, da), st_isum_f<TYPE>(isum), acc[tl][i][sl]);
-                    if (D::min)
-                        v = st_canon_add(-st_canon_factor(cfi.M, da),
-                                         st_qm_f<TYPE>(D::min_halves ? cfi.g0 * q0[i] + cfi.g1 * q1[i] : q0[i]), v);
+                    float v = st_canon_unit(cfi.W, da, isum, acc[tl][i][sl]);
+                    if (D::min) v = st_canon_unit_min(cfi.M, da, D::min_halves ? cfi.g0 * q0[i] + cfi.g1 * q1[i] : q0[i], v);
                     acc[tl][i][sl] = v;
                 }
             }

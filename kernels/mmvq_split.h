@@ -98,8 +98,8 @@ __global__ void __launch_bounds__(32 * W) st_mmvq_split_kernel(st_mat_dev m, con
                         int isum, qm;
                         st_unit_isums<TYPE>(un, a, b, isum, qm);
                         float2 *e = buf + ((kk * NT + t) * G::NTERM) * 32 + lane;
-                        e[0] = make_float2(st_canon_factor(un.W, da), st_isum_f<TYPE>(isum));
-                        if (D::min) e[32] = make_float2(-st_canon_factor(un.M, da), st_qm_f<TYPE>(qm));
+                        e[0] = make_float2(st_canon_factor(un.W, da), (float)isum);
+                        if (D::min) e[32] = make_float2(-st_canon_factor(un.M, da), (float)qm);
                     }
             }
         }

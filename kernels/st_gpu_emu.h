@@ -89,12 +89,6 @@ template <typename T> static inline T st_ld_at(const uint8_t *p)
 }
 
 ST_DEV float st_h2f(uint16_t h) { return st_half_to_float(h); }
-static inline float __int_as_float(int v)
-{
-    float f;
-    memcpy(&f, &v, sizeof f);
-    return f;
-}
 ST_DEV int st_popc(uint32_t v) { return __builtin_popcount(v); }
 
 #endif

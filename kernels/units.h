@@ -391,44 +391,15 @@ ST_DEV void st_unit_isums(const st_dunit &un, const int4 &a, const int4 &b, int 
     }
 }
 
-/* (float)V for |V| < 2^22, the same float. NVIDIA: V added to the bits
- * of 1.5 * 2^23 lands in the binade where the floats are the integers
- * (2^23 .. 2^24), and subtracting 1.5 * 2^23 is exact: an integer add and
- * a float add instead of the conversion unit (I2F: 16 results a clock per
- * SM on sm_90, against 64 integer and 128 float adds), which the matrix
- * kernels ran once per C element, unit and tile. gfx11: the conversion. */
-ST_DEV float st_i2f22(int v)
-{
-#if ST_HIP
-    return (float)v;
-#else
-    return __int_as_float(v + 0x4B400000) - 12582912.0f;
-#endif
-}
-
-/* A unit's ISUM and QM as floats (st_canon.h's (float)isum, (float)qm).
- * Without half factors ISUM is one dot of 32 int8 weights with 32 int8
- * values (|ISUM| <= 32 * 128 * 128 = 2^19) and QM a sum of 32 int8 values:
- * st_i2f22; with them the factors' range is the format's: the conversion. */
-template <int TYPE> ST_DEV float st_isum_f(int isum)
-{
-    return st_unit_dec<TYPE>::halves ? (float)isum : st_i2f22(isum);
-}
-template <int TYPE> ST_DEV float st_qm_f(int qm)
-{
-    return st_unit_dec<TYPE>::min_halves ? (float)qm : st_i2f22(qm);
-}
-
 /* One unit's contribution to one stream: the contract's float operations
- * (st_canon.h: st_canon_unit and st_canon_unit_min, as st_canon_factor and
- * st_canon_add) around an exact integer dot. */
+ * (st_canon.h) around an exact integer dot. */
 template <int TYPE>
 ST_DEV float st_unit_fma(const st_dunit &un, const int4 &a, const int4 &b, float da, float acc)
 {
     int isum, qm;
     st_unit_isums<TYPE>(un, a, b, isum, qm);
-    float v = st_canon_add(st_canon_factor(un.W, da), st_isum_f<TYPE>(isum), acc);
-    if (st_unit_dec<TYPE>::min) v = st_canon_add(-st_canon_factor(un.M, da), st_qm_f<TYPE>(qm), v);
+    float v = st_canon_unit(un.W, da, isum, acc);
+    if (st_unit_dec<TYPE>::min) v = st_canon_unit_min(un.M, da, qm, v);
     return v;
 }
 

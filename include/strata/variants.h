@@ -68,8 +68,12 @@ extern "C" {
  * NVIDIA the default iq_mmvq of in-place Q4_0 and IQ4_NL at one token
  * copies each warp's blocks to shared memory first where the base and
  * the row stride are 16-aligned (kernels/dot.h st_coop_blocks; a table of
- * space 11 compared its variants with the slower default there). */
-#define STRATA_SELECTION_SPACE 12
+ * space 11 compared its variants with the slower default there); 13 = the
+ * same bits and variants, another default and mma8: on NVIDIA the
+ * matrix-unit kernel with 8 warps takes a warp's streams in two passes at
+ * 25-32 tokens (kernels/mmvq_mma.h st_mma_passes; a table of space 12
+ * compared its variants with the slower kernels there). */
+#define STRATA_SELECTION_SPACE 13
 
 /* Exactness contract (docs/DESIGN.md section 2). A row's K values are split into
  * units of ST_CANON_UNIT values (one q8_1 activation block). Unit u belongs
@@ -260,8 +264,8 @@ static inline bool st_mmvq_in_place_variant(int id)
       "the default iq_mmvq on dp4a takes one row per lane group at any row "      \
       "count (not two from 8192 rows)")                                           \
     X(MMA_ONE_PASS, "STRATA_MMA_ONE_PASS", NULL,                                   \
-      "the matrix-unit iq_mmvq takes all of a warp's streams in one pass over "   \
-      "the row at 24-32 tokens (not two passes of half of them)")
+      "the matrix-unit iq_mmvq with 8 warps takes a warp's 4 streams in one "     \
+      "pass over the row at 25-32 tokens (not two passes of 2)")
 
 
 /* ---- the variants as ids, names and lists (src/contract/variant.c) ---- */

@@ -61,8 +61,8 @@ __attribute__((unused)) static bool racecheck_repeat(int rows, int knob, int nt,
     /* the one-row knob differs from the default only on the dp4a kernels of
      * several tokens from 8192 rows */
     if (knob == ST_KNOB_MMVQ_ONE_ROW) return n_rows < 8192 || nt == 1 || nt > 8;
-    /* the one-pass knob, only on the matrix units at 3 and 4 tiles */
-    if (knob == ST_KNOB_MMA_ONE_PASS) return nt <= 16;
+    /* the one-pass knob, only on the matrix units at 4 tiles */
+    if (knob == ST_KNOB_MMA_ONE_PASS) return nt <= 24;
     if (f == ST_MMVQ_DEFAULT && (knob < 0 || knob == ST_KNOB_IQ_STAGE_GRID_MMVQ)) return false;
     if (f == ST_MMVQ_MMA) return nt > 1 && nt <= 8;
     return nt > 8;

@@ -286,26 +286,10 @@ static void lut16_matches_a_plain_lookup(void **state)
     }
 }
 
-/* st_i2f22 (the conversion of a unit's integer dot without the conversion
- * unit, NVIDIA's path here) gives (float)v for every v of its range
- * -2^22 .. 2^22, which holds every dot of 32 int8 pairs (|v| <= 2^19),
- * and a wrong float just past it (the range is real, not the conversion). */
-static void i2f22_matches_the_conversion(void **state)
-{
-    (void)state;
-    for (int v = -(1 << 22); v <= (1 << 22); v++) {
-        const float got = st_i2f22(v), want = (float)v;
-        if (bits(got) != bits(want)) fail_msg("st_i2f22(%d) = %.9g, (float) gives %.9g", v, (double)got, (double)want);
-    }
-    assert_int_not_equal(bits(st_i2f22((1 << 22) + 1)), bits((float)((1 << 22) + 1)));
-    assert_int_equal(bits(st_i2f22(0)), bits(0.0f)); /* +0, as the conversion */
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(lut16_matches_a_plain_lookup),
-        cmocka_unit_test(i2f22_matches_the_conversion),
         cmocka_unit_test(emulated_loads_refuse_misaligned_addresses),
         cmocka_unit_test(device_decoders_match_cpu_reference_cuda_lookups),
         cmocka_unit_test(device_decoders_match_cpu_reference_hip_lookups),
