@@ -38,8 +38,6 @@
 #include "common.h"
 #include "strata/variants.h"
 
-#include <atomic>
-
 /* The factors of one decoded row-unit that its C elements need (those the
  * format has: st_unit_plain's traits). */
 struct st_mma_rowf {
@@ -240,11 +238,6 @@ template <int TYPE, int W> constexpr int st_mma_min_blocks = W == 8 && st_mma_co
  * place iq4_xs 59.8 -> 65.6) and at 3 tiles (24 tokens, every shape 3-10%:
  * iq4_xs 4096 x 14336 40.9 -> 44.0). */
 template <int TYPE, int W, int TILES> constexpr int st_mma_passes = st_mma_coop<TYPE, W> && W == 8 && TILES == 4 ? 2 : 1;
-
-/* Whether the dense kernel stages B in shared memory (st_mma_rows BSTAGE):
- * the two-pass kernel. */
-template <int TYPE, int W, int TILES, int PASSES>
-constexpr bool st_mma_bstage = PASSES == 2 && st_mma_passes<TYPE, W, TILES> == 2;
 #if ST_HIP
 #define ST_MMA_BOUNDS(TYPE, W) __launch_bounds__(32 * (W))
 #else
@@ -316,28 +309,6 @@ ST_DEV void st_mma_stage_coop(const typename st_unit_dec<TYPE>::raw (&r)[PER], c
     }
 }
 
-/* The bytes of st_mma_rows' staged B (two buffers: 32 units x TILES x a
- * tile's 8 tokens of 32 bytes). */
-template <int TILES> constexpr int st_mma_bst_bytes = 2 * 32 * TILES * st_mma::TOK * 32;
-
-/* BSTAGE: copies the B words of the round's 32 units (entry e: warp e % W's
- * slot e / W, unit UNIT(e); none past NU) for every tile from the tiled
- * planes X into buffer D (TILES x 256 bytes an entry, in the planes'
- * order), 16 bytes a copy, without registers; commits the thread's group. */
-template <int W, int TILES, class UnitOf>
-ST_DEV void st_mma_copy_b(const st_xplanes &x, uint8_t *d, UnitOf unit)
-{
-    constexpr int PIECES = TILES * 16; /* an entry's 16-byte pieces */
-    const int nth = 32 * W;
-    for (int c = threadIdx.x; c < 32 * PIECES; c += nth) {
-        const int e = c / PIECES, tl = c % PIECES / 16, piece = c % 16;
-        const int u = unit(e);
-        if (u >= x.nu) continue;
-        st_cp_async16(d + (e * TILES + tl) * 256 + 16 * piece, x.qs + st_xtile(tl * st_mma::TOK, u, x.nu) * 32 + 16 * piece);
-    }
-    st_cp_async_commit();
-}
-
 /* Two passes (st_mma_rows PASSES 2): the unit of the warp's slot J (of
  * SPW = 2 SPP) of the round at U0 in pass P: half H = J / SPP of the round
  * (STEP units on), the pass's stream WARP + W (P + 2 (J % SPP)) there.
@@ -353,10 +324,9 @@ template <int W, int STEP, int SPP> ST_DEV int st_mma_pass_unit(int u0, int p, i
  * of weight loads in flight per warp on NVIDIA; STORE(c, r, v) gets
  * row ROW0 + r's value of column c (c < st_mma::TOK NTL; the caller drops
  * the columns it does not have). Every thread of the block calls it. */
-template <int TYPE, int W, int TILES, int NG, int DEPTH_NV, bool COOP = false, int PASSES = 1, bool BSTAGE = false,
-          class Cols, class Store>
+template <int TYPE, int W, int TILES, int NG, int DEPTH_NV, bool COOP = false, int PASSES = 1, class Cols, class Store>
 ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64_t row0, int ntl, const st_grids &g,
-                        st_mma_smem<W, TILES, NG, COOP> &sm, const Cols &cols, Store store, uint8_t *bst = nullptr)
+                        st_mma_smem<W, TILES, NG, COOP> &sm, const Cols &cols, Store store)
 {
     using M = st_mma;
     using D = st_unit_dec<TYPE>;
@@ -379,13 +349,6 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
     constexpr int STEP = 32 * NG;         /* a group's units from one round to the next */
     constexpr int RSTEP = STEP * PASSES;  /* the units a round spans */
     constexpr int SPP = SPW / PASSES;     /* accumulator slots of a pass */
-    /* BSTAGE (st_mma_bstage; the dense kernel: Cols st_mma_tiled_cols): the
-     * B words of a round's 32 units and every tile are copied to shared
-     * memory BST (two buffers of st_mma_bst_bytes / 2, alternating with the
-     * staging buffers) one round ahead, without registers (cp.async); each
-     * unit's B operand is read there */
-    static_assert(!BSTAGE || (COOP && DEPTH_NV == 1), "B staged: the block's decode, one round ahead");
-    constexpr int BHALF = st_mma_bst_bytes<TILES> / 2;
 #if ST_HIP
     static_assert(!COOP, "the block's decode reads the factors in the NVIDIA C layout");
 #endif
@@ -479,15 +442,6 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
         load_round(I0{}, 32 * gq);
         if (DEPTH > 1 && 32 * gq + RSTEP < m.nu) load_round(ILAST{}, 32 * gq + RSTEP);
     }
-    /* BSTAGE: the unit of entry e of the round at U0R */
-    auto entry_unit = [&](int u0r) {
-        const int p = pass;
-        return [=](int e) { return PASSES == 1 ? u0r + e : st_mma_pass_unit<W, STEP, SPP>(u0r, p, e % W, e / W); };
-    };
-    /* BSTAGE: the pass's first round's B into buffer BUF (its last readers
-     * finished before an earlier block barrier: the previous group's
-     * butterfly, or the round before the previous pass's last) */
-    if constexpr (BSTAGE) st_mma_copy_b<W, TILES>(cols.x, bst + buf * BHALF, entry_unit(32 * gq));
     auto round = [&](auto dc, int u0) {
         constexpr int d = decltype(dc)::value;
         if (!PREFETCH) load_round(dc, u0);
@@ -509,16 +463,10 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
             st_mma_stage<TYPE, PER, RU>(raw[d], cur_u, lane, g, sab, f);
         }
         if (PREFETCH && u0 + DEPTH * RSTEP < m.nu) load_round(dc, u0 + DEPTH * RSTEP);
-        if constexpr (BSTAGE) st_cp_async_wait<0>(); /* this round's B, before the barrier shows it */
         if constexpr (COOP)
             __syncthreads();
         else
             st_syncwarp();
-        /* BSTAGE: the next round's B into the other buffer (read last in
-         * the round before this one, which every thread finished before
-         * the barrier above) */
-        if constexpr (BSTAGE)
-            if (u0 + RSTEP < m.nu) st_mma_copy_b<W, TILES>(cols.x, bst + (buf ^ 1) * BHALF, entry_unit(u0 + RSTEP));
         /* the warp's unit J (stream warp + W J) into accumulator slot S */
         auto unit = [&](int j, int u, int sl) {
             uint32_t a[M::NA];
@@ -542,13 +490,7 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
 #pragma unroll
             for (int tl = 0; tl < TILES; tl++) {
                 if (!B_AHEAD || tl >= ntl) break;
-                if constexpr (BSTAGE) {
-                    /* words t, t + 4 of token b_tok of entry warp + W j */
-                    const uint2 w = *(const uint2 *)(bst + buf * BHALF + ((warp + W * j) * TILES + tl) * 256 +
-                                                     32 * M::b_tok(lane) + 8 * (lane & 3));
-                    b[tl][0] = w.x, b[tl][1] = w.y;
-                } else
-                    cols.b(u, tl, lane, b[tl]);
+                cols.b(u, tl, lane, b[tl]);
                 cols.da(u, tl, lane, das[tl]);
             }
 #pragma unroll
@@ -684,46 +626,26 @@ __global__ void ST_MMA_BOUNDS(TYPE, W) st_mmvq_mma_kernel(st_mat_dev m, st_xplan
     __shared__ __align__(16) st_mma_smem<W, TILES, NG, COOP> sm;
     const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
     const int64_t row0 = (int64_t)blockIdx.x * 16;
-    constexpr bool BST = st_mma_bstage<TYPE, W, TILES, PASSES>;
-    extern __shared__ __align__(16) uint8_t st_mma_dyn[]; /* BST: st_mma_bst_bytes<TILES> */
-    st_mma_rows<TYPE, W, TILES, NG, 1, COOP, PASSES, BST>(
-        m, 0, m.rows, row0, TILES, g, sm, st_mma_tiled_cols{x},
-        [&](int tok, int r, float v) {
-            if (tok < nt) y[(int64_t)tok * m.rows + row0 + r] = v;
-        },
-        BST ? st_mma_dyn : nullptr);
-}
-
-/* Lets kernel F take N bytes of dynamic shared memory on the current
- * device, once per device (the attribute is the device's). */
-template <class F> static st_rt_error st_mma_allow_smem(F f, int n)
-{
-    static std::atomic<uint64_t> done{0};
-    int dev = 0;
-    ST_RT_TRY(st_rt_get_device(&dev));
-    const uint64_t bit = dev < 64 ? (uint64_t)1 << dev : 0;
-    if (bit && (done.load() & bit)) return ST_RT_SUCCESS;
-    ST_RT_TRY(st_rt_func_set_smem(f, n));
-    done.fetch_or(bit);
-    return ST_RT_SUCCESS;
+    st_mma_rows<TYPE, W, TILES, NG, 1, COOP, PASSES>(m, 0, m.rows, row0, TILES, g, sm, st_mma_tiled_cols{x}, [&](int tok, int r, float v) {
+        if (tok < nt) y[(int64_t)tok * m.rows + row0 + r] = v;
+    });
 }
 
 /* The dense kernel with TL tiles and P passes (P 2 only where
  * st_mma_passes gives it: no other instance is compiled). */
 template <int TYPE, int W, int TL, int P>
-static st_rt_error st_mmvq_mma_tp(const st_launch &L, const st_mat_dev &m, const st_xplanes &x, int nt, float *y,
-                                  bool stage)
+static void st_mmvq_mma_tp(const st_launch &L, const st_mat_dev &m, const st_xplanes &x, int nt, float *y, bool stage)
 {
     const unsigned grid = (unsigned)((m.rows + 15) / 16);
-    constexpr int DYN = st_mma_bstage<TYPE, W, TL, P> ? st_mma_bst_bytes<TL> : 0;
-    auto go = [&](auto kernel) {
-        if (DYN) ST_RT_TRY(st_mma_allow_smem(kernel, DYN));
-        kernel<<<grid, 32 * W, DYN, L.stream>>>(m, x, nt, y, L.grids);
-        return st_rt_get_last_error();
-    };
-    if (st_canon_mmvq_groups(m.nu) == 4)
-        return stage ? go(st_mmvq_mma_kernel<TYPE, W, TL, true, 4, P>) : go(st_mmvq_mma_kernel<TYPE, W, TL, false, 4, P>);
-    return stage ? go(st_mmvq_mma_kernel<TYPE, W, TL, true, 1, P>) : go(st_mmvq_mma_kernel<TYPE, W, TL, false, 1, P>);
+    if (st_canon_mmvq_groups(m.nu) == 4) {
+        if (stage)
+            st_mmvq_mma_kernel<TYPE, W, TL, true, 4, P><<<grid, 32 * W, 0, L.stream>>>(m, x, nt, y, L.grids);
+        else
+            st_mmvq_mma_kernel<TYPE, W, TL, false, 4, P><<<grid, 32 * W, 0, L.stream>>>(m, x, nt, y, L.grids);
+    } else if (stage)
+        st_mmvq_mma_kernel<TYPE, W, TL, true, 1, P><<<grid, 32 * W, 0, L.stream>>>(m, x, nt, y, L.grids);
+    else
+        st_mmvq_mma_kernel<TYPE, W, TL, false, 1, P><<<grid, 32 * W, 0, L.stream>>>(m, x, nt, y, L.grids);
 }
 
 /* W warps per block (8, 16 or 32: 4, 2 or 1 streams per warp; 4 warps held too many
@@ -739,9 +661,11 @@ static st_rt_error st_mmvq_mma_w(const st_launch &L, const st_mat_dev &m, const 
     return st_by_count<MAXT>(tiles, [&](auto tc) {
         constexpr int TL = decltype(tc)::value;
         constexpr int P = st_mma_passes<TYPE, W, TL>;
-        const st_rt_error e = P > 1 && !one_pass ? st_mmvq_mma_tp<TYPE, W, TL, P>(L, m, x, nt, y, stage)
-                                                 : st_mmvq_mma_tp<TYPE, W, TL, 1>(L, m, x, nt, y, stage);
-        return st_count_mma(L, e);
+        if (P > 1 && !one_pass)
+            st_mmvq_mma_tp<TYPE, W, TL, P>(L, m, x, nt, y, stage);
+        else
+            st_mmvq_mma_tp<TYPE, W, TL, 1>(L, m, x, nt, y, stage);
+        return st_count_mma(L, st_rt_get_last_error());
     });
 }
 
