@@ -309,13 +309,17 @@ ST_DEV void st_mma_stage_coop(const typename st_unit_dec<TYPE>::raw (&r)[PER], c
     }
 }
 
-/* Two passes (st_mma_rows PASSES 2): the unit of the warp's slot J (of
- * SPW = 2 SPP) of the round at U0 in pass P: half H = J / SPP of the round
- * (STEP units on), the pass's stream WARP + W (P + 2 (J % SPP)) there.
- * Increasing in J. */
-template <int W, int STEP, int SPP> ST_DEV int st_mma_pass_unit(int u0, int p, int warp, int j)
+/* The unit of the warp's slot J of the round at U0 (st_mma_rows, pass P
+ * of PASSES): with one pass, stream WARP + W J's unit U0 + WARP + W J; with
+ * two (SPW = 2 SPP slots), half J / SPP of the round (STEP units on), the
+ * pass's stream WARP + W (P + 2 (J % SPP)) there. Increasing in J. The
+ * loader and the compute loop both take a slot's unit here. */
+template <int W, int STEP, int SPP, int PASSES> ST_DEV int st_mma_slot_unit(int u0, int p, int warp, int j)
 {
-    return u0 + STEP * (j / SPP) + W * (p + 2 * (j % SPP)) + warp;
+    if constexpr (PASSES == 1)
+        return u0 + warp + W * j;
+    else
+        return u0 + STEP * (j / SPP) + W * (p + 2 * (j % SPP)) + warp;
 }
 
 /* One block's work: rows ROW0 .. ROW0 + 15 of the NROWS rows at RBASE of M
@@ -363,7 +367,7 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
      * = lane + 32 i: row k % 16, the warp's unit k / 16 of the round, that
      * is stream warp + W (k / 16); COOP: rows warp + W i of unit u0 +
      * lane, with two passes the unit of slot lane / W of the round at U0,
-     * st_mma_pass_unit); past the rows' or the row's end the last row or
+     * st_mma_slot_unit); past the rows' or the row's end the last row or
      * unit is read and never used. */
     /* gfx11 with two row-units per lane (W 8): no prefetch, and the B words
      * (8 per lane and tile there) loaded tile by tile, else the registers
@@ -387,7 +391,7 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
         constexpr int d = decltype(dc)::value;
         if constexpr (COOP) {
             /* row warp + W i, the unit of slot lane / W of warp lane % W */
-            const int ul = PASSES == 1 ? u0 + lane : st_mma_pass_unit<W, STEP, SPP>(u0, pass, lane % W, lane / W);
+            const int ul = st_mma_slot_unit<W, STEP, SPP, PASSES>(u0, pass, lane % W, lane / W);
             const int u = ul < m.nu ? ul : m.nu - 1;
 #pragma unroll
             for (int i = 0; i < PER; i++) {
@@ -546,7 +550,7 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
 #pragma unroll
         for (int j = 0; j < SPW; j++) {
             /* two passes: slot j of the round is the pass's slot j % SPP */
-            const int u = PASSES == 1 ? u0 + warp + W * j : st_mma_pass_unit<W, STEP, SPP>(u0, pass, warp, j);
+            const int u = st_mma_slot_unit<W, STEP, SPP, PASSES>(u0, pass, warp, j);
             if (u >= m.nu) break; /* uniform across the warp (and every later j's u is larger) */
             unit(j, u, j % SPP);
         }
@@ -674,8 +678,14 @@ static st_rt_error st_mmvq_mma_w(const st_launch &L, const st_mat_dev &m, const 
  * groups, st_canon_mmvq_groups). NVIDIA, the formats with the block decode
  * (st_mma_block_decode; they take the matrix units from
  * STRATA_MMVQ_BLOCK_DECODE_MMA_TOKENS tokens): 1 tile 8 on the 128-stream
- * rows, else 16; 2 and 3 tiles 8; 4 tiles 8, but 16 on the 128-stream
- * rows of planar IQ4_NL and in-place IQ4_XS. Measured on an H100
+ * rows, else 16; 2 and 3 tiles 8; 4 tiles 8 (two passes, st_mma_passes),
+ * but 16 on the 128-stream rows of in-place IQ4_XS. Planar IQ4_NL took 16
+ * on 128-stream rows at 4 tiles until mma8 took two passes: measured on an
+ * H100 (2026-12-06, one device call, two runs each, us, mma8 / mma16),
+ * iq4_nl 4096 x 14336 at 32 tokens 45.58 / 55.72 (ggml 46.89 in the same
+ * call; docs/bstage-h100-2026-12-06g.txt, the 42be22b column); in-place
+ * IQ4_XS keeps 16 (its mma8 was 69.8 against 58.2-58.7 with one pass, and
+ * the bench times variants on the planar layout only). Measured on an H100
  * (2026-12-06, three device calls, us,
  * mma8 / mma16, mma8 at two blocks per SM): 8 tokens 4096 x 14336 iq4_xs
  * 28.4 / 30.3, iq3_s 31.2 / 30.9, iq4_nl 27.4 / 28.5, 14336 x 4096 27.7 /
@@ -703,8 +713,7 @@ static inline int st_mma_default_warps(int type, int nt, int ng)
     if (st_mma_block_decode(type)) {
         const int tiles = (nt + st_mma::TOK - 1) / st_mma::TOK;
         if (tiles == 1) return ng == 4 ? 8 : 16;
-        if (tiles < 4) return 8;
-        return ng == 4 && (type == ST_IQ4_NL || type == ST_IN_PLACE + ST_IQ4_XS) ? 16 : 8;
+        return tiles == 4 && ng == 4 && type == ST_IN_PLACE + ST_IQ4_XS ? 16 : 8;
     }
     return nt > 16 && (nt <= 24 || st_base_type(type) == ST_IQ4_NL) ? 8 : 16;
 #endif

@@ -72,8 +72,13 @@ extern "C" {
  * same bits and variants, another default and mma8: on NVIDIA the
  * matrix-unit kernel with 8 warps takes a warp's streams in two passes at
  * 25-32 tokens (kernels/mmvq_mma.h st_mma_passes; a table of space 12
- * compared its variants with the slower kernels there). */
-#define STRATA_SELECTION_SPACE 13
+ * compared its variants with the slower kernels there); 14 = the same
+ * bits and variants, another default: on NVIDIA the default iq_mmvq of
+ * planar IQ4_NL takes mma8 (two passes) at 25-32 tokens on 128-stream rows
+ * too, where it took mma16 (kernels/mmvq_mma.h st_mma_default_warps; a
+ * table of space 13 compared its variants with the slower default
+ * there). */
+#define STRATA_SELECTION_SPACE 14
 
 /* Exactness contract (docs/DESIGN.md section 2). A row's K values are split into
  * units of ST_CANON_UNIT values (one q8_1 activation block). Unit u belongs

@@ -48,13 +48,17 @@ typedef struct {
      * device memory (RAW), wrapped (MI, laid out as M), or NULL */
     st_matrix **mi;
     void **raw;
+    /* the variants (indexes into VARIANT) also timed on MI: the iq_mmvq
+     * variants that are kernels of the in-place layout */
+    int iv[ST_BENCH_MAX_VARIANTS];
+    int niv;
 } bench_run;
 
 /* Candidates of a shape's round: 0 the same-size read, 1 the default
  * chain, 2.. the variants, then the in-place layout's default chain and
- * the loads-only ablation where they are measured. */
+ * its variants (IV), and the loads-only ablation where they are measured. */
 static int cand_in_place(const bench_run *b) { return b->mi ? 2 + b->nv : -1; }
-static int cand_loads(const bench_run *b) { return 2 + b->nv + (b->mi ? 1 : 0); }
+static int cand_loads(const bench_run *b) { return 2 + b->nv + (b->mi ? 1 + b->niv : 0); }
 
 static st_status bench_launch(void *user, int c, long iter)
 {
@@ -69,7 +73,9 @@ static st_status bench_launch(void *user, int c, long iter)
         return s;
     }
     if (c == cand_loads(b)) return st_ctx_probe_loads(b->ctx, b->m[k], b->sink);
-    st_matrix **m = c == cand_in_place(b) ? b->mi : b->m;
+    const int ip = b->mi ? c - cand_in_place(b) : -1; /* 0 the in-place default, 1.. its variants */
+    st_matrix **m = ip >= 0 ? b->mi : b->m;
+    if (ip > 0) return st_iq_mmvq_variant(b->ctx, m[k], b->x, b->nt, b->y, b->variant[b->iv[ip - 1]][0]);
     const int rows = c >= 2 && c < 2 + b->nv ? b->variant[c - 2][0] : 0;
     const int dn = c >= 2 && c < 2 + b->nv ? b->variant[c - 2][1] : 0;
     if (!b->expert) return st_iq_mmvq_variant(b->ctx, m[k], b->x, b->nt, b->y, rows);
@@ -256,6 +262,8 @@ static st_status bench_shape(st_ctx *c, bench_env *e, const st_tune_shape *s, co
     b.topk = s->topk;
     b.nv = nv;
     if (nv) memcpy(b.variant, variant, sizeof b.variant[0] * (size_t)nv);
+    for (int v = 0; v < nv && !b.expert; v++)
+        if (st_mmvq_in_place_variant(variant[v][0])) b.iv[b.niv++] = v;
     st_rng r;
     st_rng_seed(&r, 99);
     const int64_t r0 = b.expert ? (int64_t)s->n_expert * s->n_ff : s->rows, c0 = b.expert ? s->n_embd : s->cols;
@@ -349,9 +357,8 @@ static st_status bench_shape(st_ctx *c, bench_env *e, const st_tune_shape *s, co
     double nt1 = 0;
     for (int i = 0; i < nn && st == ST_OK; i++) {
         b.nt = nts[i];
-        st_timing t[3 + ST_BENCH_MAX_VARIANTS];
-        /* candidates: 0 same-size read, 1 default, 2.. the variants, then
-         * the loads-only ablation */
+        st_timing t[4 + 2 * ST_BENCH_MAX_VARIANTS];
+        /* candidates: cand_in_place and cand_loads say */
         const bool ablate = !b.expert && st_ctx_backend(c) == ST_BACKEND_GPU; /* every format has one */
         st_measure_spec spec = {cand_loads(&b) + (ablate ? 1 : 0), e->quick ? 5 : 15, 0, 2, bench_launch, &b, NULL, NULL};
         st = st_measure(c, &spec, t);
@@ -384,6 +391,12 @@ static st_status bench_shape(st_ctx *c, bench_env *e, const st_tune_shape *s, co
             if (b.expert) st_expert_choice_name(va[0], va[1], vn, sizeof vn);
             else st_mmvq_choice_name(va[0], vn, sizeof vn);
             emit(e, b.expert ? "expert" : "mmvq", name, b.nt, vn, &t[2 + v], bytes, b.expert ? NULL : &t[0], 0);
+        }
+        for (int v = 0; b.mi && v < b.niv; v++) {
+            char vn[32], path[48];
+            st_mmvq_choice_name(variant[b.iv[v]][0], vn, sizeof vn);
+            snprintf(path, sizeof path, "in-place/%s", vn);
+            emit(e, "mmvq", name, b.nt, path, &t[cand_in_place(&b) + 1 + v], bytes, &t[0], 0);
         }
     }
     for (int k = 0; b.m && k < b.copies * 3; k++) st_matrix_destroy(b.m[k]);
