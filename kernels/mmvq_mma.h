@@ -682,8 +682,9 @@ static st_rt_error st_mmvq_mma_w(const st_launch &L, const st_mat_dev &m, const 
  * but 16 on the 128-stream rows of in-place IQ4_XS. Planar IQ4_NL took 16
  * on 128-stream rows at 4 tiles until mma8 took two passes: measured on an
  * H100 (2026-12-06, one device call, two runs each, us, mma8 / mma16),
- * iq4_nl 4096 x 14336 at 32 tokens 45.58 / 55.72 (ggml 46.89 in the same
- * call; docs/bstage-h100-2026-12-06g.txt, the 42be22b column); in-place
+ * iq4_nl 4096 x 14336 at 32 tokens 45.58 / 55.72 (the 42be22b column
+ * of docs/bstage-h100-2026-12-06g.txt; ggml 46.89 in the call before,
+ * docs/compare-h100-2026-12-06f.txt); in-place
  * IQ4_XS keeps 16 (its mma8 was 69.8 against 58.2-58.7 with one pass, and
  * the bench times variants on the planar layout only). Measured on an H100
  * (2026-12-06, three device calls, us,
