@@ -75,8 +75,7 @@ static st_status bench_launch(void *user, int c, long iter)
     if (c == cand_loads(b)) return st_ctx_probe_loads(b->ctx, b->m[k], b->sink);
     const int ip = b->mi ? c - cand_in_place(b) : -1; /* 0 the in-place default, 1.. its variants */
     st_matrix **m = ip >= 0 ? b->mi : b->m;
-    if (ip > 0) return st_iq_mmvq_variant(b->ctx, m[k], b->x, b->nt, b->y, b->variant[b->iv[ip - 1]][0]);
-    const int rows = c >= 2 && c < 2 + b->nv ? b->variant[c - 2][0] : 0;
+    const int rows = ip > 0 ? b->variant[b->iv[ip - 1]][0] : c >= 2 && c < 2 + b->nv ? b->variant[c - 2][0] : 0;
     const int dn = c >= 2 && c < 2 + b->nv ? b->variant[c - 2][1] : 0;
     if (!b->expert) return st_iq_mmvq_variant(b->ctx, m[k], b->x, b->nt, b->y, rows);
     st_experts ex = {m[3 * k], m[3 * k + 1], m[3 * k + 2], b->n_expert};
