@@ -684,9 +684,9 @@ static st_rt_error st_mmvq_mma_w(const st_launch &L, const st_mat_dev &m, const 
  * H100 (2026-12-06, one device call, two runs each, us, mma8 / mma16),
  * iq4_nl 4096 x 14336 at 32 tokens 45.58 / 55.72 (the 42be22b column
  * of docs/bstage-h100-2026-12-06g.txt; ggml 46.89 in the call before,
- * docs/compare-h100-2026-12-06f.txt); in-place
- * IQ4_XS keeps 16 (its mma8 was 69.8 against 58.2-58.7 with one pass, and
- * the bench times variants on the planar layout only). Measured on an H100
+ * docs/compare-h100-2026-12-06f.txt); in-place IQ4_XS keeps 16 (its mma8
+ * was 69.8 against 58.2-58.7 with one pass; not measured with two, which
+ * bench's in-place/mma8 rows now can). Measured on an H100
  * (2026-12-06, three device calls, us,
  * mma8 / mma16, mma8 at two blocks per SM): 8 tokens 4096 x 14336 iq4_xs
  * 28.4 / 30.3, iq3_s 31.2 / 30.9, iq4_nl 27.4 / 28.5, 14336 x 4096 27.7 /
