@@ -38,6 +38,8 @@
 #include "common.h"
 #include "strata/variants.h"
 
+#include <atomic>
+
 /* The factors of one decoded row-unit that its C elements need (those the
  * format has: st_unit_plain's traits). */
 struct st_mma_rowf {
@@ -236,8 +238,28 @@ template <int TYPE, int W> constexpr int st_mma_min_blocks = W == 8 && st_mma_co
  * -> 48.0, iq3_s 4096 x 14336 53.7 -> 51.6, in place iq4_nl 4096 x 14336
  * 58.1 -> 53.4; slower with 16 warps (iq4_nl 4096 x 14336 57.9 -> 65.2, in
  * place iq4_xs 59.8 -> 65.6) and at 3 tiles (24 tokens, every shape 3-10%:
- * iq4_xs 4096 x 14336 40.9 -> 44.0). */
-template <int TYPE, int W, int TILES> constexpr int st_mma_passes = st_mma_coop<TYPE, W> && W == 8 && TILES == 4 ? 2 : 1;
+ * iq4_xs 4096 x 14336 40.9 -> 44.0). Two row groups (st_mma_rowgroups,
+ * 16 warps) take two passes at 3-4 tiles, the knob or not. */
+template <int TYPE, int W, int TILES, int RG = 1>
+constexpr int st_mma_passes = st_mma_coop<TYPE, W> && ((W == 8 && TILES == 4) || (RG > 1 && TILES >= 3)) ? 2 : 1;
+/* The 16-row groups a block of the dense kernel of TYPE with W warps and
+ * TILES tiles takes (st_mma_rows RG): 2 with the block decode, 16 warps
+ * and 2-4 tiles (9-32 tokens), so that each B fragment a warp loads feeds
+ * two matrix instructions (two row groups) and the call reads the
+ * activations half as often; two passes at 3-4 tiles (st_mma_passes: the
+ * accumulators of two row groups), and the block's shared memory (82 KB
+ * at 4 tiles on 128-stream rows) beyond the static 48 KB: dynamic
+ * (st_mma_dyn_smem). Measured on an H100 (2026-12-07, one device call,
+ * the same build with 16 rows a block beside it, two runs each, us, 16 ->
+ * 32 rows, docs/rows32-h100-2026-12-07a.txt): mma16 at 16 tokens iq4_xs
+ * 4096 x 14336 45.95 -> 36.18, iq3_s 47.94 -> 37.39, iq4_nl 45.03 ->
+ * 34.55, in place iq3_s 60.98 -> 44.45; at 24 tokens 51.48 -> 44.86,
+ * 52.55 -> 46.23, 50.04 -> 42.68; at 32 tokens 32 of the 36 cells of
+ * the six suite shapes (both layouts) faster or within 1%, in place 6-13%
+ * faster, iq3_s 14336 x 4096 and 4096 x 14336 4% and 1.5% slower. mma8
+ * (two blocks of 16 rows an SM) stays faster than either in every cell
+ * but one. */
+template <int TYPE, int W, int TILES> constexpr int st_mma_rowgroups = st_mma_coop<TYPE, W> && W == 16 && TILES >= 2 ? 2 : 1;
 #if ST_HIP
 #define ST_MMA_BOUNDS(TYPE, W) __launch_bounds__(32 * (W))
 #else
@@ -246,7 +268,8 @@ template <int TYPE, int W, int TILES> constexpr int st_mma_passes = st_mma_coop<
 
 /* The shared memory of st_mma_rows (COOP: with the block's decode, the
  * specialization below). */
-template <int W, int TILES, int NG, bool COOP = false> struct st_mma_smem {
+template <int W, int TILES, int NG, bool COOP = false, int RG = 1> struct st_mma_smem {
+    static_assert(RG == 1, "row groups: the block's decode");
     static constexpr int RU = 16 * (32 / W);  /* row-units a warp decodes per round */
     uint32_t a[W][RU][8];                     /* each warp's decoded round */
     float part[W][16][st_mma::TOK];
@@ -265,17 +288,17 @@ template <int W, int TILES, int NG, bool COOP = false> struct st_mma_smem {
  * writes buffer 1 only after the first round's barrier, which every thread
  * reaches after the previous butterfly. Fits the 48 KB of static shared
  * memory: W 16, 4 tiles, 4 groups takes 41,600 bytes (28,672 without). */
-template <int W, int TILES, int NG> struct st_mma_smem<W, TILES, NG, true> {
-    static constexpr int RU = 16 * (32 / W);
+template <int W, int TILES, int NG, int RG> struct st_mma_smem<W, TILES, NG, true, RG> {
+    static constexpr int RU = 16 * RG * (32 / W);
     static constexpr int AW = 8 * RU + 4; /* a warp's area in words, with the padding */
     static constexpr int FS = 33;         /* a row's stride in F */
     uint32_t a0[W][AW];
     union {
         uint32_t a1[W][AW];
-        float part[W][16][st_mma::TOK];
+        float part[W][16 * RG][st_mma::TOK];
     };
-    float f[2][16][FS];
-    float grp[NG > 1 ? 2 : 1][NG > 1 ? TILES * 16 * st_mma::TOK : 1];
+    float f[2][16 * RG][FS];
+    float grp[NG > 1 ? 2 : 1][NG > 1 ? TILES * 16 * RG * st_mma::TOK : 1];
     /* warp w's staging area in buffer B, as st_mma_read_a reads it (the
      * buffers are adjacent: an offset, not a select, which took 2-11 more
      * registers in some variants) */
@@ -288,7 +311,7 @@ template <int W, int TILES, int NG> struct st_mma_smem<W, TILES, NG, true> {
  * owner reads them (warp LANE % W, its unit LANE / W of the round: slot 16
  * (LANE / W) + row, in the order of st_mma::x_pos, as st_mma_stage) and the
  * factor W to sm.f[B]. */
-template <int TYPE, int W, int PER, class SM>
+template <int TYPE, int W, int PER, int RG, class SM>
 ST_DEV void st_mma_stage_coop(const typename st_unit_dec<TYPE>::raw (&r)[PER], const int (&u)[PER], int warp, int lane,
                               const st_grids &g, SM &sm, int b)
 {
@@ -302,7 +325,7 @@ ST_DEV void st_mma_stage_coop(const typename st_unit_dec<TYPE>::raw (&r)[PER], c
         uint32_t w[8];
 #pragma unroll
         for (int j = 0; j < 8; j++) w[st_mma::x_pos(j)] = un.w[j];
-        uint4 *d = (uint4 *)s[16 * (lane / W) + row];
+        uint4 *d = (uint4 *)s[16 * RG * (lane / W) + row];
         d[0] = make_uint4(w[0], w[1], w[2], w[3]);
         d[1] = make_uint4(w[4], w[5], w[6], w[7]);
         sm.f[b][row][lane] = un.W;
@@ -322,20 +345,21 @@ template <int W, int STEP, int SPP, int PASSES> ST_DEV int st_mma_slot_unit(int 
         return u0 + STEP * (j / SPP) + W * (p + 2 * (j % SPP)) + warp;
 }
 
-/* One block's work: rows ROW0 .. ROW0 + 15 of the NROWS rows at RBASE of M
+/* One block's work: rows ROW0 .. ROW0 + 16 RG - 1 of the NROWS rows at RBASE of M
  * (a row past NROWS reads the last one and is never stored) times the
  * first NTL (<= TILES) tiles of columns from COLS, with DEPTH_NV rounds
  * of weight loads in flight per warp on NVIDIA; STORE(c, r, v) gets
  * row ROW0 + r's value of column c (c < st_mma::TOK NTL; the caller drops
  * the columns it does not have). Every thread of the block calls it. */
-template <int TYPE, int W, int TILES, int NG, int DEPTH_NV, bool COOP = false, int PASSES = 1, class Cols, class Store>
+template <int TYPE, int W, int TILES, int NG, int DEPTH_NV, bool COOP = false, int PASSES = 1, int RG = 1, class Cols,
+          class Store>
 ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64_t row0, int ntl, const st_grids &g,
-                        st_mma_smem<W, TILES, NG, COOP> &sm, const Cols &cols, Store store)
+                        st_mma_smem<W, TILES, NG, COOP, RG> &sm, const Cols &cols, Store store)
 {
     using M = st_mma;
     using D = st_unit_dec<TYPE>;
     constexpr int SPW = 32 / W;             /* streams of a group per warp */
-    constexpr int RU = 16 * SPW;            /* row-units a warp decodes per round */
+    constexpr int RU = 16 * RG * SPW;       /* row-units a warp decodes per round */
     constexpr int PER = (RU + 31) / 32;     /* of them per lane */
     static_assert(W >= 8 && 32 % W == 0, "st_mma_fetch_a takes a lane's row-unit slots as 1 or 2 (W 8, 16, 32)");
     /* COOP (st_mma_coop): a thread loads and decodes rows warp + W i (i <
@@ -343,7 +367,8 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
      * before, so a warp's load reads one row's 32 consecutive units; the
      * words go to the owning warp's staging area, the factors through
      * shared memory (only W: plain formats) */
-    static_assert(!COOP || ((W == 8 || W == 16) && PER == 16 / W), "the block's decode: 8 or 16 warps");
+    static_assert(!COOP || ((W == 8 || W == 16) && PER == 16 * RG / W), "the block's decode: 8 or 16 warps");
+    static_assert(RG == 1 || COOP, "row groups: the block's decode");
     static_assert(!COOP || (!D::halves && !D::min), "the block's decode passes only the factor W");
     /* PASSES 2 (st_mma_passes): the warp's streams in two passes over the
      * row, those of even slot j first (stream warp + W j), then the odd;
@@ -426,7 +451,7 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
      * slots of a pass run at its end, and the last one (h = W) adds the
      * two passes' values, in FIN. */
     for (int gq = 0; gq < NG; gq++) {
-    float fin[TILES][M::NC]; /* the thread's value after the in-thread levels */
+    float fin[RG][TILES][M::NC]; /* the thread's value after the in-thread levels */
     /* COOP: a group's first round stages into buffer 0, because buffer 1
      * holds PART, which the previous group's butterfly may still read (the
      * second pass goes on alternating: a warp may still read the first
@@ -435,13 +460,15 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
 #pragma unroll
     for (int ps = 0; ps < PASSES; ps++) {
     pass = ps;
-    float acc[TILES][M::NC][SPP];
+    float acc[RG][TILES][M::NC][SPP];
 #pragma unroll
-    for (int tl = 0; tl < TILES; tl++)
+    for (int rg = 0; rg < RG; rg++)
 #pragma unroll
-        for (int i = 0; i < M::NC; i++)
+        for (int tl = 0; tl < TILES; tl++)
 #pragma unroll
-            for (int j = 0; j < SPP; j++) acc[tl][i][j] = 0.0f;
+            for (int i = 0; i < M::NC; i++)
+#pragma unroll
+                for (int j = 0; j < SPP; j++) acc[rg][tl][i][j] = 0.0f;
     if (PREFETCH) {
         load_round(I0{}, 32 * gq);
         if (DEPTH > 1 && 32 * gq + RSTEP < m.nu) load_round(ILAST{}, 32 * gq + RSTEP);
@@ -459,7 +486,7 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
          * warp reads its units from its area there. */
         uint32_t (*sab)[8]; /* this warp's staging area of the round */
         if constexpr (COOP) {
-            st_mma_stage_coop<TYPE, W, PER>(raw[d], cur_u, warp, lane, g, sm, buf);
+            st_mma_stage_coop<TYPE, W, PER, RG>(raw[d], cur_u, warp, lane, g, sm, buf);
             sab = sm.stage(buf, warp);
             (void)f;
         } else {
@@ -473,19 +500,23 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
             st_syncwarp();
         /* the warp's unit J (stream warp + W J) into accumulator slot S */
         auto unit = [&](int j, int u, int sl) {
-            uint32_t a[M::NA];
-            st_mma_rowf cf[M::NC];
+            uint32_t a[RG][M::NA];
+            st_mma_rowf cf[RG][M::NC];
             if constexpr (COOP) {
-                /* the factors of unit slot warp + W j (C elements 2 h and
-                 * 2 h + 1 share row g + 8 h) */
-                st_mma_read_a(sab, j, lane, a);
+                /* row group rg of unit slot warp + W j: slot RG j + rg of
+                 * the staging area; the factors of its rows (C elements 2 h
+                 * and 2 h + 1 share row g + 8 h) */
 #pragma unroll
-                for (int i = 0; i < M::NC; i += 2) {
-                    cf[i] = st_mma_rowf{sm.f[buf][M::c_row(lane, i)][warp + W * j], 0.0f, 1, 1, 1, 1};
-                    cf[i + 1] = cf[i];
+                for (int rg = 0; rg < RG; rg++) {
+                    st_mma_read_a(sab, RG * j + rg, lane, a[rg]);
+#pragma unroll
+                    for (int i = 0; i < M::NC; i += 2) {
+                        cf[rg][i] = st_mma_rowf{sm.f[buf][16 * rg + M::c_row(lane, i)][warp + W * j], 0.0f, 1, 1, 1, 1};
+                        cf[rg][i + 1] = cf[rg][i];
+                    }
                 }
             } else
-                st_mma_fetch_a<TYPE, PER>(sab, j, lane, f, a, cf);
+                st_mma_fetch_a<TYPE, PER>(sab, j, lane, f, a[0], cf[0]);
             /* the first NTL tiles (the dense kernel: every tile; the last
              * tile's columns past the call's hold zeros or another column's
              * vector and are never stored) */
@@ -504,11 +535,7 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
                     cols.b(u, tl, lane, b[tl]);
                     cols.da(u, tl, lane, das[tl]);
                 }
-                int c0[M::NC], c1[M::NC], q0[M::NC], q1[M::NC];
-                if (D::halves)
-                    M::mma16x2(c0, c1, a, b[tl]);
-                else
-                    M::mma32(c0, a, b[tl]);
+                int q0[M::NC], q1[M::NC];
                 if (D::min) {
                     if (D::min_halves)
                         M::mma16x2(q0, q1, ones, b[tl]);
@@ -516,13 +543,22 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
                         M::mma32(q0, ones, b[tl]);
                 }
 #pragma unroll
-                for (int i = 0; i < M::NC; i++) {
-                    const float da = das[tl][i];
-                    const st_mma_rowf &cfi = cf[i];
-                    const int isum = D::halves ? cfi.f0 * c0[i] + cfi.f1 * c1[i] : c0[i];
-                    float v = st_canon_unit(cfi.W, da, isum, acc[tl][i][sl]);
-                    if (D::min) v = st_canon_unit_min(cfi.M, da, D::min_halves ? cfi.g0 * q0[i] + cfi.g1 * q1[i] : q0[i], v);
-                    acc[tl][i][sl] = v;
+                for (int rg = 0; rg < RG; rg++) {
+                    int c0[M::NC], c1[M::NC];
+                    if (D::halves)
+                        M::mma16x2(c0, c1, a[rg], b[tl]);
+                    else
+                        M::mma32(c0, a[rg], b[tl]);
+#pragma unroll
+                    for (int i = 0; i < M::NC; i++) {
+                        const float da = das[tl][i];
+                        const st_mma_rowf &cfi = cf[rg][i];
+                        const int isum = D::halves ? cfi.f0 * c0[i] + cfi.f1 * c1[i] : c0[i];
+                        float v = st_canon_unit(cfi.W, da, isum, acc[rg][tl][i][sl]);
+                        if (D::min)
+                            v = st_canon_unit_min(cfi.M, da, D::min_halves ? cfi.g0 * q0[i] + cfi.g1 * q1[i] : q0[i], v);
+                        acc[rg][tl][i][sl] = v;
+                    }
                 }
             }
         };
@@ -540,10 +576,10 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
             for (int tl = 0; tl < TILES; tl++)
 #pragma unroll
                 for (int i = 0; i < M::NC; i++) {
-                    const float t0 = acc[tl][i][0];
+                    const float t0 = acc[0][tl][i][0];
 #pragma unroll
-                    for (int k = 0; k + 1 < SPW; k++) acc[tl][i][k] = acc[tl][i][k + 1];
-                    acc[tl][i][SPW - 1] = t0;
+                    for (int k = 0; k + 1 < SPW; k++) acc[0][tl][i][k] = acc[0][tl][i][k + 1];
+                    acc[0][tl][i][SPW - 1] = t0;
                 }
         }
 #else
@@ -568,6 +604,8 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
      * h = W across the passes; slot jj + h / W of the row is the pass's
      * jj + h / (2 W)) */
 #pragma unroll
+    for (int rg = 0; rg < RG; rg++)
+#pragma unroll
     for (int tl = 0; tl < TILES; tl++) {
         if (tl >= ntl) break;
 #pragma unroll
@@ -576,9 +614,10 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
             for (int i = 0; i < M::NC; i++)
 #pragma unroll
                 for (int jj = 0; jj < h / (W * PASSES); jj++)
-                    acc[tl][i][jj] = st_fadd(acc[tl][i][jj], acc[tl][i][jj + h / (W * PASSES)]);
+                    acc[rg][tl][i][jj] = st_fadd(acc[rg][tl][i][jj], acc[rg][tl][i][jj + h / (W * PASSES)]);
 #pragma unroll
-        for (int i = 0; i < M::NC; i++) fin[tl][i] = ps == 0 ? acc[tl][i][0] : st_fadd(fin[tl][i], acc[tl][i][0]);
+        for (int i = 0; i < M::NC; i++)
+            fin[rg][tl][i] = ps == 0 ? acc[rg][tl][i][0] : st_fadd(fin[rg][tl][i], acc[rg][tl][i][0]);
     }
     }
     /* the butterfly's levels W/2 .. 1 over warps */
@@ -594,9 +633,11 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
          * still reads staging buffer 1, which shares PART's bytes) */
         if (COOP || tl > 0 || gq > 0) __syncthreads();
 #pragma unroll
-        for (int i = 0; i < M::NC; i++) sm.part[warp][M::c_row(lane, i)][M::c_tok(lane, i)] = fin[tl][i];
+        for (int rg = 0; rg < RG; rg++)
+#pragma unroll
+            for (int i = 0; i < M::NC; i++) sm.part[warp][16 * rg + M::c_row(lane, i)][M::c_tok(lane, i)] = fin[rg][tl][i];
         __syncthreads();
-        for (int e = threadIdx.x; e < 16 * M::TOK; e += blockDim.x) {
+        for (int e = threadIdx.x; e < 16 * RG * M::TOK; e += blockDim.x) {
             const int r = e / M::TOK, n = e % M::TOK;
             float v[W];
 #pragma unroll
@@ -608,7 +649,7 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
             float out = v[0];
             if constexpr (NG > 1) {
                 /* the same thread takes element e in every group */
-                float *g02 = &sm.grp[0][tl * 16 * M::TOK + e], *g1 = &sm.grp[1][tl * 16 * M::TOK + e];
+                float *g02 = &sm.grp[0][tl * 16 * RG * M::TOK + e], *g1 = &sm.grp[1][tl * 16 * RG * M::TOK + e];
                 if (gq == 0) *g02 = out;
                 else if (gq == 1) *g1 = out;
                 else if (gq == 2) *g02 = st_fadd(*g02, out);
@@ -621,41 +662,74 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
     }
 }
 
-template <int TYPE, int W, int TILES, bool STAGE, int NG, int PASSES>
+/* The dynamic shared memory of the dense kernel with RG row groups (0:
+ * static; RG 2 takes more than the 48 KB of static shared memory). */
+template <int W, int TILES, int NG, bool COOP, int RG>
+constexpr size_t st_mma_dyn_smem = RG > 1 ? sizeof(st_mma_smem<W, TILES, NG, COOP, RG>) : 0;
+
+template <int TYPE, int W, int TILES, bool STAGE, int NG, int PASSES, int RG>
 __global__ void ST_MMA_BOUNDS(TYPE, W) st_mmvq_mma_kernel(st_mat_dev m, st_xplanes x, int nt, float *__restrict__ y,
                                                             st_grids gg)
 {
     __shared__ uint32_t s_grid[st_grid_bytes<TYPE>::n / 4 + 1];
     constexpr bool COOP = st_mma_coop<TYPE, W>;
-    __shared__ __align__(16) st_mma_smem<W, TILES, NG, COOP> sm;
+    using SM = st_mma_smem<W, TILES, NG, COOP, RG>;
     const st_grids g = st_setup_grids<TYPE, STAGE>(gg, s_grid);
-    const int64_t row0 = (int64_t)blockIdx.x * 16;
-    st_mma_rows<TYPE, W, TILES, NG, 1, COOP, PASSES>(m, 0, m.rows, row0, TILES, g, sm, st_mma_tiled_cols{x}, [&](int tok, int r, float v) {
-        if (tok < nt) y[(int64_t)tok * m.rows + row0 + r] = v;
-    });
+    const int64_t row0 = (int64_t)blockIdx.x * 16 * RG;
+    auto run = [&](SM &sm) {
+        st_mma_rows<TYPE, W, TILES, NG, 1, COOP, PASSES, RG>(m, 0, m.rows, row0, TILES, g, sm, st_mma_tiled_cols{x},
+                                                             [&](int tok, int r, float v) {
+                                                                 if (tok < nt) y[(int64_t)tok * m.rows + row0 + r] = v;
+                                                             });
+    };
+    if constexpr (st_mma_dyn_smem<W, TILES, NG, COOP, RG> > 0) {
+        extern __shared__ __align__(16) unsigned char st_mma_dyn[];
+        run(*reinterpret_cast<SM *>(st_mma_dyn));
+    } else {
+        __shared__ __align__(16) SM sm;
+        run(sm);
+    }
+}
+
+/* Launches the dense kernel; its dynamic shared memory allowed once per
+ * kernel and device (the attribute is the device's: a bit per device of
+ * this instance's mask; two host threads may both set it, the same value). */
+template <int TYPE, int W, int TL, bool STAGE, int NG, int P, int RG>
+static void st_mmvq_mma_go(const st_launch &L, const st_mat_dev &m, const st_xplanes &x, int nt, float *y)
+{
+    constexpr size_t DYN = st_mma_dyn_smem<W, TL, NG, st_mma_coop<TYPE, W>, RG>;
+    const unsigned grid = (unsigned)((m.rows + 16 * RG - 1) / (16 * RG));
+    auto *k = st_mmvq_mma_kernel<TYPE, W, TL, STAGE, NG, P, RG>;
+    if constexpr (DYN > 0) {
+        static std::atomic<uint64_t> allowed{0};
+        int dev = 0;
+        if (st_rt_get_device(&dev) != ST_RT_SUCCESS || dev < 0 || dev > 63) dev = 63;
+        if (!(allowed.load(std::memory_order_relaxed) >> dev & 1) && st_rt_func_set_smem(k, (int)DYN) == ST_RT_SUCCESS)
+            allowed.fetch_or(uint64_t(1) << dev, std::memory_order_relaxed);
+    }
+    k<<<grid, 32 * W, DYN, L.stream>>>(m, x, nt, y, L.grids);
 }
 
 /* The dense kernel with TL tiles and P passes (P 2 only where
  * st_mma_passes gives it: no other instance is compiled). */
-template <int TYPE, int W, int TL, int P>
+template <int TYPE, int W, int TL, int P, int RG>
 static void st_mmvq_mma_tp(const st_launch &L, const st_mat_dev &m, const st_xplanes &x, int nt, float *y, bool stage)
 {
-    const unsigned grid = (unsigned)((m.rows + 15) / 16);
     if (st_canon_mmvq_groups(m.nu) == 4) {
         if (stage)
-            st_mmvq_mma_kernel<TYPE, W, TL, true, 4, P><<<grid, 32 * W, 0, L.stream>>>(m, x, nt, y, L.grids);
+            st_mmvq_mma_go<TYPE, W, TL, true, 4, P, RG>(L, m, x, nt, y);
         else
-            st_mmvq_mma_kernel<TYPE, W, TL, false, 4, P><<<grid, 32 * W, 0, L.stream>>>(m, x, nt, y, L.grids);
+            st_mmvq_mma_go<TYPE, W, TL, false, 4, P, RG>(L, m, x, nt, y);
     } else if (stage)
-        st_mmvq_mma_kernel<TYPE, W, TL, true, 1, P><<<grid, 32 * W, 0, L.stream>>>(m, x, nt, y, L.grids);
+        st_mmvq_mma_go<TYPE, W, TL, true, 1, P, RG>(L, m, x, nt, y);
     else
-        st_mmvq_mma_kernel<TYPE, W, TL, false, 1, P><<<grid, 32 * W, 0, L.stream>>>(m, x, nt, y, L.grids);
+        st_mmvq_mma_go<TYPE, W, TL, false, 1, P, RG>(L, m, x, nt, y);
 }
 
 /* W warps per block (8, 16 or 32: 4, 2 or 1 streams per warp; 4 warps held too many
  * registers on gfx1100: scratch); as many
- * tiles as NT tokens need; ONE_PASS: one pass over the row where
- * st_mma_passes gives two. */
+ * tiles as NT tokens need, 16 RG rows a block (st_mma_rowgroups); ONE_PASS:
+ * one pass over the row where st_mma_passes gives two to 8 warps. */
 template <int TYPE, int W>
 static st_rt_error st_mmvq_mma_w(const st_launch &L, const st_mat_dev &m, const st_xplanes &x, int nt,
                                                      float *y, bool stage, bool one_pass)
@@ -664,11 +738,14 @@ static st_rt_error st_mmvq_mma_w(const st_launch &L, const st_mat_dev &m, const 
     const int tiles = (nt + st_mma::TOK - 1) / st_mma::TOK;
     return st_by_count<MAXT>(tiles, [&](auto tc) {
         constexpr int TL = decltype(tc)::value;
-        constexpr int P = st_mma_passes<TYPE, W, TL>;
-        if (P > 1 && !one_pass)
-            st_mmvq_mma_tp<TYPE, W, TL, P>(L, m, x, nt, y, stage);
+        constexpr int RG = st_mma_rowgroups<TYPE, W, TL>;
+        constexpr int P = st_mma_passes<TYPE, W, TL, RG>;
+        /* two row groups always take their passes (one pass would hold
+         * twice the accumulators); the knob is 8 warps' */
+        if (P > 1 && (RG > 1 || !one_pass))
+            st_mmvq_mma_tp<TYPE, W, TL, P, RG>(L, m, x, nt, y, stage);
         else
-            st_mmvq_mma_tp<TYPE, W, TL, 1>(L, m, x, nt, y, stage);
+            st_mmvq_mma_tp<TYPE, W, TL, 1, RG>(L, m, x, nt, y, stage);
         return st_count_mma(L, st_rt_get_last_error());
     });
 }
@@ -678,15 +755,16 @@ static st_rt_error st_mmvq_mma_w(const st_launch &L, const st_mat_dev &m, const 
  * groups, st_canon_mmvq_groups). NVIDIA, the formats with the block decode
  * (st_mma_block_decode; they take the matrix units from
  * STRATA_MMVQ_BLOCK_DECODE_MMA_TOKENS tokens): 1 tile 8 on the 128-stream
- * rows, else 16; 2 and 3 tiles 8; 4 tiles 8 (two passes, st_mma_passes),
- * but 16 on the 128-stream rows of in-place IQ4_XS. Planar IQ4_NL took 16
- * on 128-stream rows at 4 tiles until mma8 took two passes: measured on an
- * H100 (2026-12-06, one device call, two runs each, us, mma8 / mma16),
- * iq4_nl 4096 x 14336 at 32 tokens 45.58 / 55.72 (the 42be22b column
- * of docs/bstage-h100-2026-12-06g.txt; ggml 46.89 in the call before,
- * docs/compare-h100-2026-12-06f.txt); in-place IQ4_XS keeps 16 (its mma8
- * was 69.8 against 58.2-58.7 with one pass; not measured with two, which
- * bench's in-place/mma8 rows now can). Measured on an H100
+ * rows, else 16; 2-4 tiles 8 (at 4 tiles two passes, st_mma_passes).
+ * Planar IQ4_NL and in-place IQ4_XS took 16 on 128-stream rows at 4 tiles
+ * until mma8 took two passes: measured on an H100 (2026-12-06, one device
+ * call, two runs each, us, mma8 / mma16), iq4_nl 4096 x 14336 at 32
+ * tokens 45.58 / 55.72 (the 42be22b column of
+ * docs/bstage-h100-2026-12-06g.txt; ggml 46.89 in the call before,
+ * docs/compare-h100-2026-12-06f.txt); in place iq4_xs 4096 x 14336 at 32
+ * tokens (2026-12-07, one device call, three runs, bench's in-place/mma8
+ * rows, docs/rows32-h100-2026-12-07a.txt) 47.71-47.99 / 55.39-59.03 (the
+ * mma16 of 16 and of 32 rows a block; ggml 43.35 in the same call). Measured on an H100
  * (2026-12-06, three device calls, us,
  * mma8 / mma16, mma8 at two blocks per SM): 8 tokens 4096 x 14336 iq4_xs
  * 28.4 / 30.3, iq3_s 31.2 / 30.9, iq4_nl 27.4 / 28.5, 14336 x 4096 27.7 /
@@ -713,8 +791,7 @@ static inline int st_mma_default_warps(int type, int nt, int ng)
 #else
     if (st_mma_block_decode(type)) {
         const int tiles = (nt + st_mma::TOK - 1) / st_mma::TOK;
-        if (tiles == 1) return ng == 4 ? 8 : 16;
-        return tiles == 4 && ng == 4 && type == ST_IN_PLACE + ST_IQ4_XS ? 16 : 8;
+        return tiles == 1 && ng != 4 ? 16 : 8;
     }
     return nt > 16 && (nt <= 24 || st_base_type(type) == ST_IQ4_NL) ? 8 : 16;
 #endif

@@ -77,8 +77,13 @@ extern "C" {
  * planar IQ4_NL takes mma8 (two passes) at 25-32 tokens on 128-stream rows
  * too, where it took mma16 (kernels/mmvq_mma.h st_mma_default_warps; a
  * table of space 13 compared its variants with the slower default
- * there). */
-#define STRATA_SELECTION_SPACE 14
+ * there); 15 = the same bits and variants, another default and mma16: on
+ * NVIDIA the default iq_mmvq of in-place IQ4_XS takes mma8 (two passes)
+ * at 25-32 tokens on 128-stream rows too, where it took mma16, and mma16
+ * of IQ3_S, IQ4_XS and IQ4_NL at 9-32 tokens takes 32 rows a block (two
+ * row groups sharing each activation fragment; kernels/mmvq_mma.h
+ * st_mma_rowgroups; a table of space 14 compared the slower kernels). */
+#define STRATA_SELECTION_SPACE 15
 
 /* Exactness contract (docs/DESIGN.md section 2). A row's K values are split into
  * units of ST_CANON_UNIT values (one q8_1 activation block). Unit u belongs
@@ -100,10 +105,11 @@ extern "C" {
  * per block. X(R). */
 #define STRATA_MMVQ_ROWS_VARIANTS(X) X(1) X(2) X(4) X(8) X(16)
 
-/* iq_mmvq matrix-instruction variants: 16 rows per block on W warps, warp w
- * taking the canonical streams w, w + W, ... (W divides 32), every weight
- * decoded once for all tokens of the call (kernels/mmvq_mma.h). Table
- * name "mmaW". X(W). */
+/* iq_mmvq matrix-instruction variants: 16 rows per block on W warps (on
+ * NVIDIA, 32 with 16 warps at 9-32 tokens for IQ3_S, IQ4_XS and IQ4_NL),
+ * warp w taking the canonical streams w, w + W, ... (W divides 32), every
+ * weight decoded once for all tokens of the call (kernels/mmvq_mma.h).
+ * Table name "mmaW". X(W). */
 #define STRATA_MMVQ_MMA_VARIANTS(X) X(8) X(16) X(32)
 
 /* iq_mmvq split variants: W warps on one row (a block per row). Lane s of
