@@ -702,10 +702,12 @@ static void st_mmvq_mma_go(const st_launch &L, const st_mat_dev &m, const st_xpl
     auto *k = st_mmvq_mma_kernel<TYPE, W, TL, STAGE, NG, P, RG>;
     if constexpr (DYN > 0) {
         static std::atomic<uint64_t> allowed{0};
-        int dev = 0;
-        if (st_rt_get_device(&dev) != ST_RT_SUCCESS || dev < 0 || dev > 63) dev = 63;
-        if (!(allowed.load(std::memory_order_relaxed) >> dev & 1) && st_rt_func_set_smem(k, (int)DYN) == ST_RT_SUCCESS)
-            allowed.fetch_or(uint64_t(1) << dev, std::memory_order_relaxed);
+        int dev = -1;
+        /* a device past the mask's 64 bits sets it at every launch */
+        const bool in_mask = st_rt_get_device(&dev) == ST_RT_SUCCESS && dev >= 0 && dev < 64;
+        if (!in_mask || !(allowed.load(std::memory_order_relaxed) >> dev & 1))
+            if (st_rt_func_set_smem(k, (int)DYN) == ST_RT_SUCCESS && in_mask)
+                allowed.fetch_or(uint64_t(1) << dev, std::memory_order_relaxed);
     }
     k<<<grid, 32 * W, DYN, L.stream>>>(m, x, nt, y, L.grids);
 }
