@@ -126,8 +126,9 @@ st_rt_error st_launch_quantize(const st_launch &L, const float *x, int64_t k, in
 /* iq_mmvq for one type: rows = 0 default chain, else a rows variant.
  * ONE_ROW (the knob STRATA_MMVQ_ONE_ROW): the default's dp4a kernels take
  * one row per lane group whatever the row count (st_mmvq_rows_per_group).
- * ONE_PASS (the knob STRATA_MMA_ONE_PASS): the matrix-unit kernels take
- * every stream of a warp in one pass over the row (st_mma_passes). */
+ * ONE_PASS (the knob STRATA_MMA_ONE_PASS): the matrix-unit kernels with 8
+ * warps take every stream of a warp in one pass over the row
+ * (st_mma_passes; two row groups keep their two). */
 template <int TYPE>
 st_rt_error st_launch_mmvq(const st_launch &L, const st_mat_dev &m, const st_xplanes &x, const uint8_t *xblocks,
                            int nt, float *y, int rows, bool stage_grid, bool legacy, bool one_row = false,

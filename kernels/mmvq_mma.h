@@ -1,7 +1,8 @@
 /* iq_mmvq on the integer matrix units (st_gpu.h st_mma): each weight is
  * decoded once and multiplied with every token of the call.
  *
- * A block takes 16 rows and W warps. Warp w takes the units u with
+ * A block takes 16 rows (32 in two row groups where st_mma_rowgroups
+ * says so: each B fragment then feeds both) and W warps. Warp w takes the units u with
  * u % W == w, in increasing u: they are the units of the canonical streams
  * w, w + W, ... (stream = u % 32), so every stream still takes its units in
  * increasing order (docs/DESIGN.md section 2). Per unit the warp decodes the
@@ -247,7 +248,9 @@ constexpr int st_mma_passes = st_mma_coop<TYPE, W> && ((W == 8 && TILES == 4) ||
  * and 2-4 tiles (9-32 tokens), so that each B fragment a warp loads feeds
  * two matrix instructions (two row groups) and the call reads the
  * activations half as often; two passes at 3-4 tiles (st_mma_passes: the
- * accumulators of two row groups), and the block's shared memory (82 KB
+ * accumulators of two row groups; ptxas, iq4_xs: 100-128 registers, at 4
+ * tiles 8 / 136 bytes of spills on 32- / 128-stream rows), and the block's
+ * shared memory (82 KB
  * at 4 tiles on 128-stream rows) beyond the static 48 KB: dynamic
  * (st_mma_dyn_smem). Measured on an H100 (2026-12-07, one device call,
  * the same build with 16 rows a block beside it, two runs each, us, 16 ->
@@ -286,8 +289,9 @@ template <int W, int TILES, int NG, bool COOP = false, int RG = 1> struct st_mma
  * with PART: the butterfly runs after a group's last round, behind a block
  * barrier; a group's first round stages into buffer 0, and its second
  * writes buffer 1 only after the first round's barrier, which every thread
- * reaches after the previous butterfly. Fits the 48 KB of static shared
- * memory: W 16, 4 tiles, 4 groups takes 41,600 bytes (28,672 without). */
+ * reaches after the previous butterfly. With one row group it fits the 48
+ * KB of static shared memory: W 16, 4 tiles, 4 groups takes 41,600 bytes
+ * (28,672 without); two take 82,688 there, dynamic (st_mma_dyn_smem). */
 template <int W, int TILES, int NG, int RG> struct st_mma_smem<W, TILES, NG, true, RG> {
     static constexpr int RU = 16 * RG * (32 / W);
     static constexpr int AW = 8 * RU + 4; /* a warp's area in words, with the padding */
@@ -309,7 +313,7 @@ template <int W, int TILES, int NG, int RG> struct st_mma_smem<W, TILES, NG, tru
  * WARP + W i of the block, i < PER, unit u0 + LANE of the round; R their
  * raw bytes, U their units) into buffer B: the words where the unit's
  * owner reads them (warp LANE % W, its unit LANE / W of the round: slot 16
- * (LANE / W) + row, in the order of st_mma::x_pos, as st_mma_stage) and the
+ * RG (LANE / W) + row, in the order of st_mma::x_pos, as st_mma_stage) and the
  * factor W to sm.f[B]. */
 template <int TYPE, int W, int PER, int RG, class SM>
 ST_DEV void st_mma_stage_coop(const typename st_unit_dec<TYPE>::raw (&r)[PER], const int (&u)[PER], int warp, int lane,
@@ -363,7 +367,7 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
     constexpr int PER = (RU + 31) / 32;     /* of them per lane */
     static_assert(W >= 8 && 32 % W == 0, "st_mma_fetch_a takes a lane's row-unit slots as 1 or 2 (W 8, 16, 32)");
     /* COOP (st_mma_coop): a thread loads and decodes rows warp + W i (i <
-     * PER) of unit u0 + lane of each round, PER = 16 / W row-units as
+     * PER) of unit u0 + lane of each round, PER = 16 RG / W row-units as
      * before, so a warp's load reads one row's 32 consecutive units; the
      * words go to the owning warp's staging area, the factors through
      * shared memory (only W: plain formats) */
@@ -701,13 +705,15 @@ static void st_mmvq_mma_go(const st_launch &L, const st_mat_dev &m, const st_xpl
     const unsigned grid = (unsigned)((m.rows + 16 * RG - 1) / (16 * RG));
     auto *k = st_mmvq_mma_kernel<TYPE, W, TL, STAGE, NG, P, RG>;
     if constexpr (DYN > 0) {
+        /* (a bit outlives a device reset, after which the attribute is
+         * gone: nothing in the library resets a device) */
         static std::atomic<uint64_t> allowed{0};
         int dev = -1;
         /* a device past the mask's 64 bits sets it at every launch */
         const bool in_mask = st_rt_get_device(&dev) == ST_RT_SUCCESS && dev >= 0 && dev < 64;
-        if (!in_mask || !(allowed.load(std::memory_order_relaxed) >> dev & 1))
+        if (!in_mask || !(allowed.load(std::memory_order_acquire) >> dev & 1))
             if (st_rt_func_set_smem(k, (int)DYN) == ST_RT_SUCCESS && in_mask)
-                allowed.fetch_or(uint64_t(1) << dev, std::memory_order_relaxed);
+                allowed.fetch_or(uint64_t(1) << dev, std::memory_order_release);
     }
     k<<<grid, 32 * W, DYN, L.stream>>>(m, x, nt, y, L.grids);
 }
@@ -743,11 +749,13 @@ static st_rt_error st_mmvq_mma_w(const st_launch &L, const st_mat_dev &m, const 
         constexpr int RG = st_mma_rowgroups<TYPE, W, TL>;
         constexpr int P = st_mma_passes<TYPE, W, TL, RG>;
         /* two row groups always take their passes (one pass would hold
-         * twice the accumulators); the knob is 8 warps' */
-        if (P > 1 && (RG > 1 || !one_pass))
+         * twice the accumulators; never compiled); the knob is 8 warps' */
+        if constexpr (RG > 1)
             st_mmvq_mma_tp<TYPE, W, TL, P, RG>(L, m, x, nt, y, stage);
+        else if (P > 1 && !one_pass)
+            st_mmvq_mma_tp<TYPE, W, TL, P, 1>(L, m, x, nt, y, stage);
         else
-            st_mmvq_mma_tp<TYPE, W, TL, 1, RG>(L, m, x, nt, y, stage);
+            st_mmvq_mma_tp<TYPE, W, TL, 1, 1>(L, m, x, nt, y, stage);
         return st_count_mma(L, st_rt_get_last_error());
     });
 }
