@@ -41,6 +41,10 @@
 
 #include <atomic>
 
+#ifndef ST_MMA_BPIPE
+#define ST_MMA_BPIPE 1
+#endif
+
 /* The factors of one decoded row-unit that its C elements need (those the
  * format has: st_unit_plain's traits). */
 struct st_mma_rowf {
@@ -477,6 +481,15 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
         load_round(I0{}, 32 * gq);
         if (DEPTH > 1 && 32 * gq + RSTEP < m.nu) load_round(ILAST{}, 32 * gq + RSTEP);
     }
+    /* the B words and activation scales of unit U, every tile (B_AHEAD) */
+    auto load_b = [&](int u, uint32_t (&b)[TILES][M::NB], float (&das)[TILES][M::NC]) {
+#pragma unroll
+        for (int tl = 0; tl < TILES; tl++) {
+            if (tl >= ntl) break;
+            cols.b(u, tl, lane, b[tl]);
+            cols.da(u, tl, lane, das[tl]);
+        }
+    };
     auto round = [&](auto dc, int u0) {
         constexpr int d = decltype(dc)::value;
         if (!PREFETCH) load_round(dc, u0);
@@ -502,8 +515,9 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
             __syncthreads();
         else
             st_syncwarp();
+        constexpr bool BP = B_AHEAD && ST_MMA_BPIPE && TILES <= 2; /* below */
         /* the warp's unit J (stream warp + W J) into accumulator slot S */
-        auto unit = [&](int j, int u, int sl) {
+        auto unit = [&](int j, int u, int sl, uint32_t (&b)[TILES][M::NB], float (&das)[TILES][M::NC]) {
             uint32_t a[RG][M::NA];
             st_mma_rowf cf[RG][M::NC];
             if constexpr (COOP) {
@@ -523,15 +537,9 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
                 st_mma_fetch_a<TYPE, PER>(sab, j, lane, f, a[0], cf[0]);
             /* the first NTL tiles (the dense kernel: every tile; the last
              * tile's columns past the call's hold zeros or another column's
-             * vector and are never stored) */
-            uint32_t b[TILES][M::NB];
-            float das[TILES][M::NC];
-#pragma unroll
-            for (int tl = 0; tl < TILES; tl++) {
-                if (!B_AHEAD || tl >= ntl) break;
-                cols.b(u, tl, lane, b[tl]);
-                cols.da(u, tl, lane, das[tl]);
-            }
+             * vector and are never stored); BP: B and DAS loaded by the
+             * caller */
+            if constexpr (B_AHEAD && !BP) load_b(u, b, das);
 #pragma unroll
             for (int tl = 0; tl < TILES; tl++) {
                 if (tl >= ntl) break;
@@ -575,7 +583,9 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
 #pragma unroll 1
         for (int j = 0; j < SPW; j++) {
             const int u = u0 + warp + W * j;
-            if (u < m.nu) unit(j, u, 0);
+            uint32_t b[TILES][M::NB];
+            float das[TILES][M::NC];
+            if (u < m.nu) unit(j, u, 0, b, das);
 #pragma unroll
             for (int tl = 0; tl < TILES; tl++)
 #pragma unroll
@@ -587,12 +597,30 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
                 }
         }
 #else
+        /* BP: unit j + 1's B words requested before unit j's matrix work
+         * (two sets in registers; 1-2 tiles, where ptxas (iq4_xs) finds
+         * the registers: 89-115, no spills; at 3-4 tiles it spilled 40-216
+         * bytes), else each unit's right before its own (in unit).
+         * Unmeasured. */
+        uint32_t bb[BP ? 2 : 1][TILES][M::NB];
+        float dd[BP ? 2 : 1][TILES][M::NC];
+        if (BP) {
+            const int u = st_mma_slot_unit<W, STEP, SPP, PASSES>(u0, pass, warp, 0);
+            if (u < m.nu) load_b(u, bb[0], dd[0]);
+        }
 #pragma unroll
         for (int j = 0; j < SPW; j++) {
             /* two passes: slot j of the round is the pass's slot j % SPP */
             const int u = st_mma_slot_unit<W, STEP, SPP, PASSES>(u0, pass, warp, j);
             if (u >= m.nu) break; /* uniform across the warp (and every later j's u is larger) */
-            unit(j, u, j % SPP);
+            constexpr int NBUF = BP ? 2 : 1;
+            if (BP) {
+                if (j + 1 < SPW) {
+                    const int un = st_mma_slot_unit<W, STEP, SPP, PASSES>(u0, pass, warp, j + 1);
+                    if (un < m.nu) load_b(un, bb[(j + 1) % NBUF], dd[(j + 1) % NBUF]);
+                }
+            }
+            unit(j, u, j % SPP, bb[j % NBUF], dd[j % NBUF]);
         }
 #endif
         if constexpr (COOP)
