@@ -32,7 +32,10 @@
  * units of one row (coalesced), the words go to the owning warp's area in
  * one of two alternating buffers, and the factors through shared memory.
  * The B operand and the activation scales come from the tiled planes
- * (common.h st_xplanes): one contiguous read per unit and tile. */
+ * (common.h st_xplanes): one contiguous read per unit and tile; on NVIDIA
+ * at 1-2 tiles a warp requests its next unit's before the current unit's
+ * matrix work (two sets in registers), at 3-4 tiles each unit's at its
+ * start. */
 #ifndef ST_MMVQ_MMA_H
 #define ST_MMVQ_MMA_H
 
