@@ -480,7 +480,7 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
         load_round(I0{}, 32 * gq);
         if (DEPTH > 1 && 32 * gq + RSTEP < m.nu) load_round(ILAST{}, 32 * gq + RSTEP);
     }
-    /* the B words and activation scales of unit U, every tile (B_AHEAD) */
+    /* the B words and activation scales of unit U, its first NTL tiles (B_AHEAD) */
     auto load_b = [&](int u, uint32_t (&b)[TILES][M::NB], float (&das)[TILES][M::NC]) {
 #pragma unroll
         for (int tl = 0; tl < TILES; tl++) {
@@ -606,9 +606,10 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
          * 4096 x 14336 at 16 tokens 34.16 / 32.35, iq3_s 36.35 / 34.22,
          * iq4_xs 14336 x 4096 33.87 / 32.83, in place iq4_nl 39.34 /
          * 36.78), 1-2 tokens (the dp4a kernels) and 24-32 within 0.6%. */
-        uint32_t bb[BP ? 2 : 1][TILES][M::NB];
-        float dd[BP ? 2 : 1][TILES][M::NC];
-        if (BP) {
+        constexpr int NBUF = BP ? 2 : 1;
+        uint32_t bb[NBUF][TILES][M::NB];
+        float dd[NBUF][TILES][M::NC];
+        if constexpr (BP) {
             const int u = st_mma_slot_unit<W, STEP, SPP, PASSES>(u0, pass, warp, 0);
             if (u < m.nu) load_b(u, bb[0], dd[0]);
         }
@@ -617,13 +618,11 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
             /* two passes: slot j of the round is the pass's slot j % SPP */
             const int u = st_mma_slot_unit<W, STEP, SPP, PASSES>(u0, pass, warp, j);
             if (u >= m.nu) break; /* uniform across the warp (and every later j's u is larger) */
-            constexpr int NBUF = BP ? 2 : 1;
-            if (BP) {
+            if constexpr (BP)
                 if (j + 1 < SPW) {
                     const int un = st_mma_slot_unit<W, STEP, SPP, PASSES>(u0, pass, warp, j + 1);
                     if (un < m.nu) load_b(un, bb[(j + 1) % NBUF], dd[(j + 1) % NBUF]);
                 }
-            }
             unit(j, u, j % SPP, bb[j % NBUF], dd[j % NBUF]);
         }
 #endif
