@@ -34,8 +34,12 @@
  * The B operand and the activation scales come from the tiled planes
  * (common.h st_xplanes): one contiguous read per unit and tile; on NVIDIA
  * at 1-2 tiles a warp requests its next unit's before the current unit's
- * matrix work (two sets in registers), at 3-4 tiles each unit's at its
- * start. */
+ * matrix work (two sets in registers), at 3-4 tiles on 32-stream rows a
+ * tile's of the next unit once the current unit has used that tile's (one
+ * set), else each unit's at its start. On NVIDIA (where st_mma_rows XSEG
+ * says) the last round of a pass or stream group also requests the raw
+ * bytes of the next one's first round, and the butterfly combines every
+ * tile after one pair of block barriers. */
 #ifndef ST_MMVQ_MMA_H
 #define ST_MMVQ_MMA_H
 
@@ -277,8 +281,9 @@ template <int TYPE, int W, int TILES> constexpr int st_mma_rowgroups = st_mma_co
 template <int W, int TILES, int NG, bool COOP = false, int RG = 1> struct st_mma_smem {
     static_assert(RG == 1, "row groups: the block's decode");
     static constexpr int RU = 16 * (32 / W);  /* row-units a warp decodes per round */
+    static constexpr int TB = 1;              /* tiles a butterfly batch (st_mma_rows) */
     uint32_t a[W][RU][8];                     /* each warp's decoded round */
-    float part[W][16][st_mma::TOK];
+    float part[TB][W][16][st_mma::TOK];
     float grp[NG > 1 ? 2 : 1][NG > 1 ? TILES * 16 * st_mma::TOK : 1]; /* g0 (+ g2), g1 of a wide row */
 };
 
@@ -299,10 +304,14 @@ template <int W, int TILES, int NG, int RG> struct st_mma_smem<W, TILES, NG, tru
     static constexpr int RU = 16 * RG * (32 / W);
     static constexpr int AW = 8 * RU + 4; /* a warp's area in words, with the padding */
     static constexpr int FS = 33;         /* a row's stride in F */
+    /* the tiles whose partials the butterfly takes at once: all where
+     * they fit in the second buffer's bytes (8 warps: 4 tiles in 16 KB),
+     * else one */
+    static constexpr int TB = TILES * W * 16 * RG * st_mma::TOK <= W * AW ? TILES : 1;
     uint32_t a0[W][AW];
     union {
         uint32_t a1[W][AW];
-        float part[W][16 * RG][st_mma::TOK];
+        float part[TB][W][16 * RG][st_mma::TOK];
     };
     float f[2][16 * RG][FS];
     float grp[NG > 1 ? 2 : 1][NG > 1 ? TILES * 16 * RG * st_mma::TOK : 1];
@@ -414,16 +423,50 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
     constexpr int DEPTH = DEPTH_NV;
     static_assert(DEPTH == 1 || DEPTH == 2, "one or two rounds in flight");
 #endif
+    /* ROT (NVIDIA, 3-4 tiles, 32-stream rows, one row group; not the
+     * one-pass 8-warp 4-tile kernel, which spilled 112 bytes with it): one
+     * set of B registers, a tile's B words and scales of the warp's next
+     * unit requested as soon as the unit before has used that tile's
+     * (st_mma_rows unit). Measured on an H100 (2026-12-07, one device
+     * call, three runs each, min, us, without / with; docs/PERFORMANCE.md,
+     * nineteenth session): 14336 x 4096 at 24 / 32 tokens iq4_xs 38.32 /
+     * 47.38 -> 36.96 / 45.34, iq4_nl 37.63 / 45.53 -> 35.51 / 42.93, iq3_s
+     * 41.84 / 49.73 -> 39.85 / 48.54, in place 3-6% faster; 9-16 tokens
+     * within 1%. The form at every tile count (branch brot) was slower on
+     * 128-stream rows, where it spilled (eighteenth session). */
+    constexpr bool ROT = B_AHEAD && TILES >= 3 && NG == 1 && RG == 1 && !(W == 8 && TILES == 4 && PASSES == 1);
+    /* XSEG (NVIDIA): a segment's last round requests the next segment's
+     * first round (a segment: one pass over one stream group; so no pass
+     * or group after the first starts on a load), and the butterfly takes
+     * the tiles st_mma_smem::TB at a time (one pair of block barriers for
+     * them, not one a tile). Where: 32-stream rows, the in-place layout at
+     * 3-4 tiles, planar IQ4_NL. Measured on an H100 (2026-12-07, one
+     * device call, three runs each, min, us, without / with, with ROT
+     * both ways on 32-stream rows; docs/PERFORMANCE.md, nineteenth
+     * session): 14336 x 4096 at 32 tokens iq4_xs 45.34 -> 43.40, iq4_nl
+     * 42.93 -> 41.84, iq3_s 48.54 -> 46.65, at 9-16 tokens 1-3% faster;
+     * 4096 x 14336 at 32 tokens in place iq4_xs 47.64 -> 45.52, iq3_s
+     * 55.44 -> 53.42, planar iq4_nl 45.86 -> 43.77 (24 tokens 37.45 ->
+     * 36.21). Not where it was slower: planar iq4_xs and iq3_s on
+     * 128-stream rows (4096 x 14336 at 24 tokens 38.51 -> 43.34 and 39.67
+     * -> 45.51, at 32 1-2% slower; cause not found: ptxas gives the same
+     * 128 registers and no spills), the in-place layout at 1-2 tiles there
+     * (up to 2% slower). */
+#if ST_HIP
+    constexpr bool XSEG = false;
+#else
+    constexpr bool XSEG = NG == 1 || (st_in_place(TYPE) && TILES >= 3) || TYPE == ST_IQ4_NL;
+#endif
     using I0 = std::integral_constant<int, 0>;
     using ILAST = std::integral_constant<int, DEPTH - 1>;
     typename D::raw raw[DEPTH][PER];
     int ru_u[DEPTH][PER];
-    /* into buffer D (a compile-time index) */
-    auto load_round = [&](auto dc, int u0) {
+    /* into buffer D (a compile-time index), for pass P */
+    auto load_round = [&](auto dc, int u0, int p) {
         constexpr int d = decltype(dc)::value;
         if constexpr (COOP) {
             /* row warp + W i, the unit of slot lane / W of warp lane % W */
-            const int ul = st_mma_slot_unit<W, STEP, SPP, PASSES>(u0, pass, lane % W, lane / W);
+            const int ul = st_mma_slot_unit<W, STEP, SPP, PASSES>(u0, p, lane % W, lane / W);
             const int u = ul < m.nu ? ul : m.nu - 1;
 #pragma unroll
             for (int i = 0; i < PER; i++) {
@@ -432,6 +475,7 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
                 D().load(m, r, u, raw[d][i]);
             }
         } else {
+            (void)p;
 #pragma unroll
             for (int i = 0; i < PER; i++) {
                 const int k = lane + 32 * i;
@@ -476,9 +520,12 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
             for (int i = 0; i < M::NC; i++)
 #pragma unroll
                 for (int j = 0; j < SPP; j++) acc[rg][tl][i][j] = 0.0f;
+    /* with one round in flight and XSEG, a segment's first round (but
+     * the block's first) was requested in the previous segment's last
+     * round */
     if (PREFETCH) {
-        load_round(I0{}, 32 * gq);
-        if (DEPTH > 1 && 32 * gq + RSTEP < m.nu) load_round(ILAST{}, 32 * gq + RSTEP);
+        if (DEPTH > 1 || !XSEG || (gq == 0 && ps == 0)) load_round(I0{}, 32 * gq, ps);
+        if (DEPTH > 1 && 32 * gq + RSTEP < m.nu) load_round(ILAST{}, 32 * gq + RSTEP, ps);
     }
     /* the B words and activation scales of unit U, its first NTL tiles (B_AHEAD) */
     auto load_b = [&](int u, uint32_t (&b)[TILES][M::NB], float (&das)[TILES][M::NC]) {
@@ -489,9 +536,19 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
             cols.da(u, tl, lane, das[tl]);
         }
     };
+#if !ST_HIP
+    /* ROT: the B words and scales of the warp's next unit, tile by tile;
+     * the pass's first unit's here */
+    uint32_t bq[TILES][M::NB];
+    float dq[TILES][M::NC];
+    if constexpr (ROT) {
+        const int uf = st_mma_slot_unit<W, STEP, SPP, PASSES>(32 * gq, pass, warp, 0);
+        if (uf < m.nu) load_b(uf, bq, dq);
+    }
+#endif
     auto round = [&](auto dc, int u0) {
         constexpr int d = decltype(dc)::value;
-        if (!PREFETCH) load_round(dc, u0);
+        if (!PREFETCH) load_round(dc, u0, pass);
         st_mma_rowf f[PER];
         int cur_u[PER];
 #pragma unroll
@@ -509,14 +566,26 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
             sab = sm.a[warp];
             st_mma_stage<TYPE, PER, RU>(raw[d], cur_u, lane, g, sab, f);
         }
-        if (PREFETCH && u0 + DEPTH * RSTEP < m.nu) load_round(dc, u0 + DEPTH * RSTEP);
+        if (PREFETCH && u0 + DEPTH * RSTEP < m.nu)
+            load_round(dc, u0 + DEPTH * RSTEP, pass);
+        else if (PREFETCH && DEPTH == 1 && XSEG) {
+            /* the segment's last round: the next segment's first (the
+             * next pass's, else the next group's), so that no pass or
+             * group starts on a load */
+            if (pass + 1 < PASSES)
+                load_round(dc, 32 * gq, pass + 1);
+            else if (gq + 1 < NG)
+                load_round(dc, 32 * (gq + 1), 0);
+        }
         if constexpr (COOP)
             __syncthreads();
         else
             st_syncwarp();
         constexpr bool BP = B_AHEAD && TILES <= 2; /* below */
         /* the warp's unit J (stream warp + W J) into accumulator slot S */
-        auto unit = [&](int j, int u, int sl, uint32_t (&b)[TILES][M::NB], float (&das)[TILES][M::NC]) {
+        /* ROT: once a tile's B and DAS are used they are replaced by unit
+         * UN's (when UN < m.nu: the warp's next unit) */
+        auto unit = [&](int j, int u, int sl, uint32_t (&b)[TILES][M::NB], float (&das)[TILES][M::NC], int un) {
             uint32_t a[RG][M::NA];
             st_mma_rowf cf[RG][M::NC];
             if constexpr (COOP) {
@@ -538,7 +607,7 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
              * tile's columns past the call's hold zeros or another column's
              * vector and are never stored); BP: B and DAS loaded by the
              * caller */
-            if constexpr (B_AHEAD && !BP) load_b(u, b, das);
+            if constexpr (B_AHEAD && !BP && !ROT) load_b(u, b, das);
 #pragma unroll
             for (int tl = 0; tl < TILES; tl++) {
                 if (tl >= ntl) break;
@@ -571,6 +640,11 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
                         acc[rg][tl][i][sl] = v;
                     }
                 }
+                if constexpr (ROT)
+                    if (un < m.nu) {
+                        cols.b(un, tl, lane, b[tl]);
+                        cols.da(un, tl, lane, das[tl]);
+                    }
             }
         };
 #if ST_HIP
@@ -584,7 +658,7 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
             const int u = u0 + warp + W * j;
             uint32_t b[TILES][M::NB];
             float das[TILES][M::NC];
-            if (u < m.nu) unit(j, u, 0, b, das);
+            if (u < m.nu) unit(j, u, 0, b, das, m.nu);
 #pragma unroll
             for (int tl = 0; tl < TILES; tl++)
 #pragma unroll
@@ -609,6 +683,7 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
         constexpr int NBUF = BP ? 2 : 1;
         uint32_t bb[NBUF][TILES][M::NB];
         float dd[NBUF][TILES][M::NC];
+        if constexpr (ROT) (void)bb, (void)dd; /* ROT: BQ and DQ instead */
         if constexpr (BP) {
             const int u = st_mma_slot_unit<W, STEP, SPP, PASSES>(u0, pass, warp, 0);
             if (u < m.nu) load_b(u, bb[0], dd[0]);
@@ -623,7 +698,14 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
                     const int un = st_mma_slot_unit<W, STEP, SPP, PASSES>(u0, pass, warp, j + 1);
                     if (un < m.nu) load_b(un, bb[(j + 1) % NBUF], dd[(j + 1) % NBUF]);
                 }
-            unit(j, u, j % SPP, bb[j % NBUF], dd[j % NBUF]);
+            if constexpr (ROT) {
+                /* the warp's next unit: slot j + 1's, after the last slot
+                 * the next round's first (rounds run at u0, u0 + RSTEP, ...) */
+                const int un = j + 1 < SPW ? st_mma_slot_unit<W, STEP, SPP, PASSES>(u0, pass, warp, j + 1)
+                                           : st_mma_slot_unit<W, STEP, SPP, PASSES>(u0 + RSTEP, pass, warp, 0);
+                unit(j, u, j % SPP, bq, dq, un);
+            } else
+                unit(j, u, j % SPP, bb[j % NBUF], dd[j % NBUF], m.nu);
         }
 #endif
         if constexpr (COOP)
@@ -655,28 +737,38 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
             fin[rg][tl][i] = ps == 0 ? acc[rg][tl][i][0] : st_fadd(fin[rg][tl][i], acc[rg][tl][i][0]);
     }
     }
-    /* the butterfly's levels W/2 .. 1 over warps */
+    /* the butterfly's levels W/2 .. 1 over warps, TB tiles at a time
+     * (XSEG: st_mma_smem::TB, every tile where PART holds them, one pair
+     * of block barriers for them; else one) */
+    constexpr int TB = XSEG ? std::remove_reference_t<decltype(sm)>::TB : 1;
+    constexpr int TE = 16 * RG * M::TOK; /* a tile's elements */
 #pragma unroll
-    for (int tl = 0; tl < TILES; tl++) {
+    for (int t0 = 0; t0 < TILES; t0 += TB) {
         /* uniform across the block; NTL >= 1 always (the dense kernel
          * passes TILES, the expert kernel a chunk of 1 or more columns):
-         * COOP relies on tile 0's barrier below, after which no thread
-         * still reads a staging buffer, before the next call or group
-         * stages again */
-        if (tl >= ntl) break;
-        /* the previous tile's partials are read (COOP: also, no thread
+         * COOP relies on the first batch's barrier below, after which no
+         * thread still reads a staging buffer, before the next call or
+         * group stages again */
+        if (t0 >= ntl) break;
+        /* the previous batch's partials are read (COOP: also, no thread
          * still reads staging buffer 1, which shares PART's bytes) */
-        if (COOP || tl > 0 || gq > 0) __syncthreads();
+        if (COOP || t0 > 0 || gq > 0) __syncthreads();
 #pragma unroll
-        for (int rg = 0; rg < RG; rg++)
+        for (int tb = 0; tb < TB; tb++)
 #pragma unroll
-            for (int i = 0; i < M::NC; i++) sm.part[warp][16 * rg + M::c_row(lane, i)][M::c_tok(lane, i)] = fin[rg][tl][i];
+            for (int rg = 0; rg < RG; rg++)
+#pragma unroll
+                for (int i = 0; i < M::NC; i++)
+                    if (TB == 1 || t0 + tb < ntl)
+                        sm.part[tb][warp][16 * rg + M::c_row(lane, i)][M::c_tok(lane, i)] = fin[rg][t0 + tb][i];
         __syncthreads();
-        for (int e = threadIdx.x; e < 16 * RG * M::TOK; e += blockDim.x) {
-            const int r = e / M::TOK, n = e % M::TOK;
+        for (int e = threadIdx.x; e < TB * TE; e += blockDim.x) {
+            const int tb = TB > 1 ? e / TE : 0, el = TB > 1 ? e % TE : e, tl = t0 + tb;
+            if (TB > 1 && tl >= ntl) break; /* e only grows */
+            const int r = el / M::TOK, n = el % M::TOK;
             float v[W];
 #pragma unroll
-            for (int w = 0; w < W; w++) v[w] = sm.part[w][r][n];
+            for (int w = 0; w < W; w++) v[w] = sm.part[tb][w][r][n];
 #pragma unroll
             for (int h = W / 2; h >= 1; h >>= 1)
 #pragma unroll
@@ -684,7 +776,7 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
             float out = v[0];
             if constexpr (NG > 1) {
                 /* the same thread takes element e in every group */
-                float *g02 = &sm.grp[0][tl * 16 * RG * M::TOK + e], *g1 = &sm.grp[1][tl * 16 * RG * M::TOK + e];
+                float *g02 = &sm.grp[0][tl * TE + el], *g1 = &sm.grp[1][tl * TE + el];
                 if (gq == 0) *g02 = out;
                 else if (gq == 1) *g1 = out;
                 else if (gq == 2) *g02 = st_fadd(*g02, out);
