@@ -449,9 +449,10 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
      * 55.44 -> 53.42, planar iq4_nl 45.86 -> 43.77 (24 tokens 37.45 ->
      * 36.21). Not where it was slower: planar iq4_xs and iq3_s on
      * 128-stream rows (4096 x 14336 at 24 tokens 38.51 -> 43.34 and 39.67
-     * -> 45.51, at 32 1-2% slower; cause not found: ptxas gives the same
-     * 128 registers and no spills), the in-place layout at 1-2 tiles there
-     * (up to 2% slower). */
+     * -> 45.51, at 32 1-2% slower, with the same 128 registers and no
+     * spills: a second call found the next group's request slower there
+     * and the batches alone faster, branch xbq, docs/PERFORMANCE.md), the
+     * in-place layout at 1-2 tiles there (up to 2% slower). */
 #if ST_HIP
     constexpr bool XSEG = false;
 #else
