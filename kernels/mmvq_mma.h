@@ -528,13 +528,17 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
         if (DEPTH > 1 || !XSEG || (gq == 0 && ps == 0)) load_round(I0{}, 32 * gq, ps);
         if (DEPTH > 1 && 32 * gq + RSTEP < m.nu) load_round(ILAST{}, 32 * gq + RSTEP, ps);
     }
-    /* the B words and activation scales of unit U, its first NTL tiles (B_AHEAD) */
+    /* the B words and activation scales of unit U and tile TL */
+    auto load_bt = [&](int u, int tl, uint32_t (&b)[TILES][M::NB], float (&das)[TILES][M::NC]) {
+        cols.b(u, tl, lane, b[tl]);
+        cols.da(u, tl, lane, das[tl]);
+    };
+    /* those of its first NTL tiles (B_AHEAD) */
     auto load_b = [&](int u, uint32_t (&b)[TILES][M::NB], float (&das)[TILES][M::NC]) {
 #pragma unroll
         for (int tl = 0; tl < TILES; tl++) {
             if (tl >= ntl) break;
-            cols.b(u, tl, lane, b[tl]);
-            cols.da(u, tl, lane, das[tl]);
+            load_bt(u, tl, b, das);
         }
     };
 #if !ST_HIP
@@ -612,10 +616,7 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
 #pragma unroll
             for (int tl = 0; tl < TILES; tl++) {
                 if (tl >= ntl) break;
-                if (!B_AHEAD) {
-                    cols.b(u, tl, lane, b[tl]);
-                    cols.da(u, tl, lane, das[tl]);
-                }
+                if (!B_AHEAD) load_bt(u, tl, b, das);
                 int q0[M::NC], q1[M::NC];
                 if (D::min) {
                     if (D::min_halves)
@@ -642,10 +643,7 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
                     }
                 }
                 if constexpr (ROT)
-                    if (un < m.nu) {
-                        cols.b(un, tl, lane, b[tl]);
-                        cols.da(un, tl, lane, das[tl]);
-                    }
+                    if (un < m.nu) load_bt(un, tl, b, das);
             }
         };
 #if ST_HIP
