@@ -36,10 +36,10 @@
  * at 1-2 tiles a warp requests its next unit's before the current unit's
  * matrix work (two sets in registers), at 3-4 tiles on 32-stream rows a
  * tile's of the next unit once the current unit has used that tile's (one
- * set), else each unit's at its start. On NVIDIA (where st_mma_rows XSEG
- * says) the last round of a pass or stream group also requests the raw
- * bytes of the next one's first round, and the butterfly combines every
- * tile after one pair of block barriers. */
+ * set), else each unit's at its start. On NVIDIA (where st_mma_rows XPP
+ * and XPG say) the last round of a pass or stream group also requests the
+ * raw bytes of the next one's first round, and (XB) the butterfly
+ * combines every tile after one pair of block barriers. */
 #ifndef ST_MMVQ_MMA_H
 #define ST_MMVQ_MMA_H
 
@@ -449,14 +449,20 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
      * 55.44 -> 53.42, planar iq4_nl 45.86 -> 43.77 (24 tokens 37.45 ->
      * 36.21). Not where it was slower: planar iq4_xs and iq3_s on
      * 128-stream rows (4096 x 14336 at 24 tokens 38.51 -> 43.34 and 39.67
-     * -> 45.51, at 32 1-2% slower, with the same 128 registers and no
-     * spills: a second call found the next group's request slower there
-     * and the batches alone faster, branch xbq, docs/PERFORMANCE.md), the
-     * in-place layout at 1-2 tiles there (up to 2% slower). */
+     * -> 45.51, at 32 1-2% slower; cause not found: ptxas gives the same
+     * 128 registers and no spills), the in-place layout at 1-2 tiles there
+     * (up to 2% slower). Taken apart there (a second call, three runs
+     * each, us, without / with): the butterfly's batches alone, planar
+     * iq4_xs 4096 x 14336 at 24 / 32 tokens 38.30 / 49.10 -> 36.87 /
+     * 46.24, iq3_s at 32 50.31 -> 48.26 (ptxas: the 32-token kernel's 8
+     * bytes of spills gone), 9-16 tokens within 0.4%: XB; with the next
+     * pass's first round requested too, iq4_xs at 32 44.83, iq3_s 48.88:
+     * XPP for iq4_xs; the next group's first round: XPG, not there. */
 #if ST_HIP
-    constexpr bool XSEG = false;
+    constexpr bool XB = false, XPP = false, XPG = false;
 #else
     constexpr bool XSEG = NG == 1 || (st_in_place(TYPE) && TILES >= 3) || TYPE == ST_IQ4_NL;
+    constexpr bool XB = XSEG || !st_in_place(TYPE), XPP = XSEG || TYPE == ST_IQ4_XS, XPG = XSEG;
 #endif
     using I0 = std::integral_constant<int, 0>;
     using ILAST = std::integral_constant<int, DEPTH - 1>;
@@ -521,11 +527,11 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
             for (int i = 0; i < M::NC; i++)
 #pragma unroll
                 for (int j = 0; j < SPP; j++) acc[rg][tl][i][j] = 0.0f;
-    /* with one round in flight and XSEG, a segment's first round (but
-     * the block's first) was requested in the previous segment's last
-     * round */
+    /* with one round in flight, a pass's first round (XPP) or a group's
+     * (XPG), but the block's first, was requested in the previous
+     * segment's last round */
     if (PREFETCH) {
-        if (DEPTH > 1 || !XSEG || (gq == 0 && ps == 0)) load_round(I0{}, 32 * gq, ps);
+        if (DEPTH > 1 || (ps > 0 ? !XPP : gq > 0 ? !XPG : true)) load_round(I0{}, 32 * gq, ps);
         if (DEPTH > 1 && 32 * gq + RSTEP < m.nu) load_round(ILAST{}, 32 * gq + RSTEP, ps);
     }
     /* the B words and activation scales of unit U and tile TL */
@@ -573,13 +579,13 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
         }
         if (PREFETCH && u0 + DEPTH * RSTEP < m.nu)
             load_round(dc, u0 + DEPTH * RSTEP, pass);
-        else if (PREFETCH && DEPTH == 1 && XSEG) {
+        else if (PREFETCH && DEPTH == 1 && (XPP || XPG)) {
             /* the segment's last round: the next segment's first (the
-             * next pass's, else the next group's), so that no pass or
-             * group starts on a load */
-            if (pass + 1 < PASSES)
-                load_round(dc, 32 * gq, pass + 1);
-            else if (gq + 1 < NG)
+             * next pass's, XPP, else the next group's, XPG), so that the
+             * pass or group does not start on a load */
+            if (pass + 1 < PASSES) {
+                if (XPP) load_round(dc, 32 * gq, pass + 1);
+            } else if (XPG && gq + 1 < NG)
                 load_round(dc, 32 * (gq + 1), 0);
         }
         if constexpr (COOP)
@@ -737,9 +743,9 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
     }
     }
     /* the butterfly's levels W/2 .. 1 over warps, TB tiles at a time
-     * (XSEG: st_mma_smem::TB, every tile where PART holds them, one pair
+     * (XB: st_mma_smem::TB, every tile where PART holds them, one pair
      * of block barriers for them; else one) */
-    constexpr int TB = XSEG ? std::remove_reference_t<decltype(sm)>::TB : 1;
+    constexpr int TB = XB ? std::remove_reference_t<decltype(sm)>::TB : 1;
     constexpr int TE = 16 * RG * M::TOK; /* a tile's elements */
 #pragma unroll
     for (int t0 = 0; t0 < TILES; t0 += TB) {
