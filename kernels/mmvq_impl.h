@@ -134,7 +134,12 @@ __global__ void __launch_bounds__(32) st_mmvq_legacy_kernel(st_mat_dev m, const 
  *     (T 128 RW 4 at 128 registers: 33.5 / 33.7 / 37.2; at 96 registers,
  *     spilling: 37.8 / 40.2 / 43.1).
  * Every one is launched as a dependent of the q8_1 kernel (NVIDIA sm_90+;
- * at 8 tokens 49.3 -> 48.0 us for iq4_xs, T 128). Since 2026-12-06 the
+ * at 8 tokens 49.3 -> 48.0 us for iq4_xs, T 128). One token keeps the
+ * default cap (64 registers, 8 blocks an SM): for 10 / 12 blocks (48 / 40
+ * registers, spilling) it was slower on an H100 (2026-12-07, one call,
+ * three runs, min, us, 4096x14336): iq4_xs 16.62 -> 19.70 / 26.57, iq4_nl
+ * 16.83 -> 17.73 / 21.56, in place iq4_nl (no spill at 48) 19.18 -> 19.29
+ * / 19.44 (docs/PERFORMANCE.md, twentieth session). Since 2026-12-06 the
  * three formats measured here reach the 8-token bucket at 5 tokens only on
  * NVIDIA (their default takes the matrix units from 6:
  * STRATA_MMVQ_BLOCK_DECODE_MMA_TOKENS); the other formats at 5-8.
