@@ -361,14 +361,30 @@ __global__ void __launch_bounds__(32 * W) st_expert_mma_kernel(st_expert_args a,
     }
 }
 
-/* W 8 warps; as many tiles as a.nt tokens need, at most 16 columns (an
- * expert's share of a call is small: n_tokens x top-k / experts on average;
- * registers for more tiles cost every block occupancy, and an expert with
- * more pairs takes further chunks, its rows then from L2). */
+/* W 8 warps; as many tiles as a.nt tokens need, at most MAXT (an expert's
+ * share of a call is small: n_tokens x top-k / experts on average, 2.3
+ * pairs at 16 tokens, top-8 of 64; registers for more tiles cost every
+ * block occupancy, and an expert with more pairs takes further chunks, its
+ * rows then from L2). NVIDIA, IQ3_S and IQ4_NL: one tile (8 pairs) a
+ * chunk (the formats measured and whose gpu tests ran with it; the others
+ * keep two until theirs have). Measured on an H100 (2026-12-07, one
+ * device call, three runs each, min, us, two tiles / one; the MoE layer
+ * iq3_s/iq4_nl 2560/640, 64 experts, top-8; docs/PERFORMANCE.md,
+ * twentieth session): 16 / 24 / 32 tokens 242.44 /
+ * 266.44 / 272.47 -> 206.40 / 227.61 / 231.61, in place 266.60 / 292.75 /
+ * 298.43 -> 250.61 / 276.32 / 281.41 (ptxas: down iq4_nl 120 -> 80
+ * registers, 3 blocks an SM instead of 2; gate-up iq3_s 128 -> 114, still
+ * 2; with one tile for the down only, 0.89x instead of 0.85x). gfx1100
+ * keeps two (not measured there). */
 template <int TYPE, bool DOWN>
 static st_rt_error st_expert_mma(const st_launch &L, const st_expert_args &a, const st_expert_plan &p)
 {
-    constexpr int W = 8, MAXT = 16 / st_mma::TOK;
+#if ST_HIP
+    constexpr int MAXT = 16 / st_mma::TOK;
+#else
+    constexpr int MAXT = st_base_type(TYPE) == ST_IQ3_S || st_base_type(TYPE) == ST_IQ4_NL ? 1 : 16 / st_mma::TOK;
+#endif
+    constexpr int W = 8;
     constexpr bool SG = st_has_grid<TYPE>::v;
     const int np = a.nt * a.topk;
     const int groups = np < a.n_expert ? np : a.n_expert;
