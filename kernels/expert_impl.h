@@ -370,9 +370,9 @@ __global__ void __launch_bounds__(32 * W) st_expert_mma_kernel(st_expert_args a,
  * keep two until theirs have). Measured on an H100 (2026-12-07, one
  * device call, three runs each, min, us, two tiles / one; the MoE layer
  * iq3_s/iq4_nl 2560/640, 64 experts, top-8; docs/PERFORMANCE.md,
- * twentieth session): 16 / 24 / 32 tokens 242.44 /
- * 266.44 / 272.47 -> 206.40 / 227.61 / 231.61, in place 266.60 / 292.75 /
- * 298.43 -> 250.61 / 276.32 / 281.41 (ptxas: down iq4_nl 120 -> 80
+ * twentieth session): 16 / 24 / 32 tokens 242.44 / 266.44 / 272.47 ->
+ * 206.40 / 227.61 / 231.61, in place 266.60 / 292.75 / 298.43 -> 250.61 /
+ * 276.32 / 281.41 (ptxas: down iq4_nl 120 -> 80
  * registers, 3 blocks an SM instead of 2; gate-up iq3_s 128 -> 114, still
  * 2; with one tile for the down only, 0.89x instead of 0.85x). gfx1100
  * keeps two (not measured there). */

@@ -449,15 +449,16 @@ ST_DEV void st_mma_rows(const st_mat_dev &m, int64_t rbase, int64_t nrows, int64
      * 55.44 -> 53.42, planar iq4_nl 45.86 -> 43.77 (24 tokens 37.45 ->
      * 36.21). Not where it was slower: planar iq4_xs and iq3_s on
      * 128-stream rows (4096 x 14336 at 24 tokens 38.51 -> 43.34 and 39.67
-     * -> 45.51, at 32 1-2% slower; cause not found: ptxas gives the same
-     * 128 registers and no spills), the in-place layout at 1-2 tiles there
-     * (up to 2% slower). Taken apart there (a second call, three runs
-     * each, us, without / with): the butterfly's batches alone, planar
-     * iq4_xs 4096 x 14336 at 24 / 32 tokens 38.30 / 49.10 -> 36.87 /
-     * 46.24, iq3_s at 32 50.31 -> 48.26 (ptxas: the 32-token kernel's 8
-     * bytes of spills gone), 9-16 tokens within 0.4%: XB; with the next
-     * pass's first round requested too, iq4_xs at 32 44.83, iq3_s 48.88:
-     * XPP for iq4_xs; the next group's first round: XPG, not there. */
+     * -> 45.51, at 32 1-2% slower, with the same 128 registers and no
+     * spills), the in-place layout at 1-2 tiles there (up to 2% slower).
+     * Taken apart there (a second call, three runs each, us, without /
+     * with), the slower part was the next group's request: the butterfly's
+     * batches alone, planar iq4_xs 4096 x 14336 at 24 / 32 tokens 38.30 /
+     * 49.10 -> 36.87 / 46.24, iq3_s at 32 50.31 -> 48.26 (ptxas: the
+     * 32-token kernel's 8 bytes of spills gone), 9-16 tokens within 0.4%:
+     * XB on every planar row; with the next pass's first round requested
+     * too, iq4_xs at 32 44.83, iq3_s 48.88: XPP for planar IQ4_XS; the
+     * next group's first round (XPG) only where XSEG is. */
 #if ST_HIP
     constexpr bool XB = false, XPP = false, XPG = false;
 #else
