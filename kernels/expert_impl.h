@@ -365,16 +365,15 @@ __global__ void __launch_bounds__(32 * W) st_expert_mma_kernel(st_expert_args a,
  * share of a call is small: n_tokens x top-k / experts on average, 2.3
  * pairs at 16 tokens, top-8 of 64; registers for more tiles cost every
  * block occupancy, and an expert with more pairs takes further chunks, its
- * rows then from L2). NVIDIA, IQ3_S and IQ4_NL: one tile (8 pairs) a
- * chunk (the formats measured and whose gpu tests ran with it; the others
- * keep two until theirs have). Measured on an H100 (2026-12-07, one
- * device call, three runs each, min, us, two tiles / one; the MoE layer
- * iq3_s/iq4_nl 2560/640, 64 experts, top-8; docs/PERFORMANCE.md,
- * twentieth session): 16 / 24 / 32 tokens 242.44 / 266.44 / 272.47 ->
- * 206.40 / 227.61 / 231.61, in place 266.60 / 292.75 / 298.43 -> 250.61 /
- * 276.32 / 281.41 (ptxas: down iq4_nl 120 -> 80
- * registers, 3 blocks an SM instead of 2; gate-up iq3_s 128 -> 114, still
- * 2; with one tile for the down only, 0.89x instead of 0.85x). gfx1100
+ * rows then from L2). NVIDIA: one tile (8 pairs) a chunk, every format.
+ * Measured on an H100 (docs/PERFORMANCE.md, twentieth and twenty-first
+ * sessions; one device call each, three runs, min, us, two tiles / one;
+ * 64 experts, top-8): iq3_s/iq4_nl 2560/640 at 16 / 24 / 32 tokens
+ * 242.44 / 266.44 / 272.47 -> 206.40 / 227.61 / 231.61 (down iq4_nl 120
+ * -> 80 registers, 3 blocks an SM instead of 2); 2048/768 iq4_xs/iq4_xs
+ * at 24 234.11 -> 218.88, q4_K/q6_K at 32 365.15 -> 285.00 (in place
+ * 529.90 -> 392.55; ptxas: q4_K gate-up 154 -> 117 registers, 2 blocks
+ * an SM instead of 1), iq2_xxs/iq3_xxs at 32 277.93 -> 233.52. gfx1100
  * keeps two (not measured there). */
 template <int TYPE, bool DOWN>
 static st_rt_error st_expert_mma(const st_launch &L, const st_expert_args &a, const st_expert_plan &p)
@@ -382,7 +381,7 @@ static st_rt_error st_expert_mma(const st_launch &L, const st_expert_args &a, co
 #if ST_HIP
     constexpr int MAXT = 16 / st_mma::TOK;
 #else
-    constexpr int MAXT = st_base_type(TYPE) == ST_IQ3_S || st_base_type(TYPE) == ST_IQ4_NL ? 1 : 16 / st_mma::TOK;
+    constexpr int MAXT = 1;
 #endif
     constexpr int W = 8;
     constexpr bool SG = st_has_grid<TYPE>::v;
